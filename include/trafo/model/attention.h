@@ -1,0 +1,66 @@
+// Multi-head scaled dot-product attention for self- and cross-attention, batch first,
+// with a KV cache for step-wise decoding (DESIGN.md "Attention").
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+namespace trafo::model {
+
+// Keys and values already computed: [B, h, T, d_k]. A decoder self-attention cache grows by one
+// step per call; a cross-attention cache is filled once per source batch and reused.
+struct AttentionCache {
+  torch::Tensor keys;
+  torch::Tensor values;
+  bool empty() const { return !keys.defined(); }
+  // Keeps the batch rows in `index` (beam reordering, dropping finished sentences).
+  void select(const torch::Tensor& index);
+};
+
+// Boolean "may attend" masks, broadcast to [B, 1, Tq, Tk].
+torch::Tensor padding_mask(const torch::Tensor& tokens, int64_t pad_id);  // [B,T] -> [B,1,1,T]
+torch::Tensor causal_mask(int64_t length, const torch::Device& device);   // [1,1,T,T]
+
+// softmax(QKᵀ/√d_k + mask) V with explicit ops; q [B,h,Tq,d_k], k/v [B,h,Tk,d_k].
+// Returns the context [B,h,Tq,d_k]; writes the weights [B,h,Tq,Tk] to *weights when asked.
+torch::Tensor plain_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                              const torch::Tensor& mask, double dropout, bool training,
+                              torch::Tensor* weights = nullptr);
+
+class MultiHeadAttentionImpl : public torch::nn::Module {
+ public:
+  // Self-attention projects Q, K and V with one fused matrix; cross-attention projects Q from the
+  // decoder and K, V (fused) from the encoder memory.
+  MultiHeadAttentionImpl(int64_t d_model, int64_t heads, double dropout, bool self_attention);
+
+  // query [B,Tq,d], memory [B,Tk,d] (ignored for self-attention), mask broadcastable to
+  // [B,1,Tq,Tk] (undefined: attend everywhere), cache: see AttentionCache. Returns [B,Tq,d].
+  torch::Tensor forward(const torch::Tensor& query, const torch::Tensor& memory, const torch::Tensor& mask,
+                        AttentionCache* cache = nullptr);
+
+  // Selects the plain path and keeps its weights [B,h,Tq,Tk] in last_weights().
+  void set_keep_weights(bool keep) { keep_weights_ = keep; }
+  // Uses at::scaled_dot_product_attention unless false (tests compare the two paths).
+  void set_fused(bool fused) { fused_ = fused; }
+  const torch::Tensor& last_weights() const { return last_weights_; }
+
+  int64_t heads() const { return heads_; }
+  bool is_self_attention() const { return self_attention_; }
+  torch::nn::Linear qkv_proj{nullptr};  // self-attention: [3d, d]
+  torch::nn::Linear q_proj{nullptr};    // cross-attention: [d, d]
+  torch::nn::Linear kv_proj{nullptr};   // cross-attention: [2d, d]
+  torch::nn::Linear out_proj{nullptr};  // [d, d]
+
+ private:
+  torch::Tensor split_heads(const torch::Tensor& x) const;  // [B,T,d] -> [B,h,T,d_k]
+  int64_t d_model_, heads_;
+  double dropout_;
+  bool self_attention_;
+  bool keep_weights_ = false;
+  bool fused_ = true;
+  torch::Tensor last_weights_;
+};
+TORCH_MODULE(MultiHeadAttention);
+
+}  // namespace trafo::model

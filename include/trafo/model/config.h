@@ -1,0 +1,35 @@
+// The shape of a transformer encoder-decoder; stored inside every checkpoint.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace trafo::model {
+
+struct ModelConfig {
+  int64_t vocab_size = 8000;       // joint source/target vocabulary (SentencePiece pieces)
+  int64_t d_model = 256;           // width of every residual stream
+  int64_t heads = 4;               // attention heads; must divide d_model
+  int64_t encoder_layers = 3;      // encoder depth
+  int64_t decoder_layers = 3;      // decoder depth
+  int64_t d_ff = 1024;             // inner width of the feed-forward blocks
+  double dropout = 0.1;            // embeddings, sublayer outputs, attention weights, FFN inner
+  std::string activation = "relu"; // feed-forward activation: relu | gelu
+  std::string norm = "pre";        // residual LayerNorm position: pre | post
+  bool tie_embeddings = true;      // one matrix for source, target and output embeddings
+  int64_t max_positions = 1024;    // longest sequence the sinusoidal table covers
+  int64_t pad_id = 0;              // padding id; the tokenizer fixes pad=0 unk=1 bos=2 eos=3
+};
+
+// Throws trafo::InputError naming the first invalid field.
+void validate(const ModelConfig& config);
+
+nlohmann::json to_json(const ModelConfig& config);
+ModelConfig model_config_from_json(const nlohmann::json& json);
+
+// "d_model 256 vs 512, heads 4 vs 8"; empty when the two describe the same model.
+std::string describe_differences(const ModelConfig& a, const ModelConfig& b);
+
+}  // namespace trafo::model

@@ -1,0 +1,67 @@
+// The small pieces a transformer is stacked from: embeddings, positions, feed-forward, residual.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/pimpl.h>
+
+namespace trafo::model {
+
+// Token ids [B,T] -> vectors [B,T,d] scaled by sqrt(d_model) (Vaswani et al. 3.4).
+class TokenEmbeddingImpl : public torch::nn::Module {
+ public:
+  TokenEmbeddingImpl(int64_t vocab_size, int64_t d_model, int64_t pad_id);
+  torch::Tensor forward(const torch::Tensor& tokens);
+  torch::nn::Embedding embedding{nullptr};
+
+ private:
+  double scale_;
+};
+TORCH_MODULE(TokenEmbedding);
+
+// PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(...); a fixed buffer, not a parameter.
+class SinusoidalPositionsImpl : public torch::nn::Module {
+ public:
+  SinusoidalPositionsImpl(int64_t max_positions, int64_t d_model);
+  // x [B,T,d] -> x + PE[offset : offset+T]; `offset` is the number of steps already decoded.
+  torch::Tensor forward(const torch::Tensor& x, int64_t offset = 0);
+  int64_t max_positions() const { return table_.size(0); }
+
+ private:
+  torch::Tensor table_;  // [max_positions, d]
+};
+TORCH_MODULE(SinusoidalPositions);
+
+// linear2(dropout(activation(linear1(x)))): [B,T,d] -> [B,T,d] through [B,T,d_ff].
+class FeedForwardImpl : public torch::nn::Module {
+ public:
+  FeedForwardImpl(int64_t d_model, int64_t d_ff, double dropout, const std::string& activation);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::nn::Linear linear1{nullptr}, linear2{nullptr};
+
+ private:
+  bool gelu_;
+  torch::nn::Dropout dropout_{nullptr};
+};
+TORCH_MODULE(FeedForward);
+
+// Pre-norm: x + dropout(f(norm(x))). Post-norm: norm(x + dropout(f(x))).
+class ResidualImpl : public torch::nn::Module {
+ public:
+  ResidualImpl(int64_t d_model, double dropout, bool pre_norm);
+  torch::Tensor forward(const torch::Tensor& x, const std::function<torch::Tensor(const torch::Tensor&)>& sublayer);
+  torch::nn::LayerNorm norm{nullptr};
+
+ private:
+  bool pre_norm_;
+  torch::nn::Dropout dropout_{nullptr};
+};
+TORCH_MODULE(Residual);
+
+}  // namespace trafo::model

@@ -1,0 +1,87 @@
+// The encoder-decoder, built bottom up from the pieces in layers.h and attention.h.
+#pragma once
+
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+
+#include "trafo/model/attention.h"
+#include "trafo/model/config.h"
+#include "trafo/model/layers.h"
+
+namespace trafo::model {
+
+class EncoderLayerImpl : public torch::nn::Module {
+ public:
+  explicit EncoderLayerImpl(const ModelConfig& config);
+  // x [B,S,d], src_mask [B,1,1,S] -> [B,S,d]
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& src_mask);
+  MultiHeadAttention self_attention{nullptr};
+  FeedForward feed_forward{nullptr};
+  Residual attention_residual{nullptr}, feed_forward_residual{nullptr};
+};
+TORCH_MODULE(EncoderLayer);
+
+// Per decoder layer: the growing self-attention cache and the fixed cross-attention cache.
+struct DecoderCache {
+  std::vector<AttentionCache> self_attention;
+  std::vector<AttentionCache> cross_attention;
+  int64_t length = 0;  // target positions already decoded
+  void select(const torch::Tensor& index);  // keep batch rows `index`
+};
+
+class DecoderLayerImpl : public torch::nn::Module {
+ public:
+  explicit DecoderLayerImpl(const ModelConfig& config);
+  // x [B,T,d], memory [B,S,d], self_mask [1,1,T,Tpast+T] or undefined, src_mask [B,1,1,S] -> [B,T,d]
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& self_mask,
+                        const torch::Tensor& src_mask, AttentionCache* self_cache = nullptr,
+                        AttentionCache* cross_cache = nullptr);
+  MultiHeadAttention self_attention{nullptr}, cross_attention{nullptr};
+  FeedForward feed_forward{nullptr};
+  Residual self_residual{nullptr}, cross_residual{nullptr}, feed_forward_residual{nullptr};
+};
+TORCH_MODULE(DecoderLayer);
+
+class TransformerImpl : public torch::nn::Module {
+ public:
+  explicit TransformerImpl(const ModelConfig& config);
+
+  // src [B,S] -> memory [B,S,d]
+  torch::Tensor encode(const torch::Tensor& src);
+  // tgt_in [B,T] (the new steps only when `cache` is given), memory [B,S,d], src [B,S] -> hidden [B,T,d].
+  torch::Tensor decode(const torch::Tensor& tgt_in, const torch::Tensor& memory, const torch::Tensor& src_mask,
+                       DecoderCache* cache = nullptr);
+  // hidden [B,T,d] -> logits [B,T,V]
+  torch::Tensor output_logits(const torch::Tensor& hidden);
+  // src [B,S], tgt_in [B,T] -> logits [B,T,V]
+  torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in);
+
+  DecoderCache make_cache() const;
+  torch::Tensor source_mask(const torch::Tensor& src) const { return padding_mask(src, config_.pad_id); }
+  const ModelConfig& config() const { return config_; }
+  // Attention weights for pictures and tests: selects the plain path in every attention module.
+  void set_keep_attention_weights(bool keep);
+  void set_fused_attention(bool fused);
+  std::vector<MultiHeadAttention> attention_modules() const;
+
+  TokenEmbedding source_embedding{nullptr}, target_embedding{nullptr};
+  SinusoidalPositions positions{nullptr};
+  torch::nn::ModuleList encoder_layers, decoder_layers;
+  torch::nn::LayerNorm encoder_norm{nullptr}, decoder_norm{nullptr};  // pre-norm only
+  torch::nn::Linear output_projection{nullptr};                       // untied only
+  torch::nn::Dropout embedding_dropout{nullptr};
+
+ private:
+  void initialize();
+  ModelConfig config_;
+};
+TORCH_MODULE(Transformer);
+
+// Sum of -log p(target) over non-padding positions and their count:
+// logits [B,T,V], target [B,T] -> (sum [] fp32, count [] int64). No host sync.
+std::pair<torch::Tensor, torch::Tensor> token_nll(const torch::Tensor& logits, const torch::Tensor& target,
+                                                  int64_t pad_id);
+
+}  // namespace trafo::model

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs everything trafo needs on Debian 12, idempotently: Debian's libraries and tools,
+# and a pinned LibTorch (the PyPI torch wheel) with sacreBLEU in a git-ignored virtual
+# environment at .venv, made with Debian's /usr/bin/python3.
+# Rerunning takes seconds when everything is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TORCH_VERSION=2.11.0
+SACREBLEU_VERSION=2.5.1
+VENV=.venv
+APT_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config git
+  python3-venv python3-dev
+  libcli11-dev libspdlog-dev libfmt-dev
+  libsentencepiece-dev sentencepiece
+  googletest libgtest-dev libbenchmark-dev
+  nlohmann-json3-dev libutfcpp-dev libgloo-dev
+)
+
+say() { printf 'setup: %s\n' "$*" >&2; }
+fail() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+
+missing=()
+for package in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || missing+=("$package")
+done
+if ((${#missing[@]})); then
+  say "installing Debian packages: ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq || fail "apt-get update failed"
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+    || fail "could not install Debian packages: ${missing[*]}"
+else
+  say "Debian packages: all present"
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  say "creating the virtual environment $VENV with /usr/bin/python3"
+  /usr/bin/python3 -m venv "$VENV" || fail "could not create $VENV (is python3-venv installed?)"
+fi
+have_torch=$("$VENV/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null || true)
+have_sacrebleu=$("$VENV/bin/python" -c 'import sacrebleu; print(sacrebleu.__version__)' 2>/dev/null || true)
+if [ "$have_torch" != "$TORCH_VERSION" ] || [ "$have_sacrebleu" != "$SACREBLEU_VERSION" ]; then
+  say "installing torch==$TORCH_VERSION and sacrebleu==$SACREBLEU_VERSION into $VENV (about 5 GB)"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+    "torch==$TORCH_VERSION" "sacrebleu==$SACREBLEU_VERSION" numpy \
+    || fail "pip could not install torch==$TORCH_VERSION (is PyPI reachable?)"
+else
+  say "torch $have_torch and sacrebleu $have_sacrebleu: present in $VENV"
+fi
+"$VENV/bin/python" -c 'import torch, sacrebleu' || fail "torch or sacrebleu does not import from $VENV"
+say "done"

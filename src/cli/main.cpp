@@ -1,0 +1,71 @@
+// trafo: train, evaluate and use transformer translation models from the command line.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "commands.h"
+#include "trafo/errors.h"
+
+namespace {
+
+int fail(int code, const std::string& message) {
+  std::fprintf(stderr, "trafo: error: %s\n", message.c_str());
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Logs go to stderr; stdout carries results only.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("trafo"));
+  spdlog::set_pattern("[%H:%M:%S] %v");
+
+  CLI::App app{"trafo: a transformer encoder-decoder translation trainer (LibTorch)", "trafo"};
+  app.set_version_flag("--version", std::string("trafo ") + TRAFO_VERSION);
+  app.require_subcommand(1);
+  std::vector<std::pair<CLI::App*, trafo::cli::CommandRunner>> commands;
+  auto add = [&](trafo::cli::CommandRunner (*adder)(CLI::App&)) {
+    auto runner = adder(app);
+    commands.emplace_back(app.get_subcommands({}).back(), std::move(runner));
+  };
+  add(trafo::cli::add_train_command);
+  add(trafo::cli::add_eval_command);
+  add(trafo::cli::add_translate_command);
+  add(trafo::cli::add_score_command);
+  add(trafo::cli::add_toy_corpus_command);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return fail(2, e.what());
+  }
+
+  try {
+    for (auto& [command, runner] : commands) {
+      if (command->parsed()) return runner();
+    }
+    return fail(2, "no subcommand given (see trafo --help)");
+  } catch (const trafo::InputError& e) {
+    return fail(2, e.what());
+  } catch (const trafo::RunError& e) {
+    return fail(1, e.what());
+  } catch (const CLI::ParseError& e) {  // a config file read after parsing
+    return fail(2, e.what());
+  } catch (const std::exception& e) {
+    return fail(1, e.what());
+  }
+}

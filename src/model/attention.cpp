@@ -1,0 +1,96 @@
+#include "trafo/model/attention.h"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include <torch/torch.h>
+
+namespace trafo::model {
+
+void AttentionCache::select(const torch::Tensor& index) {
+  if (empty()) return;
+  keys = keys.index_select(0, index);
+  values = values.index_select(0, index);
+}
+
+torch::Tensor padding_mask(const torch::Tensor& tokens, int64_t pad_id) {
+  return tokens.ne(pad_id).unsqueeze(1).unsqueeze(1);  // [B,1,1,T]
+}
+
+torch::Tensor causal_mask(int64_t length, const torch::Device& device) {
+  auto options = torch::TensorOptions().dtype(torch::kBool).device(device);
+  return torch::ones({length, length}, options).tril().view({1, 1, length, length});
+}
+
+torch::Tensor plain_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                              const torch::Tensor& mask, double dropout, bool training, torch::Tensor* weights) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  auto scores = torch::matmul(q, k.transpose(-2, -1)) * scale;  // [B,h,Tq,Tk]
+  if (mask.defined()) scores = scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity());
+  auto probabilities = torch::softmax(scores, -1);
+  if (weights != nullptr) *weights = probabilities;
+  if (training && dropout > 0.0) probabilities = torch::dropout(probabilities, dropout, true);
+  return torch::matmul(probabilities, v);  // [B,h,Tq,d_k]
+}
+
+MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t heads, double dropout, bool self_attention)
+    : d_model_(d_model), heads_(heads), dropout_(dropout), self_attention_(self_attention) {
+  if (self_attention) {
+    qkv_proj = register_module("qkv_proj", torch::nn::Linear(d_model, 3 * d_model));
+  } else {
+    q_proj = register_module("q_proj", torch::nn::Linear(d_model, d_model));
+    kv_proj = register_module("kv_proj", torch::nn::Linear(d_model, 2 * d_model));
+  }
+  out_proj = register_module("out_proj", torch::nn::Linear(d_model, d_model));
+}
+
+torch::Tensor MultiHeadAttentionImpl::split_heads(const torch::Tensor& x) const {
+  return x.view({x.size(0), x.size(1), heads_, d_model_ / heads_}).transpose(1, 2);
+}
+
+torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& query, const torch::Tensor& memory,
+                                              const torch::Tensor& mask, AttentionCache* cache) {
+  torch::Tensor q, k, v;
+  if (self_attention_) {
+    auto qkv = qkv_proj(query).chunk(3, -1);  // 3 × [B,Tq,d]
+    q = split_heads(qkv[0]);
+    k = split_heads(qkv[1]);
+    v = split_heads(qkv[2]);
+    if (cache != nullptr) {
+      if (!cache->empty()) {
+        k = torch::cat({cache->keys, k}, 2);  // [B,h,Tpast+Tq,d_k]
+        v = torch::cat({cache->values, v}, 2);
+      }
+      cache->keys = k;
+      cache->values = v;
+    }
+  } else {
+    q = split_heads(q_proj(query));
+    if (cache != nullptr && !cache->empty()) {
+      k = cache->keys;
+      v = cache->values;
+    } else {
+      auto kv = kv_proj(memory).chunk(2, -1);  // 2 × [B,Tk,d]
+      k = split_heads(kv[0]);
+      v = split_heads(kv[1]);
+      if (cache != nullptr) {
+        cache->keys = k;
+        cache->values = v;
+      }
+    }
+  }
+
+  torch::Tensor context;  // [B,h,Tq,d_k]
+  if (keep_weights_ || !fused_) {
+    context = plain_attention(q, k, v, mask, dropout_, is_training(), keep_weights_ ? &last_weights_ : nullptr);
+  } else {
+    const double dropout = is_training() ? dropout_ : 0.0;
+    const auto attn_mask = mask.defined() ? std::optional<torch::Tensor>(mask) : std::nullopt;
+    context = at::scaled_dot_product_attention(q, k, v, attn_mask, dropout);
+  }
+  context = context.transpose(1, 2).reshape({query.size(0), query.size(1), d_model_});  // [B,Tq,d]
+  return out_proj(context);
+}
+
+}  // namespace trafo::model

@@ -1,0 +1,157 @@
+#include "trafo/model/transformer.h"
+
+#include <cmath>
+
+#include <torch/torch.h>
+
+namespace trafo::model {
+
+EncoderLayerImpl::EncoderLayerImpl(const ModelConfig& c) {
+  const bool pre_norm = c.norm == "pre";
+  self_attention = register_module("self_attention", MultiHeadAttention(c.d_model, c.heads, c.dropout, true));
+  feed_forward = register_module("feed_forward", FeedForward(c.d_model, c.d_ff, c.dropout, c.activation));
+  attention_residual = register_module("attention_residual", Residual(c.d_model, c.dropout, pre_norm));
+  feed_forward_residual = register_module("feed_forward_residual", Residual(c.d_model, c.dropout, pre_norm));
+}
+
+torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& src_mask) {
+  auto h = attention_residual(x, [&](const torch::Tensor& y) { return self_attention(y, y, src_mask); });
+  return feed_forward_residual(h, [&](const torch::Tensor& y) { return feed_forward(y); });
+}
+
+void DecoderCache::select(const torch::Tensor& index) {
+  for (auto& cache : self_attention) cache.select(index);
+  for (auto& cache : cross_attention) cache.select(index);
+}
+
+DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
+  const bool pre_norm = c.norm == "pre";
+  self_attention = register_module("self_attention", MultiHeadAttention(c.d_model, c.heads, c.dropout, true));
+  cross_attention = register_module("cross_attention", MultiHeadAttention(c.d_model, c.heads, c.dropout, false));
+  feed_forward = register_module("feed_forward", FeedForward(c.d_model, c.d_ff, c.dropout, c.activation));
+  self_residual = register_module("self_residual", Residual(c.d_model, c.dropout, pre_norm));
+  cross_residual = register_module("cross_residual", Residual(c.d_model, c.dropout, pre_norm));
+  feed_forward_residual = register_module("feed_forward_residual", Residual(c.d_model, c.dropout, pre_norm));
+}
+
+torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& memory,
+                                        const torch::Tensor& self_mask, const torch::Tensor& src_mask,
+                                        AttentionCache* self_cache, AttentionCache* cross_cache) {
+  auto h = self_residual(x, [&](const torch::Tensor& y) { return self_attention(y, y, self_mask, self_cache); });
+  h = cross_residual(h, [&](const torch::Tensor& y) { return cross_attention(y, memory, src_mask, cross_cache); });
+  return feed_forward_residual(h, [&](const torch::Tensor& y) { return feed_forward(y); });
+}
+
+TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
+  validate(config_);
+  const auto& c = config_;
+  source_embedding = register_module("source_embedding", TokenEmbedding(c.vocab_size, c.d_model, c.pad_id));
+  if (c.tie_embeddings) {
+    target_embedding = source_embedding;
+  } else {
+    target_embedding = register_module("target_embedding", TokenEmbedding(c.vocab_size, c.d_model, c.pad_id));
+    output_projection = register_module("output_projection", torch::nn::Linear(c.d_model, c.vocab_size));
+  }
+  positions = register_module("positions", SinusoidalPositions(c.max_positions, c.d_model));
+  embedding_dropout = register_module("embedding_dropout", torch::nn::Dropout(c.dropout));
+  for (int64_t i = 0; i < c.encoder_layers; ++i) encoder_layers->push_back(EncoderLayer(c));
+  for (int64_t i = 0; i < c.decoder_layers; ++i) decoder_layers->push_back(DecoderLayer(c));
+  register_module("encoder_layers", encoder_layers);
+  register_module("decoder_layers", decoder_layers);
+  if (c.norm == "pre") {
+    encoder_norm = register_module("encoder_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
+    decoder_norm = register_module("decoder_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
+  }
+  initialize();
+}
+
+void TransformerImpl::initialize() {
+  torch::NoGradGuard no_grad;
+  // Xavier-uniform for every projection; for the fused QKV/KV matrices, per [d, d] block as if separate.
+  for (const auto& module : modules(false)) {
+    if (auto* linear = module->as<torch::nn::Linear>()) {
+      const auto& w = linear->weight;
+      const int64_t blocks = std::max<int64_t>(1, w.size(0) / w.size(1));
+      for (const auto& block : w.chunk(blocks, 0)) torch::nn::init::xavier_uniform_(block);
+      torch::nn::init::zeros_(linear->bias);
+    }
+  }
+  // The output projection (when untied) is a vocabulary-wide matrix; plain Xavier over it.
+  if (output_projection) torch::nn::init::xavier_uniform_(output_projection->weight);
+  const double std = std::pow(static_cast<double>(config_.d_model), -0.5);
+  for (auto& embedding : {source_embedding, target_embedding}) {
+    torch::nn::init::normal_(embedding->embedding->weight, 0.0, std);
+    embedding->embedding->weight[config_.pad_id].zero_();
+  }
+}
+
+torch::Tensor TransformerImpl::encode(const torch::Tensor& src) {
+  const auto src_mask = source_mask(src);
+  auto x = embedding_dropout(positions(source_embedding(src)));  // [B,S,d]
+  for (const auto& layer : *encoder_layers) x = layer->as<EncoderLayer>()->forward(x, src_mask);
+  return encoder_norm ? encoder_norm(x) : x;
+}
+
+torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const torch::Tensor& memory,
+                                      const torch::Tensor& src_mask, DecoderCache* cache) {
+  const int64_t offset = cache != nullptr ? cache->length : 0;
+  const int64_t steps = tgt_in.size(1);
+  // A single new step may attend to every cached position: no mask needed.
+  torch::Tensor self_mask;
+  if (steps > 1) {
+    self_mask = causal_mask(offset + steps, tgt_in.device()).narrow(2, offset, steps);  // [1,1,T,offset+T]
+  }
+  auto x = embedding_dropout(positions(target_embedding(tgt_in), offset));  // [B,T,d]
+  for (size_t i = 0; i < decoder_layers->size(); ++i) {
+    auto* self_cache = cache != nullptr ? &cache->self_attention[i] : nullptr;
+    auto* cross_cache = cache != nullptr ? &cache->cross_attention[i] : nullptr;
+    x = decoder_layers[i]->as<DecoderLayer>()->forward(x, memory, self_mask, src_mask, self_cache, cross_cache);
+  }
+  if (cache != nullptr) cache->length += steps;
+  return decoder_norm ? decoder_norm(x) : x;
+}
+
+torch::Tensor TransformerImpl::output_logits(const torch::Tensor& hidden) {
+  if (output_projection) return output_projection(hidden);
+  return torch::matmul(hidden, source_embedding->embedding->weight.t());  // [B,T,V]
+}
+
+torch::Tensor TransformerImpl::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {
+  const auto memory = encode(src);
+  return output_logits(decode(tgt_in, memory, source_mask(src)));
+}
+
+DecoderCache TransformerImpl::make_cache() const {
+  DecoderCache cache;
+  cache.self_attention.resize(decoder_layers->size());
+  cache.cross_attention.resize(decoder_layers->size());
+  return cache;
+}
+
+std::vector<MultiHeadAttention> TransformerImpl::attention_modules() const {
+  std::vector<MultiHeadAttention> result;
+  for (const auto& layer : *encoder_layers) result.push_back(layer->as<EncoderLayer>()->self_attention);
+  for (const auto& layer : *decoder_layers) {
+    result.push_back(layer->as<DecoderLayer>()->self_attention);
+    result.push_back(layer->as<DecoderLayer>()->cross_attention);
+  }
+  return result;
+}
+
+void TransformerImpl::set_keep_attention_weights(bool keep) {
+  for (auto& attention : attention_modules()) attention->set_keep_weights(keep);
+}
+
+void TransformerImpl::set_fused_attention(bool fused) {
+  for (auto& attention : attention_modules()) attention->set_fused(fused);
+}
+
+std::pair<torch::Tensor, torch::Tensor> token_nll(const torch::Tensor& logits, const torch::Tensor& target,
+                                                  int64_t pad_id) {
+  auto log_probs = torch::log_softmax(logits.to(torch::kFloat), -1);           // [B,T,V]
+  auto nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1);         // [B,T]
+  auto real = target.ne(pad_id);
+  return {nll.masked_fill(real.logical_not(), 0.0).sum(), real.sum()};
+}
+
+}  // namespace trafo::model

@@ -1,0 +1,150 @@
+// Transformer invariants: causality, padding, the KV cache, gradients, save/load, overfitting.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "test_support.h"
+#include "trafo/model/transformer.h"
+
+namespace trafo::model {
+namespace {
+
+ModelConfig tiny_config(const std::string& norm = "pre") {
+  ModelConfig c;
+  c.vocab_size = 20;
+  c.d_model = 16;
+  c.heads = 2;
+  c.encoder_layers = 2;
+  c.decoder_layers = 2;
+  c.d_ff = 32;
+  c.dropout = 0.0;
+  c.norm = norm;
+  c.max_positions = 64;
+  return c;
+}
+
+class ModelTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ModelTest, DecoderNeverLooksAtFuturePositions) {
+  torch::manual_seed(1);
+  Transformer model(tiny_config(GetParam()));
+  model->eval();
+  auto src = torch::tensor({{4, 5, 6, 7, 3}}, torch::kLong);
+  auto tgt = torch::tensor({{2, 8, 9, 10, 11, 12}}, torch::kLong);
+  auto changed = tgt.clone();
+  changed.narrow(1, 3, 3).fill_(15);  // positions 3.. differ
+  const auto a = model(src, tgt), b = model(src, changed);
+  EXPECT_TRUE(torch::allclose(a.narrow(1, 0, 3), b.narrow(1, 0, 3), 1e-6, 1e-6));
+  EXPECT_FALSE(torch::allclose(a.narrow(1, 3, 3), b.narrow(1, 3, 3), 1e-3, 1e-3));
+}
+
+TEST_P(ModelTest, SourcePaddingChangesNothingElse) {
+  torch::manual_seed(2);
+  Transformer model(tiny_config(GetParam()));
+  model->eval();
+  auto src = torch::tensor({{4, 5, 6, 3}}, torch::kLong);
+  auto padded = torch::tensor({{4, 5, 6, 3, 0, 0, 0}}, torch::kLong);
+  auto tgt = torch::tensor({{2, 8, 9}}, torch::kLong);
+  EXPECT_TRUE(torch::allclose(model(src, tgt), model(padded, tgt), 1e-5, 1e-5));
+  // And inside a batch beside a longer sentence.
+  auto batch = torch::tensor({{4, 5, 6, 3, 0, 0, 0}, {7, 8, 9, 10, 11, 12, 3}}, torch::kLong);
+  auto tgt_batch = torch::tensor({{2, 8, 9}, {2, 4, 4}}, torch::kLong);
+  EXPECT_TRUE(torch::allclose(model(src, tgt), model(batch, tgt_batch).narrow(0, 0, 1), 1e-5, 1e-5));
+}
+
+TEST_P(ModelTest, StepwiseDecodingWithCacheEqualsFullPass) {
+  torch::manual_seed(3);
+  Transformer model(tiny_config(GetParam()));
+  model->eval();
+  torch::NoGradGuard no_grad;
+  auto src = torch::tensor({{4, 5, 6, 7, 3}, {8, 9, 3, 0, 0}}, torch::kLong);
+  auto tgt = torch::tensor({{2, 8, 9, 10, 11}, {2, 12, 13, 14, 15}}, torch::kLong);
+  const auto full = model(src, tgt);  // [2,5,V]
+  const auto memory = model->encode(src);
+  const auto src_mask = model->source_mask(src);
+  auto cache = model->make_cache();
+  for (int64_t t = 0; t < tgt.size(1); ++t) {
+    auto logits = model->output_logits(model->decode(tgt.narrow(1, t, 1), memory, src_mask, &cache));
+    EXPECT_TRUE(torch::allclose(logits, full.narrow(1, t, 1), 1e-5, 1e-5)) << "step " << t;
+  }
+  EXPECT_EQ(cache.length, 5);
+  EXPECT_EQ(cache.self_attention[0].keys.size(2), 5);
+  EXPECT_EQ(cache.cross_attention[0].keys.size(2), 5);  // source length, computed once
+}
+
+TEST_P(ModelTest, FusedAndPlainAttentionAgree) {
+  torch::manual_seed(4);
+  Transformer model(tiny_config(GetParam()));
+  model->eval();
+  auto src = torch::tensor({{4, 5, 6, 7, 3}, {8, 9, 3, 0, 0}}, torch::kLong);
+  auto tgt = torch::tensor({{2, 8, 9, 10}, {2, 12, 13, 14}}, torch::kLong);
+  const auto fused = model(src, tgt);
+  model->set_fused_attention(false);
+  EXPECT_TRUE(torch::allclose(fused, model(src, tgt), 1e-5, 1e-5));
+}
+
+TEST_P(ModelTest, EveryParameterGetsAGradient) {
+  torch::manual_seed(5);
+  auto config = tiny_config(GetParam());
+  for (const bool tie : {true, false}) {
+    config.tie_embeddings = tie;
+    Transformer model(config);
+    auto src = torch::tensor({{4, 5, 6, 7, 3}}, torch::kLong);
+    auto tgt = torch::tensor({{2, 8, 9, 10}}, torch::kLong);
+    auto [nll, count] = token_nll(model(src, tgt), torch::tensor({{8, 9, 10, 3}}, torch::kLong), 0);
+    (nll / count).backward();
+    for (const auto& p : model->named_parameters()) {
+      ASSERT_TRUE(p.value().grad().defined()) << p.key();
+      EXPECT_GT(p.value().grad().abs().sum().item<double>(), 0.0) << p.key();
+    }
+  }
+}
+
+TEST_P(ModelTest, TinyModelOverfitsSixteenPairs) {
+  torch::manual_seed(6);
+  auto config = tiny_config(GetParam());
+  config.d_model = 32;
+  config.d_ff = 64;
+  Transformer model(config);
+  // 16 pairs of a reversal task: the target is the source backwards, so attention is required.
+  auto src = torch::randint(4, 20, {16, 6}, torch::kLong);
+  auto reversed = src.flip(1);
+  auto eos = torch::full({16, 1}, 3, torch::kLong), bos = torch::full({16, 1}, 2, torch::kLong);
+  auto tgt_in = torch::cat({bos, reversed}, 1), tgt_out = torch::cat({reversed, eos}, 1);
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(3e-3));
+  double loss_value = 1e9;
+  for (int step = 0; step < 400 && loss_value >= 0.05; ++step) {
+    optimizer.zero_grad();
+    auto [nll, count] = token_nll(model(src, tgt_in), tgt_out, 0);
+    auto loss = nll / count;
+    loss.backward();
+    optimizer.step();
+    loss_value = loss.item<double>();
+  }
+  EXPECT_LT(loss_value, 0.05);
+}
+
+TEST_P(ModelTest, SaveThenLoadRoundTripsWeightsExactly) {
+  torch::manual_seed(7);
+  Transformer model(tiny_config(GetParam()));
+  const auto path = trafo::testing::make_temp_dir("model") / "weights.pt";
+  torch::save(model, path.string());
+  torch::manual_seed(8);
+  Transformer loaded(tiny_config(GetParam()));
+  torch::load(loaded, path.string());
+  auto a = model->named_parameters(), b = loaded->named_parameters();
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& p : a) EXPECT_TRUE(torch::equal(p.value(), b[p.key()])) << p.key();
+}
+
+INSTANTIATE_TEST_SUITE_P(Norms, ModelTest, ::testing::Values("pre", "post"));
+
+TEST(TokenNll, IgnoresPaddingAndMatchesHandComputation) {
+  auto logits = torch::log(torch::tensor({{{0.5f, 0.25f, 0.25f}, {0.1f, 0.8f, 0.1f}}}));  // [1,2,3]
+  auto target = torch::tensor({{1, 0}}, torch::kLong);                                    // second is padding
+  auto [nll, count] = token_nll(logits, target, 0);
+  EXPECT_NEAR(nll.item<double>(), -std::log(0.25), 1e-6);
+  EXPECT_EQ(count.item<int64_t>(), 1);
+}
+
+}  // namespace
+}  // namespace trafo::model

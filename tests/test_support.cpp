@@ -1,0 +1,74 @@
+#include "test_support.h"
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+namespace trafo::testing {
+namespace {
+
+std::vector<std::filesystem::path>& temp_dirs() {
+  static std::vector<std::filesystem::path> dirs;
+  static const bool registered = [] {
+    std::atexit([] {
+      std::error_code ignored;
+      for (const auto& dir : temp_dirs()) std::filesystem::remove_all(dir, ignored);
+    });
+    return true;
+  }();
+  (void)registered;
+  return dirs;
+}
+
+}  // namespace
+
+CommandResult run_command(const std::string& command) {
+  const auto dir = make_temp_dir("cmd");
+  const auto out_path = dir / "stdout";
+  const auto err_path = dir / "stderr";
+  const std::string full = "(" + command + ") >'" + out_path.string() + "' 2>'" + err_path.string() + "'";
+  const int status = std::system(full.c_str());
+  CommandResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.output = read_text(out_path);
+  result.errors = read_text(err_path);
+  return result;
+}
+
+CommandResult run_trafo(const std::string& arguments) {
+  return run_command(std::string("'") + TRAFO_BINARY + "' " + arguments);
+}
+
+std::filesystem::path make_temp_dir(const std::string& prefix) {
+  static std::mt19937_64 rng{std::random_device{}()};
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("trafo-" + prefix + "-" + std::to_string(rng() % 1000000000));
+    if (std::filesystem::create_directory(path)) {
+      temp_dirs().push_back(path);
+      return path;
+    }
+  }
+  throw std::runtime_error("cannot create a temporary folder");
+}
+
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+}  // namespace trafo::testing
