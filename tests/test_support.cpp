@@ -1,5 +1,7 @@
 #include "test_support.h"
 
+#include "trafo/util/files.h"
+
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -17,8 +19,7 @@ std::vector<std::filesystem::path>& temp_dirs() {
   static std::vector<std::filesystem::path> dirs;
   static const bool registered = [] {
     std::atexit([] {
-      std::error_code ignored;
-      for (const auto& dir : temp_dirs()) std::filesystem::remove_all(dir, ignored);
+      for (const auto& dir : temp_dirs()) trafo::util::remove_tree(dir);
     });
     return true;
   }();

@@ -15,7 +15,3 @@ CommandRunner add_train_command(CLI::App& app) { return pending(app, "train"); }
 CommandRunner add_eval_command(CLI::App& app) { return pending(app, "eval"); }
 CommandRunner add_translate_command(CLI::App& app) { return pending(app, "translate"); }
 }  // namespace trafo::cli
-namespace trafo::cli {
-CommandRunner add_score_command(CLI::App& app) { return pending(app, "score"); }
-CommandRunner add_toy_corpus_command(CLI::App& app) { return pending(app, "toy-corpus"); }
-}  // namespace trafo::cli

@@ -1,0 +1,53 @@
+// One joint SentencePiece model for source and target text, with fixed special ids.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sentencepiece {
+class SentencePieceProcessor;
+}
+
+namespace trafo::data {
+
+struct TokenizerOptions {
+  int64_t vocab_size = 8000;              // pieces including pad/unk/bos/eos and the 256 byte pieces
+  std::string model_type = "unigram";     // unigram | bpe
+  std::string normalization = "nmt_nfkc"; // SentencePiece's normalisation rule (nmt_nfkc, nfkc, identity, ...)
+  double character_coverage = 0.9995;     // characters outside it are spelled with byte pieces
+  int64_t max_sentences = 2000000;        // lines sampled for training (0: all)
+  int threads = 1;                        // SentencePiece trainer threads
+};
+
+class Tokenizer {
+ public:
+  static constexpr int kPad = 0, kUnk = 1, kBos = 2, kEos = 3;
+
+  // Trains on every line of `files` (train source and target); throws InputError when the text
+  // cannot support the vocabulary size.
+  static Tokenizer train(const std::vector<std::filesystem::path>& files, const TokenizerOptions& options);
+  // Loads a serialised model (the bytes of a .model file, as stored in checkpoints).
+  static Tokenizer from_bytes(const std::string& model);
+  static Tokenizer load(const std::filesystem::path& path);
+
+  Tokenizer(Tokenizer&&) noexcept;
+  Tokenizer& operator=(Tokenizer&&) noexcept;
+  ~Tokenizer();
+
+  std::vector<int> encode(const std::string& text) const;         // no bos/eos
+  std::vector<std::string> pieces(const std::string& text) const;  // the pieces `encode` gives
+  std::string decode(const std::vector<int>& ids) const;           // pad/bos/eos are dropped
+  std::string piece(int id) const;
+  int vocab_size() const;
+  const std::string& to_bytes() const { return model_; }
+  void save(const std::filesystem::path& path) const;
+
+ private:
+  explicit Tokenizer(std::string model);
+  std::string model_;
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
+};
+
+}  // namespace trafo::data

@@ -1,0 +1,24 @@
+// File helpers that hold up next to LibTorch.
+//
+// The torch wheel's libtorch.so exports its own copy of std::filesystem, and symbol lookup
+// finds it before libstdc++'s; its remove_all() jumps to a null pointer. Code that links
+// LibTorch removes folders with remove_tree() below, never std::filesystem::remove_all.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace trafo::util {
+
+// Removes `path` and everything below it; a missing path is fine.
+void remove_tree(const std::filesystem::path& path);
+
+// Writes `bytes` to a temporary file in the same folder, flushes it to disk, then renames it
+// over `path`: a reader sees the old file or the new one, never a torn one.
+// Throws trafo::RunError when the disk refuses (full, read-only), leaving `path` untouched.
+void write_file_atomically(const std::filesystem::path& path, const std::string& bytes);
+
+// The whole file; throws trafo::InputError when it cannot be read.
+std::string read_file(const std::filesystem::path& path);
+
+}  // namespace trafo::util

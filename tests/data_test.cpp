@@ -1,0 +1,143 @@
+// Tokenizer and corpus reader: round trips, stable ids, and every reader error.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "data_support.h"
+#include "trafo/data/corpus.h"
+#include "trafo/data/tokenizer.h"
+#include "trafo/errors.h"
+
+namespace trafo::data {
+namespace {
+
+using trafo::testing::make_temp_dir;
+using trafo::testing::write_text;
+
+class DataTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::filesystem::path(make_temp_dir("data"));
+    trafo::testing::write_synthetic_corpus(*dir_, "train", 400);
+    TokenizerOptions options;
+    options.vocab_size = 320;
+    tokenizer_ = new Tokenizer(Tokenizer::train({*dir_ / "train.en", *dir_ / "train.de"}, options));
+  }
+  static void TearDownTestSuite() {
+    delete tokenizer_;
+    delete dir_;
+  }
+  static std::filesystem::path* dir_;
+  static Tokenizer* tokenizer_;
+};
+std::filesystem::path* DataTest::dir_ = nullptr;
+Tokenizer* DataTest::tokenizer_ = nullptr;
+
+TEST_F(DataTest, TokenizerHasFixedSpecialIds) {
+  EXPECT_EQ(tokenizer_->vocab_size(), 320);
+  EXPECT_EQ(tokenizer_->piece(Tokenizer::kPad), "<pad>");
+  EXPECT_EQ(tokenizer_->piece(Tokenizer::kUnk), "<unk>");
+  EXPECT_EQ(tokenizer_->piece(Tokenizer::kBos), "<s>");
+  EXPECT_EQ(tokenizer_->piece(Tokenizer::kEos), "</s>");
+}
+
+TEST_F(DataTest, TokenizerRoundTripsTextIncludingUnseenCharacters) {
+  for (const std::string text : {"the cat sees a dog", "dogen catten theen", "Zürich ☃ 東京 — naïve € ß",
+                                 "the sky, 42 rivers!"}) {
+    const auto ids = tokenizer_->encode(text);
+    for (const int id : ids) EXPECT_NE(id, Tokenizer::kUnk) << text;  // byte fallback: nothing unknown
+    EXPECT_EQ(tokenizer_->decode(ids), text);
+  }
+}
+
+TEST_F(DataTest, IdsAreStableAfterSaveAndLoad) {
+  const auto path = make_temp_dir("spm") / "vocab.model";
+  tokenizer_->save(path);
+  const auto loaded = Tokenizer::load(path);
+  const auto from_bytes = Tokenizer::from_bytes(tokenizer_->to_bytes());
+  for (const std::string text : {"the big red house", "moon over the blue river ☃"}) {
+    EXPECT_EQ(loaded.encode(text), tokenizer_->encode(text));
+    EXPECT_EQ(from_bytes.encode(text), tokenizer_->encode(text));
+  }
+}
+
+TEST_F(DataTest, SentencePieceAndLibTorchWorkInOneProcess) {
+  const auto ids = tokenizer_->encode("the cat sees a dog");
+  auto tensor = torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()));
+  auto embedded = torch::nn::Embedding(tokenizer_->vocab_size(), 4)(tensor);
+  EXPECT_EQ(embedded.size(0), static_cast<int64_t>(ids.size()));
+}
+
+TEST_F(DataTest, VocabularyLargerThanTheTextSupportsIsAClearError) {
+  TokenizerOptions options;
+  options.vocab_size = 50000;
+  try {
+    Tokenizer::train({*dir_ / "train.en", *dir_ / "train.de"}, options);
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--vocab-size"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(DataTest, CorpusLoadsEveryPair) {
+  const auto corpus = Corpus::load(*dir_ / "train.en", *dir_ / "train.de", *tokenizer_, {});
+  EXPECT_EQ(corpus.size(), 400);
+  EXPECT_EQ(corpus.lines_read, 400);
+  std::vector<int> first(corpus.source(0), corpus.source(0) + corpus.source_length(0));
+  EXPECT_FALSE(first.empty());
+}
+
+TEST_F(DataTest, MissingFileIsAnError) {
+  EXPECT_THROW(check_parallel_files(*dir_ / "nope.en", *dir_ / "train.de"), InputError);
+  EXPECT_THROW(Corpus::load(*dir_ / "train.en", *dir_ / "nope.de", *tokenizer_, {}), InputError);
+}
+
+TEST_F(DataTest, DifferentLineCountsNameBothFilesAndCounts) {
+  const auto dir = make_temp_dir("mismatch");
+  write_text(dir / "a.en", "one\ntwo\nthree\n");
+  write_text(dir / "a.de", "eins\nzwei\n");
+  for (int reader = 0; reader < 2; ++reader) {
+    try {
+      if (reader == 0) check_parallel_files(dir / "a.en", dir / "a.de");
+      else Corpus::load(dir / "a.en", dir / "a.de", *tokenizer_, {});
+      FAIL() << "expected an error";
+    } catch (const InputError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("a.en has 3 lines"), std::string::npos) << message;
+      EXPECT_NE(message.find("a.de has 2"), std::string::npos) << message;
+    }
+  }
+}
+
+TEST_F(DataTest, InvalidUtf8NamesFileAndLine) {
+  const auto dir = make_temp_dir("utf8");
+  write_text(dir / "b.en", "fine\nalso fine\nbroken \xC3\x28 here\n");
+  write_text(dir / "b.de", "gut\nauch gut\nkaputt\n");
+  try {
+    check_parallel_files(dir / "b.en", dir / "b.de");
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("b.en:3: invalid UTF-8"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(DataTest, EmptyAndOverlongPairsAreSkippedAndCounted) {
+  const auto dir = make_temp_dir("skip");
+  write_text(dir / "c.en", "the cat\n\nthe dog sees the cat and the bird and the tree and the sky\nthe sun\n");
+  write_text(dir / "c.de", "catten theen\ndogen\ntheen\ntheen sunen\n");
+  CorpusOptions options;
+  options.max_length = 8;
+  options.max_length_ratio = 0.0;
+  const auto corpus = Corpus::load(dir / "c.en", dir / "c.de", *tokenizer_, options);
+  EXPECT_EQ(corpus.size(), 2);
+  EXPECT_EQ(corpus.skipped_empty, 1);
+  EXPECT_EQ(corpus.skipped_too_long, 1);
+  EXPECT_EQ(corpus.line_number(1), 4);
+  options.max_length = 0;
+  options.max_length_ratio = 4.0;  // the long sentence against "theen" is far over it
+  const auto filtered = Corpus::load(dir / "c.en", dir / "c.de", *tokenizer_, options);
+  EXPECT_EQ(filtered.skipped_ratio, 1);
+  EXPECT_EQ(filtered.size(), 2);
+}
+
+}  // namespace
+}  // namespace trafo::data
