@@ -1,0 +1,48 @@
+// One self-contained checkpoint file: everything needed to translate with a model or to
+// resume its training exactly (DESIGN.md "Checkpoint"). The format knows nothing of
+// optimizers or schedules: training state is named tensors plus a JSON string that
+// train/ packs and unpacks.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <ATen/core/Tensor.h>
+
+#include "trafo/model/config.h"
+#include "trafo/model/transformer.h"
+
+namespace trafo::checkpoint {
+
+inline constexpr int64_t kFormatVersion = 1;
+
+struct TrainingState {
+  std::map<std::string, at::Tensor> tensors;  // optimizer moments, RNG states, ...
+  std::string json;                           // step, epoch, data position, schedule, best metric, ...
+};
+
+struct Checkpoint {
+  model::ModelConfig model_config;
+  std::map<std::string, at::Tensor> weights;  // the model's named parameters and buffers
+  std::string tokenizer;                      // the SentencePiece model's bytes
+  std::string config;                         // the full effective config (TOML text)
+  std::optional<TrainingState> training;      // absent in a checkpoint made for translation only
+};
+
+// Copies a model's parameters and buffers (to CPU) into a Checkpoint's weights.
+std::map<std::string, at::Tensor> model_weights(const model::Transformer& model);
+
+// Writes atomically: a temporary file in the same folder, flushed, then renamed over `path`.
+void save(const std::filesystem::path& path, const Checkpoint& checkpoint);
+
+// Reads and validates (format version, model config, tokenizer, weights' names and shapes).
+// A missing, truncated or corrupt file, or an unknown version, throws trafo::InputError.
+// `with_training_state` false skips the training state (translation needs none of it).
+Checkpoint load(const std::filesystem::path& path, bool with_training_state = true);
+
+// A model of the checkpoint's config holding its weights, in eval mode, on `device`.
+model::Transformer make_model(const Checkpoint& checkpoint, const at::Device& device);
+
+}  // namespace trafo::checkpoint
