@@ -128,6 +128,12 @@ DecoderCache TransformerImpl::make_cache() const {
   return cache;
 }
 
+int64_t TransformerImpl::parameter_count() const {
+  int64_t count = 0;
+  for (const auto& p : parameters()) count += p.numel();
+  return count;
+}
+
 std::vector<MultiHeadAttention> TransformerImpl::attention_modules() const {
   std::vector<MultiHeadAttention> result;
   for (const auto& layer : *encoder_layers) result.push_back(layer->as<EncoderLayer>()->self_attention);

@@ -1,7 +1,22 @@
 // Translation with a trained model: encode once, decode step by step with the KV cache,
 // greedy or beam search, batches sorted by length, results in input order.
+//
+// Lengths: a sentence of S source pieces may produce at most
+//   L = min(floor(max_length_a × S + max_length_b), max_positions − 1)
+// pieces; at step L only eos is allowed. Pad and bos are never produced. Sources longer than
+// max_positions − 1 pieces are cut there (with a warning).
+//
+// Scores: sum of log p(token) over the output pieces and eos (log-softmax over the whole
+// vocabulary). Beam search (beam > 1) ranks finished hypotheses by the length-normalised score
+// of GNMT (Wu et al. 2016): score = log p(y) / lp(y), lp(y) = ((5 + |y|) / 6)^α with |y| the
+// output pieces plus eos and α = length_penalty (0: raw log p). Each step a beam keeps the K best
+// of K × V extensions; a candidate ending in eos among them is finished (fairseq's rule). A
+// sentence is done when K hypotheses have finished, or when its n_best-th best finished score
+// beats the best score any open hypothesis could still reach, or at its length limit.
+// Greedy search (beam 1) keeps the raw log p and gives the same tokens as beam search with K = 1.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,16 +35,34 @@ struct DecodeOptions {
   bool use_cache = true;         // false: recompute the whole prefix every step (benchmarks, tests)
 };
 
+// Throws trafo::InputError naming the first invalid option.
+void validate(const DecodeOptions& options);
+
+// The most pieces (eos not counted) a source of `source_length` pieces may produce (see above).
+int64_t max_output_length(int64_t source_length, const DecodeOptions& options, int64_t max_positions);
+
 struct Hypothesis {
   std::vector<int> tokens;  // without bos/eos
   std::string text;         // detokenized
   double score = 0.0;       // sum of token log-probabilities (eos included), length-penalised for beams
 };
 
+// The searches on one padded batch (tests, benchmarks): `src` [B,S] holds ids + eos padded with
+// pad, on the model's device; `max_lengths[b]` is row b's length limit. One list of hypotheses
+// (best first, at most n_best; greedy: exactly one) per row; `text` is left empty.
+std::vector<std::vector<Hypothesis>> greedy_search(model::Transformer& model, const torch::Tensor& src,
+                                                   const std::vector<int64_t>& max_lengths,
+                                                   const DecodeOptions& options);
+std::vector<std::vector<Hypothesis>> beam_search(model::Transformer& model, const torch::Tensor& src,
+                                                 const std::vector<int64_t>& max_lengths,
+                                                 const DecodeOptions& options);
+
 class Translator {
  public:
   // `model` in eval mode on its device; `tokenizer` must outlive the Translator.
   Translator(model::Transformer model, const data::Tokenizer& tokenizer, DecodeOptions options);
+  // Without a tokenizer: translate_ids only, and `text` stays empty (tests, benchmarks).
+  Translator(model::Transformer model, DecodeOptions options);
 
   // One list of n_best hypotheses per input sentence, best first, in input order.
   // Empty input lines give one empty hypothesis.
@@ -42,8 +75,12 @@ class Translator {
   const DecodeOptions& options() const { return options_; }
 
  private:
+  // Decodes sentences `rows` of `sources` (sorted by length, one batch) into `results`.
+  void translate_batch(const std::vector<std::vector<int>>& sources, const std::vector<size_t>& rows,
+                       std::vector<std::vector<Hypothesis>>& results);
+
   model::Transformer model_;
-  const data::Tokenizer& tokenizer_;
+  const data::Tokenizer* tokenizer_ = nullptr;  // null: ids only
   DecodeOptions options_;
 };
 

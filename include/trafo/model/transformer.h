@@ -59,6 +59,7 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in);
 
   DecoderCache make_cache() const;
+  int64_t parameter_count() const;
   torch::Tensor source_mask(const torch::Tensor& src) const { return padding_mask(src, config_.pad_id); }
   const ModelConfig& config() const { return config_; }
   // Attention weights for pictures and tests: selects the plain path in every attention module.

@@ -1,0 +1,23 @@
+// metrics.jsonl: one JSON object per line per event (DESIGN.md "metrics.jsonl").
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace trafo::train {
+
+class MetricsLog {
+ public:
+  // Appends to `path` (a resumed run continues its file).
+  explicit MetricsLog(const std::filesystem::path& path);
+  // Writes {"event": event, "step": step, "epoch": epoch, "time_s": time_s, ...fields} and flushes.
+  void write(const std::string& event, int64_t step, int64_t epoch, double time_s, nlohmann::json fields = {});
+
+ private:
+  std::ofstream out_;
+};
+
+}  // namespace trafo::train

@@ -1,0 +1,69 @@
+// Every knob of `trafo train`, with its default. The CLI binds each member to a long option
+// of the same name (underscores as dashes); config files use those names as keys.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "trafo/data/tokenizer.h"
+#include "trafo/model/config.h"
+
+namespace trafo::train {
+
+struct TrainConfig {
+  // Data: DIR/{train,dev}.{src,tgt}, or explicit paths (which win).
+  std::string data_dir;
+  std::string src_lang = "en";
+  std::string tgt_lang = "de";
+  std::string train_src, train_tgt, dev_src, dev_tgt;
+  int64_t max_length = 250;           // skip training pairs longer than this many pieces
+  double max_length_ratio = 0.0;      // skip pairs whose piece-length ratio exceeds this (0: off)
+
+  data::TokenizerOptions vocab;       // joint SentencePiece model trained on train src+tgt
+  model::ModelConfig model;
+
+  // Optimisation.
+  std::string optimizer = "adam";     // adam | adamw
+  double lr = 1e-3;                   // peak learning rate, reached after warmup
+  int64_t warmup_steps = 1000;        // linear warmup, then lr × sqrt(warmup / step)
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.98;
+  double adam_eps = 1e-9;
+  double weight_decay = 0.0;          // decoupled (adamw) or L2 (adam)
+  double clip_norm = 1.0;             // gradient norm clip (0: off)
+  double label_smoothing = 0.1;
+  int64_t batch_tokens = 4096;        // per step and process: B × max(padded src, padded tgt)
+  int64_t accumulate = 1;             // batches per update
+
+  // When to stop (0: no limit); whichever comes first.
+  int64_t max_steps = 20000;
+  int64_t max_epochs = 0;
+  std::string max_time;               // wall-clock budget: 90s, 20m, 1h30m
+  int64_t early_stopping = 8;         // validations without improvement (0: off)
+  std::string early_stopping_metric = "bleu";  // bleu | chrf | loss
+
+  // Validation, checkpoints, logs.
+  int64_t valid_every = 500;          // steps between validations (0: only at the end)
+  int64_t valid_max_sentences = 500;  // dev sentences decoded for BLEU/chrF (0: all)
+  int64_t valid_samples = 3;          // sample translations logged per validation
+  int64_t checkpoint_every = 0;       // steps between numbered checkpoints (0: with validation)
+  int64_t keep_checkpoints = 3;       // numbered checkpoints kept
+  int64_t log_every = 50;             // steps between progress lines
+  std::string run_dir = "runs/default";
+  bool no_resume = false;             // start over even if RUN_DIR holds checkpoint-last.pt
+  bool overwrite = false;             // allow --no-resume to replace an existing run
+
+  // Machine.
+  std::string device = "auto";        // cpu | cuda | auto
+  int threads = 0;                    // intra-op threads (0: all cores)
+  std::string precision = "fp32";     // fp32 | bf16 (autocast, fp32 master weights)
+  uint64_t seed = 1;
+};
+
+// Throws trafo::InputError naming the first invalid value.
+void validate(const TrainConfig& config);
+
+// "90s", "20m", "1h30m", "2h" → seconds; "" → 0 (no limit). InputError on anything else.
+double parse_duration(const std::string& text);
+
+}  // namespace trafo::train

@@ -1,0 +1,37 @@
+// `trafo train` as a library call: data → tokenizer → model → the training loop, with
+// validation, checkpoints, exact resume and a metrics log in the run folder.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "trafo/train/options.h"
+
+namespace trafo::train {
+
+struct TrainResult {
+  std::string reason;     // steps | time | epochs | early-stop | signal
+  int64_t step = 0;
+  std::string last_checkpoint;
+  std::string best_checkpoint;
+  double best_metric = 0.0;
+};
+
+class Trainer {
+ public:
+  // `config_text` is the effective configuration (TOML) stored in checkpoints and config.toml;
+  // `stop_requested` (may be null) is polled after every step: when set, the run saves and ends.
+  Trainer(TrainConfig config, std::string config_text, const std::atomic<bool>* stop_requested = nullptr);
+  ~Trainer();
+  // Throws InputError for bad data or a run folder that cannot be resumed, RunError for
+  // failures during training (repeated NaN loss, a full disk).
+  TrainResult run();
+
+ private:
+  TrainConfig config_;
+  std::string config_text_;
+  const std::atomic<bool>* stop_requested_;
+};
+
+}  // namespace trafo::train

@@ -1,0 +1,27 @@
+// Packs what a resumed run needs into the checkpoint's training state and back.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <torch/optim/optimizer.h>
+
+#include "trafo/checkpoint/checkpoint.h"
+#include "trafo/data/batcher.h"
+
+namespace trafo::train {
+
+struct Progress {
+  int64_t step = 0;                 // updates done
+  data::BatchPosition next_batch;   // where the data stream continues
+  double elapsed_s = 0.0;           // wall-clock time of all sessions of the run
+  double best_metric = 0.0;         // of the early-stopping metric
+  int64_t best_step = -1;           // -1: no validation yet
+  int64_t bad_validations = 0;      // validations since the best
+};
+
+checkpoint::TrainingState pack_training_state(const Progress& progress, torch::optim::Optimizer& optimizer);
+// Restores the optimizer's state and the CPU random generator; returns the progress.
+Progress unpack_training_state(const checkpoint::TrainingState& state, torch::optim::Optimizer& optimizer);
+
+}  // namespace trafo::train

@@ -1,0 +1,39 @@
+// Validation on the dev set: loss and perplexity by teacher forcing, then greedy decoding
+// scored with BLEU and chrF, and a few sample translations.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trafo/data/corpus.h"
+#include "trafo/data/tokenizer.h"
+#include "trafo/model/transformer.h"
+
+namespace trafo::train {
+
+struct ValidationResult {
+  double loss = 0.0;  // unsmoothed NLL per target token (eos included)
+  double ppl = 0.0;
+  double bleu = 0.0;
+  double chrf = 0.0;
+  nlohmann::json samples = nlohmann::json::array();  // [{src, ref, hyp}]
+};
+
+class Validator {
+ public:
+  // Reads the dev pair once; decodes at most `max_sentences` of it (0: all).
+  Validator(const std::string& source_path, const std::string& target_path, const data::Tokenizer& tokenizer,
+            int64_t batch_tokens, int64_t max_sentences, int64_t samples);
+  ValidationResult run(model::Transformer& model, const at::Device& device);
+
+ private:
+  const data::Tokenizer& tokenizer_;
+  data::Corpus corpus_;
+  int64_t batch_tokens_;
+  int64_t samples_;
+  std::vector<std::string> sources_, references_;
+};
+
+}  // namespace trafo::train

@@ -1,0 +1,72 @@
+#include "decode_flags.h"
+
+#include <algorithm>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "trafo/checkpoint/checkpoint.h"
+#include "trafo/errors.h"
+
+namespace trafo::cli {
+namespace {
+
+torch::Device resolve_device(const std::string& name) {
+  if (name == "cpu") return torch::kCPU;
+  const bool available = torch::cuda::is_available();
+  if (name == "cuda" && !available) throw InputError("--device cuda: no CUDA device is available");
+  return available ? torch::kCUDA : torch::kCPU;
+}
+
+}  // namespace
+
+void add_decode_flags(CLI::App& command, decode::DecodeOptions& options, bool with_n_best) {
+  command.add_option("--beam,-b", options.beam, "beam size; 1 is greedy search")->capture_default_str();
+  command
+      .add_option("--length-penalty", options.length_penalty,
+                  "beam search ranks log p(y) / ((5 + |y|) / 6)^A (GNMT, Wu et al. 2016), |y| = output pieces + "
+                  "eos; 0 ranks by raw log p(y); greedy search ignores it")
+      ->capture_default_str();
+  if (with_n_best) {
+    command
+        .add_option("--n-best,-n", options.n_best,
+                    "hypotheses per sentence (at most --beam); above 1 each sentence gives N lines "
+                    "'INDEX ||| TEXT ||| SCORE' (0-based sentence index, best first, SCORE the length-penalised "
+                    "log-probability) instead of one line of text")
+        ->capture_default_str();
+  }
+  command
+      .add_option("--max-length-a", options.max_length_a,
+                  "output at most A x source length + B pieces (also capped by the model's max positions)")
+      ->capture_default_str();
+  command.add_option("--max-length-b", options.max_length_b, "see --max-length-a")->capture_default_str();
+  command
+      .add_option("--batch-tokens", options.batch_tokens,
+                  "source pieces (padding included) per decoding batch; sentences are sorted by length")
+      ->capture_default_str();
+}
+
+void add_runtime_flags(CLI::App& command, RuntimeOptions& options) {
+  command.add_option("--checkpoint,-c", options.checkpoint, "model checkpoint written by trafo train")->required();
+  command.add_option("--device", options.device, "cpu, cuda, or auto (cuda when available)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
+      ->capture_default_str();
+  command.add_option("--threads", options.threads, "CPU threads for LibTorch; 0 means all cores")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+}
+
+LoadedModel load_for_translation(const RuntimeOptions& options) {
+  const auto device = resolve_device(options.device);
+  const int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  at::set_num_threads(threads);
+  const auto checkpoint = checkpoint::load(options.checkpoint, /*with_training_state=*/false);
+  auto model = checkpoint::make_model(checkpoint, device);
+  spdlog::info("loaded {} on {}, {} threads", options.checkpoint, device.str(), threads);
+  return LoadedModel{std::move(model), data::Tokenizer::from_bytes(checkpoint.tokenizer)};
+}
+
+}  // namespace trafo::cli

@@ -1,0 +1,37 @@
+// What `trafo translate` and `trafo eval` share: the decoding flags, the device and thread
+// flags, and loading a checkpoint for translation.
+#pragma once
+
+#include <string>
+
+#include "trafo/data/tokenizer.h"
+#include "trafo/decode/translator.h"
+#include "trafo/model/transformer.h"
+
+namespace CLI {
+class App;
+}
+
+namespace trafo::cli {
+
+struct RuntimeOptions {
+  std::string checkpoint;       // the model file (trafo train's checkpoint-*.pt)
+  std::string device = "auto";  // cpu | cuda | auto (cuda when available)
+  int threads = 0;              // CPU threads for LibTorch; 0: all cores
+};
+
+// --beam, --length-penalty, [--n-best,] --max-length-a, --max-length-b, --batch-tokens.
+void add_decode_flags(CLI::App& command, decode::DecodeOptions& options, bool with_n_best);
+// --checkpoint, --device, --threads.
+void add_runtime_flags(CLI::App& command, RuntimeOptions& options);
+
+struct LoadedModel {
+  model::Transformer model;  // in eval mode on the chosen device
+  data::Tokenizer tokenizer;
+};
+
+// Sets the thread count, picks the device and loads the checkpoint without its training
+// state; throws InputError for an unusable device or checkpoint.
+LoadedModel load_for_translation(const RuntimeOptions& options);
+
+}  // namespace trafo::cli

@@ -1,0 +1,59 @@
+// trafo toy-corpus: writes the bundled toy English→German corpus (data/README.md).
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "commands.h"
+#include "trafo/data/toy_corpus.h"
+
+namespace trafo::cli {
+namespace {
+
+struct ToyCorpusSettings {
+  std::filesystem::path out;  // the folder that receives {train,dev,test}.{en,de}
+  data::ToyCorpusOptions corpus;
+};
+
+double percent(int64_t part, size_t whole) {
+  return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+}
+
+}  // namespace
+
+CommandRunner add_toy_corpus_command(CLI::App& app) {
+  auto settings = std::make_shared<ToyCorpusSettings>();
+  CLI::App* command = app.add_subcommand(
+      "toy-corpus",
+      "Write the toy English-German corpus (a generated language pair that needs attention; "
+      "see data/README.md) as DIR/{train,dev,test}.{en,de}");
+  command->add_option("--out", settings->out, "Folder to write into (created if missing)")
+      ->required()
+      ->type_name("DIR");
+  command->add_option("--train", settings->corpus.train, "Training pairs")->capture_default_str();
+  command->add_option("--dev", settings->corpus.dev, "Development pairs")->capture_default_str();
+  command->add_option("--test", settings->corpus.test, "Test pairs")->capture_default_str();
+  command
+      ->add_option("--seed", settings->corpus.seed,
+                   "Random seed; the same seed gives the same corpus")
+      ->capture_default_str();
+
+  return [settings]() -> int {
+    // Throws trafo::InputError for negative or too large counts, or a folder it cannot write.
+    const data::ToySplits splits = data::generate_toy_corpus(settings->corpus);
+    data::write_toy_splits(settings->out, splits);
+    spdlog::info("wrote {} train, {} dev and {} test pairs (seed {}) to {}", splits.train.size(),
+                 splits.dev.size(), splits.test.size(), settings->corpus.seed,
+                 settings->out.string());
+    spdlog::info("reordered against a word-for-word translation: train {:.1f}%, dev {:.1f}%, "
+                 "test {:.1f}%",
+                 percent(splits.train_reordered, splits.train.size()),
+                 percent(splits.dev_reordered, splits.dev.size()),
+                 percent(splits.test_reordered, splits.test.size()));
+    return 0;
+  };
+}
+
+}  // namespace trafo::cli

@@ -1,0 +1,195 @@
+// `trafo translate`: raw sentences in, detokenized translations out, in input order.
+// Reading follows DESIGN.md "Reading input": translate what has arrived. Every line already
+// available is taken without waiting (up to --buffer-lines), then translated and written out:
+// a file fills whole batches, an interactive writer gets each line back at once.
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "commands.h"
+#include "decode_flags.h"
+#include "trafo/data/corpus.h"
+#include "trafo/errors.h"
+
+namespace trafo::cli {
+namespace {
+
+struct TranslateOptions {
+  RuntimeOptions runtime;
+  decode::DecodeOptions decode;
+  std::string input = "-";     // source sentences, one a line; "-" is standard input
+  std::string output = "-";    // translations; "-" is standard output
+  int64_t buffer_lines = 2000; // most lines read ahead and sorted by length together
+  bool skip_invalid = false;   // invalid UTF-8: an empty line and a warning instead of an error
+};
+
+// Lines from a file descriptor, either waiting for the next one or taking only what has arrived.
+class LineReader {
+ public:
+  LineReader(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
+
+  // The next line, waiting for it; false at the end of the input.
+  bool read(std::string& line) {
+    while (!take(line)) {
+      if (eof_) return take_rest(line);
+      fill();
+    }
+    return true;
+  }
+
+  // The next line if it has arrived already (poll with a zero timeout); never waits.
+  bool read_available(std::string& line) {
+    while (!take(line)) {
+      if (eof_) return take_rest(line);
+      if (!readable()) return false;
+      fill();
+    }
+    return true;
+  }
+
+ private:
+  bool take(std::string& line) {
+    const auto end = buffer_.find('\n', start_);
+    if (end == std::string::npos) return false;
+    line.assign(buffer_, start_, end - start_);
+    start_ = end + 1;
+    return true;
+  }
+
+  bool take_rest(std::string& line) {  // a last line without '\n'
+    if (start_ >= buffer_.size()) return false;
+    line.assign(buffer_, start_, std::string::npos);
+    start_ = buffer_.size();
+    return true;
+  }
+
+  bool readable() const {
+    pollfd request{fd_, POLLIN, 0};
+    return ::poll(&request, 1, 0) > 0;  // POLLIN, or POLLHUP/POLLERR which read() then reports
+  }
+
+  void fill() {
+    if (start_ > 0) {
+      buffer_.erase(0, start_);
+      start_ = 0;
+    }
+    char chunk[1 << 16];
+    ssize_t count = 0;
+    do {
+      count = ::read(fd_, chunk, sizeof chunk);
+    } while (count < 0 && errno == EINTR);
+    if (count < 0) throw InputError("cannot read " + name_ + ": " + std::strerror(errno));
+    if (count == 0) eof_ = true;
+    buffer_.append(chunk, static_cast<size_t>(count > 0 ? count : 0));
+  }
+
+  int fd_;
+  std::string name_;
+  std::string buffer_;
+  size_t start_ = 0;
+  bool eof_ = false;
+};
+
+void write_chunk(std::ostream& out, const std::vector<std::vector<decode::Hypothesis>>& results, int64_t first_index,
+                 bool n_best_format) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!n_best_format) {
+      out << results[i].front().text << '\n';
+      continue;
+    }
+    for (const auto& hypothesis : results[i]) {
+      char score[32];
+      std::snprintf(score, sizeof score, "%.4f", hypothesis.score);
+      out << first_index + static_cast<int64_t>(i) << " ||| " << hypothesis.text << " ||| " << score << '\n';
+    }
+  }
+  out.flush();
+}
+
+int run_translate(const TranslateOptions& options) {
+  decode::validate(options.decode);
+  if (options.buffer_lines < 1) throw InputError("--buffer-lines must be 1 or more");
+  const bool from_stdin = options.input == "-";
+  const std::string input_name = from_stdin ? "standard input" : options.input;
+  const int fd = from_stdin ? STDIN_FILENO : ::open(options.input.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw InputError("cannot open " + options.input + ": " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() {
+      if (fd != STDIN_FILENO) ::close(fd);
+    }
+  } closer{fd};
+
+  auto loaded = load_for_translation(options.runtime);
+  decode::Translator translator(loaded.model, loaded.tokenizer, options.decode);
+  std::ofstream file;
+  if (options.output != "-") {
+    file.open(options.output, std::ios::binary);
+    if (!file) throw InputError("cannot write " + options.output);
+  }
+  std::ostream& out = options.output == "-" ? std::cout : file;
+
+  LineReader reader(fd, input_name);
+  int64_t lines_done = 0;
+  std::vector<std::string> chunk;
+  for (std::string line; reader.read(line);) {
+    chunk.assign(1, line);
+    while (static_cast<int64_t>(chunk.size()) < options.buffer_lines && reader.read_available(line)) {
+      chunk.push_back(line);
+    }
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      auto& text = chunk[i];
+      if (!text.empty() && text.back() == '\r') text.pop_back();
+      try {
+        data::check_utf8(text, input_name, lines_done + static_cast<int64_t>(i) + 1);
+      } catch (const InputError& e) {
+        if (!options.skip_invalid) throw;
+        spdlog::warn("{}; writing an empty line", e.what());
+        text.clear();
+      }
+    }
+    write_chunk(out, translator.translate(chunk), lines_done, options.decode.n_best > 1);
+    if (!out) {
+      throw RunError("cannot write the translations to " + (options.output == "-" ? "standard output" : options.output));
+    }
+    lines_done += static_cast<int64_t>(chunk.size());
+  }
+  spdlog::info("translated {} lines", lines_done);
+  return 0;
+}
+
+}  // namespace
+
+CommandRunner add_translate_command(CLI::App& app) {
+  auto options = std::make_shared<TranslateOptions>();
+  CLI::App* command = app.add_subcommand(
+      "translate",
+      "translate raw sentences, one a line, with a trained model; output in input order, one line per input "
+      "line (empty lines stay empty). Lines are taken as they arrive: a file is translated in full batches, "
+      "an interactive writer gets each line back at once");
+  add_runtime_flags(*command, options->runtime);
+  command->add_option("--input,-i", options->input, "source sentences; - is standard input")->capture_default_str();
+  command->add_option("--output,-o", options->output, "translations; - is standard output")->capture_default_str();
+  add_decode_flags(*command, options->decode, /*with_n_best=*/true);
+  command
+      ->add_option("--buffer-lines", options->buffer_lines,
+                   "most lines read ahead (when already available) and sorted by length together")
+      ->capture_default_str();
+  command->add_flag("--skip-invalid", options->skip_invalid,
+                    "write an empty line (and warn) for a line that is not UTF-8, instead of stopping with an error");
+  return [options] { return run_translate(*options); };
+}
+
+}  // namespace trafo::cli

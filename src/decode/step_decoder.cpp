@@ -1,0 +1,61 @@
+#include "step_decoder.h"
+
+#include <limits>
+
+#include <torch/torch.h>
+
+#include "trafo/data/tokenizer.h"
+
+namespace trafo::decode::detail {
+
+using data::Tokenizer;
+
+StepDecoder::StepDecoder(model::Transformer& model, const torch::Tensor& src, const std::vector<int64_t>& max_lengths,
+                         bool use_cache, int64_t repeat)
+    : model_(model), device_(src.device()), use_cache_(use_cache), cache_(model->make_cache()) {
+  const int64_t rows = src.size(0);
+  auto rows_of = torch::arange(rows, torch::TensorOptions().dtype(torch::kLong).device(device_))
+                     .repeat_interleave(repeat);                                   // [B*repeat]
+  memory_ = model->encode(src).index_select(0, rows_of);                            // [N,S,d]
+  src_mask_ = model->source_mask(src).index_select(0, rows_of);                     // [N,1,1,S]
+  max_lengths_ = device_tensor(max_lengths, device_).index_select(0, rows_of);      // [N]
+  const int64_t vocab = model->config().vocab_size;
+  not_eos_ = torch::ones({1, vocab}, torch::TensorOptions().dtype(torch::kBool).device(device_));  // [1,V]
+  not_eos_.index_put_({0, Tokenizer::kEos}, false);
+}
+
+torch::Tensor StepDecoder::next_log_probs(const torch::Tensor& tokens, int64_t step) {
+  torch::Tensor hidden;  // [N,1,d]
+  if (use_cache_) {
+    hidden = model_->decode(tokens.unsqueeze(1), memory_, src_mask_, &cache_);
+  } else {
+    prefix_ = prefix_.defined() ? torch::cat({prefix_, tokens.unsqueeze(1)}, 1) : tokens.unsqueeze(1);  // [N,T]
+    hidden = model_->decode(prefix_, memory_, src_mask_).narrow(1, step, 1);
+  }
+  auto log_probs = torch::log_softmax(model_->output_logits(hidden).squeeze(1).to(torch::kFloat), -1);  // [N,V]
+  const double minus_infinity = -std::numeric_limits<double>::infinity();
+  log_probs.select(1, Tokenizer::kPad).fill_(minus_infinity);
+  log_probs.select(1, Tokenizer::kBos).fill_(minus_infinity);
+  const auto at_limit = max_lengths_.le(step).unsqueeze(1);  // [N,1]
+  return log_probs.masked_fill_(at_limit.logical_and(not_eos_), minus_infinity);
+}
+
+void StepDecoder::select(const torch::Tensor& index) {
+  memory_ = memory_.index_select(0, index);
+  src_mask_ = src_mask_.index_select(0, index);
+  max_lengths_ = max_lengths_.index_select(0, index);
+  if (prefix_.defined()) prefix_ = prefix_.index_select(0, index);
+  cache_.select(index);
+}
+
+torch::Tensor to_host(const std::vector<torch::Tensor>& tensors) {
+  std::vector<torch::Tensor> doubles;
+  for (const auto& tensor : tensors) doubles.push_back(tensor.to(torch::kDouble));
+  return torch::stack(doubles, 0).cpu();  // [tensors, ...]
+}
+
+torch::Tensor device_tensor(const std::vector<int64_t>& values, const torch::Device& device) {
+  return torch::tensor(values, torch::kLong).to(device);
+}
+
+}  // namespace trafo::decode::detail

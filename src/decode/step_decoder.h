@@ -1,0 +1,46 @@
+// The decoder side of one batch during search: the encoder memory, and either the KV cache
+// or the whole prefix decoded so far. Internal to decode/.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "trafo/model/transformer.h"
+
+namespace trafo::decode::detail {
+
+class StepDecoder {
+ public:
+  // src [B,S] (ids + eos, padded); each row is repeated `repeat` times (beam rows), so rows
+  // b*repeat .. b*repeat+repeat-1 belong to sentence b. `max_lengths[b]`: sentence b's limit.
+  StepDecoder(model::Transformer& model, const torch::Tensor& src, const std::vector<int64_t>& max_lengths,
+              bool use_cache, int64_t repeat);
+
+  // tokens [N] chosen at the previous step (bos at step 0) -> log-probabilities [N,V] fp32 of
+  // the piece at position `step`: pad and bos banned, only eos left where the row's limit is reached.
+  torch::Tensor next_log_probs(const torch::Tensor& tokens, int64_t step);
+
+  // Keeps rows `index` [N'] (long, on the device): drops finished rows, reorders beams.
+  void select(const torch::Tensor& index);
+
+  const torch::Device& device() const { return device_; }
+
+ private:
+  model::Transformer& model_;
+  torch::Device device_;
+  bool use_cache_;
+  torch::Tensor memory_;       // [N,S,d]
+  torch::Tensor src_mask_;     // [N,1,1,S]
+  torch::Tensor max_lengths_;  // [N] long
+  torch::Tensor prefix_;       // [N,T] bos + pieces so far (no cache only)
+  torch::Tensor not_eos_;      // [1,V] bool
+  model::DecoderCache cache_;
+};
+
+// Host copies of small device tensors, one transfer: the step's single sync.
+torch::Tensor to_host(const std::vector<torch::Tensor>& tensors);
+
+// A long tensor on `device` holding `values`.
+torch::Tensor device_tensor(const std::vector<int64_t>& values, const torch::Device& device);
+
+}  // namespace trafo::decode::detail

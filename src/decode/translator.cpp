@@ -1,0 +1,144 @@
+#include "trafo/decode/translator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "trafo/errors.h"
+
+namespace trafo::decode {
+namespace {
+
+// Puts the model in eval mode for the duration of a call and restores training mode after,
+// so that the trainer can hand over the model it is training.
+class EvalMode {
+ public:
+  explicit EvalMode(model::Transformer& model) : model_(model), was_training_(model->is_training()) { model_->eval(); }
+  ~EvalMode() {
+    if (was_training_) model_->train();
+  }
+  EvalMode(const EvalMode&) = delete;
+  EvalMode& operator=(const EvalMode&) = delete;
+
+ private:
+  model::Transformer& model_;
+  bool was_training_;
+};
+
+}  // namespace
+
+void validate(const DecodeOptions& options) {
+  if (options.beam < 1) throw InputError("beam size must be 1 or more, not " + std::to_string(options.beam));
+  if (options.n_best < 1 || options.n_best > options.beam) {
+    throw InputError("n-best must be between 1 and the beam size (" + std::to_string(options.beam) + "), not " +
+                     std::to_string(options.n_best));
+  }
+  if (!std::isfinite(options.length_penalty) || options.length_penalty < 0.0) {
+    throw InputError("length penalty must be 0 or more, not " + std::to_string(options.length_penalty));
+  }
+  if (!std::isfinite(options.max_length_a) || options.max_length_a < 0.0) {
+    throw InputError("max-length-a must be 0 or more, not " + std::to_string(options.max_length_a));
+  }
+  if (options.batch_tokens < 1) {
+    throw InputError("batch tokens must be 1 or more, not " + std::to_string(options.batch_tokens));
+  }
+}
+
+int64_t max_output_length(int64_t source_length, const DecodeOptions& options, int64_t max_positions) {
+  const double limit = std::floor(options.max_length_a * static_cast<double>(source_length) +
+                                  static_cast<double>(options.max_length_b));
+  const double cap = static_cast<double>(max_positions - 1);  // bos + pieces must fit the positions
+  return static_cast<int64_t>(std::clamp(limit, 0.0, cap));
+}
+
+Translator::Translator(model::Transformer model, const data::Tokenizer& tokenizer, DecodeOptions options)
+    : Translator(std::move(model), options) {
+  tokenizer_ = &tokenizer;
+}
+
+Translator::Translator(model::Transformer model, DecodeOptions options)
+    : model_(std::move(model)), options_(options) {
+  validate(options_);
+}
+
+std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std::string>& sources) {
+  if (tokenizer_ == nullptr) throw std::logic_error("Translator::translate needs a tokenizer");
+  std::vector<std::vector<int>> ids;
+  ids.reserve(sources.size());
+  for (const auto& source : sources) ids.push_back(tokenizer_->encode(source));
+  return translate_ids(ids);
+}
+
+std::vector<std::string> Translator::translate_best(const std::vector<std::string>& sources) {
+  std::vector<std::string> best;
+  best.reserve(sources.size());
+  for (auto& hypotheses : translate(sources)) best.push_back(std::move(hypotheses.front().text));
+  return best;
+}
+
+std::vector<std::vector<Hypothesis>> Translator::translate_ids(const std::vector<std::vector<int>>& sources) {
+  std::vector<std::vector<Hypothesis>> results(sources.size());
+  // Longest first: a batch that runs out of memory does so at once; then packed under the budget.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (sources[i].empty()) {
+      results[i] = {Hypothesis{}};
+    } else {
+      order.push_back(i);
+    }
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return sources[a].size() > sources[b].size(); });
+  const int64_t longest = model_->config().max_positions - 1;  // source pieces; eos takes the last position
+  EvalMode eval_mode(model_);
+  std::vector<size_t> batch;
+  int64_t width = 0;  // padded source length of `batch` (pieces + eos)
+  for (const size_t i : order) {
+    const int64_t length = std::min(static_cast<int64_t>(sources[i].size()), longest) + 1;
+    if (!batch.empty() && std::max(width, length) * static_cast<int64_t>(batch.size() + 1) > options_.batch_tokens) {
+      translate_batch(sources, batch, results);
+      batch.clear();
+      width = 0;
+    }
+    batch.push_back(i);
+    width = std::max(width, length);
+  }
+  if (!batch.empty()) translate_batch(sources, batch, results);
+  if (tokenizer_ != nullptr) {
+    for (auto& hypotheses : results) {
+      for (auto& hypothesis : hypotheses) hypothesis.text = tokenizer_->decode(hypothesis.tokens);
+    }
+  }
+  return results;
+}
+
+void Translator::translate_batch(const std::vector<std::vector<int>>& sources, const std::vector<size_t>& rows,
+                                 std::vector<std::vector<Hypothesis>>& results) {
+  const int64_t max_positions = model_->config().max_positions;
+  const int64_t longest = max_positions - 1;
+  int64_t width = 0;
+  for (const size_t i : rows) width = std::max(width, std::min(static_cast<int64_t>(sources[i].size()), longest) + 1);
+  auto src = torch::full({static_cast<int64_t>(rows.size()), width}, model_->config().pad_id, torch::kLong);  // [B,S]
+  auto* data = src.data_ptr<int64_t>();
+  std::vector<int64_t> max_lengths;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const auto& source = sources[rows[r]];
+    auto length = static_cast<int64_t>(source.size());
+    if (length > longest) {
+      spdlog::warn("a source sentence of {} pieces is cut to the model's limit of {}", length, longest);
+      length = longest;
+    }
+    std::copy(source.begin(), source.begin() + length, data + static_cast<int64_t>(r) * width);
+    data[static_cast<int64_t>(r) * width + length] = data::Tokenizer::kEos;
+    max_lengths.push_back(max_output_length(length, options_, max_positions));
+  }
+  src = src.to(model_->parameters().front().device());
+  auto hypotheses = options_.beam == 1 ? greedy_search(model_, src, max_lengths, options_)
+                                       : beam_search(model_, src, max_lengths, options_);
+  for (size_t r = 0; r < rows.size(); ++r) results[rows[r]] = std::move(hypotheses[r]);
+}
+
+}  // namespace trafo::decode

@@ -1,0 +1,18 @@
+#include "trafo/train/metrics_log.h"
+
+#include "trafo/errors.h"
+
+namespace trafo::train {
+
+MetricsLog::MetricsLog(const std::filesystem::path& path) : out_(path, std::ios::app) {
+  if (!out_) throw RunError("cannot write " + path.string());
+}
+
+void MetricsLog::write(const std::string& event, int64_t step, int64_t epoch, double time_s, nlohmann::json fields) {
+  nlohmann::json line = {{"event", event}, {"step", step}, {"epoch", epoch}, {"time_s", time_s}};
+  if (fields.is_object()) line.update(fields);
+  out_ << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  out_.flush();
+}
+
+}  // namespace trafo::train

@@ -1,0 +1,302 @@
+#include "trafo/train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <optional>
+#include <thread>
+
+#include <ATen/autocast_mode.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "trafo/checkpoint/checkpoint.h"
+#include "trafo/data/batcher.h"
+#include "trafo/data/corpus.h"
+#include "trafo/errors.h"
+#include "trafo/train/metrics_log.h"
+#include "trafo/train/progress_line.h"
+#include "trafo/train/run_folder.h"
+#include "trafo/train/schedule.h"
+#include "trafo/train/training_state.h"
+#include "trafo/train/validator.h"
+#include "trafo/util/files.h"
+
+namespace trafo::train {
+namespace {
+
+constexpr int64_t kMaxSkippedUpdatesInARow = 5;  // DESIGN.md "NaN guard"
+
+struct DataPaths {
+  std::string train_src, train_tgt, dev_src, dev_tgt;
+};
+
+DataPaths resolve_paths(const TrainConfig& c) {
+  auto in_dir = [&](const std::string& split, const std::string& lang) {
+    return (std::filesystem::path(c.data_dir) / (split + "." + lang)).string();
+  };
+  DataPaths p;
+  p.train_src = !c.train_src.empty() ? c.train_src : in_dir("train", c.src_lang);
+  p.train_tgt = !c.train_tgt.empty() ? c.train_tgt : in_dir("train", c.tgt_lang);
+  p.dev_src = !c.dev_src.empty() ? c.dev_src : in_dir("dev", c.src_lang);
+  p.dev_tgt = !c.dev_tgt.empty() ? c.dev_tgt : in_dir("dev", c.tgt_lang);
+  return p;
+}
+
+torch::Device resolve_device(const std::string& name) {
+  if (name == "cuda" && !torch::cuda::is_available()) throw InputError("--device cuda: no CUDA device is available");
+  if (name == "cuda" || (name == "auto" && torch::cuda::is_available())) return torch::kCUDA;
+  return torch::kCPU;
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c, model::Transformer& model) {
+  const auto betas = std::make_tuple(c.adam_beta1, c.adam_beta2);
+  if (c.optimizer == "adamw") {
+    return std::make_unique<torch::optim::AdamW>(
+        model->parameters(), torch::optim::AdamWOptions(c.lr).betas(betas).eps(c.adam_eps).weight_decay(c.weight_decay));
+  }
+  return std::make_unique<torch::optim::Adam>(
+      model->parameters(), torch::optim::AdamOptions(c.lr).betas(betas).eps(c.adam_eps).weight_decay(c.weight_decay));
+}
+
+void set_lr(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+}
+
+bool improved(const std::string& metric, double value, const Progress& progress) {
+  if (progress.best_step < 0) return true;
+  return metric == "loss" ? value < progress.best_metric : value > progress.best_metric;
+}
+
+// Enables bf16 autocast on `device` for the lifetime of the guard, when asked.
+class AutocastGuard {
+ public:
+  AutocastGuard(bool enabled, const torch::Device& device) : enabled_(enabled), type_(device.type()) {
+    if (!enabled_) return;
+    at::autocast::set_autocast_dtype(type_, at::kBFloat16);
+    at::autocast::set_autocast_enabled(type_, true);
+  }
+  ~AutocastGuard() {
+    if (!enabled_) return;
+    at::autocast::set_autocast_enabled(type_, false);
+    at::autocast::clear_cache();
+  }
+
+ private:
+  bool enabled_;
+  at::DeviceType type_;
+};
+
+}  // namespace
+
+Trainer::Trainer(TrainConfig config, std::string config_text, const std::atomic<bool>* stop_requested)
+    : config_(std::move(config)), config_text_(std::move(config_text)), stop_requested_(stop_requested) {}
+
+Trainer::~Trainer() = default;
+
+TrainResult Trainer::run() {
+  using Clock = std::chrono::steady_clock;
+  const auto started = Clock::now();
+  TrainConfig& c = config_;
+  validate(c);
+  const double max_time_s = parse_duration(c.max_time);
+  const auto paths = resolve_paths(c);
+  // Bad input is reported before any work.
+  data::check_parallel_files(paths.train_src, paths.train_tgt);
+  data::check_parallel_files(paths.dev_src, paths.dev_tgt);
+  const RunFolder folder(c.run_dir);
+  const bool resume = folder.prepare(c.no_resume, c.overwrite);
+  std::optional<checkpoint::Checkpoint> saved;
+  c.model.vocab_size = c.vocab.vocab_size;
+  if (resume) {
+    saved = checkpoint::load(folder.last());
+    if (!saved->training) throw InputError(folder.last().string() + " holds no training state to resume from");
+    const auto differences = model::describe_differences(saved->model_config, c.model);
+    if (!differences.empty()) {
+      throw InputError("cannot resume " + folder.path().string() + ": its model differs (checkpoint vs now: " +
+                       differences + "); use another --run-dir or --no-resume --overwrite");
+    }
+  }
+
+  const int threads = c.threads > 0 ? c.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  at::set_num_threads(threads);
+  const auto device = resolve_device(c.device);
+  torch::manual_seed(c.seed);
+
+  c.vocab.threads = threads;
+  const auto tokenizer = saved ? data::Tokenizer::from_bytes(saved->tokenizer)
+                               : data::Tokenizer::train({paths.train_src, paths.train_tgt}, c.vocab);
+  const auto corpus = data::Corpus::load(paths.train_src, paths.train_tgt, tokenizer,
+                                         data::CorpusOptions{c.max_length, c.max_length_ratio});
+  Validator validator(paths.dev_src, paths.dev_tgt, tokenizer, c.batch_tokens, c.valid_max_sentences,
+                      c.valid_samples);
+
+  model::Transformer model = saved ? checkpoint::make_model(*saved, device) : model::Transformer(c.model);
+  model->to(device);
+  model->train();
+  auto optimizer = make_optimizer(c, model);
+  Progress progress;
+  if (saved) progress = unpack_training_state(*saved->training, *optimizer);
+  saved.reset();
+
+  data::BatcherOptions batch_options;
+  batch_options.batch_tokens = c.batch_tokens;
+  batch_options.seed = c.seed;
+  data::Batcher batcher(corpus, batch_options, progress.next_batch);
+  if (batcher.skipped_too_long() > 0) {
+    spdlog::warn("{} training pairs are longer than --batch-tokens {} alone and are skipped",
+                 batcher.skipped_too_long(), c.batch_tokens);
+  }
+
+  MetricsLog log(folder.metrics());
+  // The 1-based epoch of the latest batch, as logs show it.
+  int64_t epoch_now = progress.next_batch.index > 0 ? progress.next_batch.epoch + 1
+                                                    : std::max<int64_t>(1, progress.next_batch.epoch);
+  const double elapsed_before = progress.elapsed_s;
+  auto elapsed = [&] { return elapsed_before + std::chrono::duration<double>(Clock::now() - started).count(); };
+  if (!resume) util::write_file_atomically(folder.config(), config_text_);
+  log.write("start", progress.step, epoch_now, elapsed(),
+            {{"config", config_text_}, {"version", TRAFO_VERSION}, {"torch", TORCH_VERSION}, {"threads", threads},
+             {"device", device.str()}, {"resumed", resume}, {"train_pairs", corpus.size()},
+             {"vocab_size", tokenizer.vocab_size()}, {"parameters", model->parameter_count()}});
+  spdlog::info("{} {} at step {}: {} training pairs, {} batches per epoch, {} parameters, {} threads on {}",
+               resume ? "resuming" : "starting", folder.path().string(), progress.step, corpus.size(),
+               batcher.batches_per_epoch(), model->parameter_count(), threads, device.str());
+
+  auto make_checkpoint = [&] {
+    checkpoint::Checkpoint ckpt;
+    ckpt.model_config = c.model;
+    ckpt.weights = checkpoint::model_weights(model);
+    ckpt.tokenizer = tokenizer.to_bytes();
+    ckpt.config = config_text_;
+    progress.elapsed_s = elapsed();
+    ckpt.training = pack_training_state(progress, *optimizer);
+    return ckpt;
+  };
+  auto save = [&](const checkpoint::Checkpoint& ckpt, const std::filesystem::path& path, bool best) {
+    checkpoint::save(path, ckpt);
+    log.write("checkpoint", progress.step, epoch_now, elapsed(), {{"path", path.string()}, {"best", best}});
+  };
+
+  ProgressLine line(c, batcher.batches_per_epoch(), max_time_s);
+  std::string reason;
+  int64_t skipped_in_a_row = 0, skipped_total = 0, last_validated = -1;
+  double window_loss = 0.0;
+  int64_t window_tokens = 0, window_steps = 0;
+  auto window_start = Clock::now();
+  const bool bf16 = c.precision == "bf16";
+
+  auto validate_and_checkpoint = [&] {
+    const auto result = validator.run(model, device);
+    last_validated = progress.step;
+    const double value = c.early_stopping_metric == "loss" ? result.loss
+                         : c.early_stopping_metric == "chrf" ? result.chrf : result.bleu;
+    const bool best = improved(c.early_stopping_metric, value, progress);
+    if (best) {
+      progress.best_metric = value;
+      progress.best_step = progress.step;
+      progress.bad_validations = 0;
+    } else {
+      ++progress.bad_validations;
+    }
+    log.write("valid", progress.step, epoch_now, elapsed(),
+              {{"loss", result.loss}, {"ppl", result.ppl}, {"bleu", result.bleu}, {"chrf", result.chrf},
+               {"best", best}, {"samples", result.samples}});
+    spdlog::info("valid step {} | loss {:.4f} | ppl {:.2f} | bleu {:.2f} | chrf {:.2f}{}", progress.step, result.loss,
+                 result.ppl, result.bleu, result.chrf, best ? " | best" : "");
+    for (const auto& sample : result.samples) {
+      spdlog::info("  src: {}\n  ref: {}\n  hyp: {}", sample["src"].get<std::string>(),
+                   sample["ref"].get<std::string>(), sample["hyp"].get<std::string>());
+    }
+    const auto ckpt = make_checkpoint();
+    save(ckpt, folder.last(), false);
+    if (best) save(ckpt, folder.best(), true);
+    if (c.checkpoint_every == 0) folder.save_numbered(progress.step, ckpt, c.keep_checkpoints);
+  };
+
+  while (true) {
+    if (c.max_steps > 0 && progress.step >= c.max_steps) { reason = "steps"; break; }
+    if (c.max_epochs > 0 && progress.next_batch.epoch >= c.max_epochs) { reason = "epochs"; break; }
+    if (max_time_s > 0 && elapsed() >= max_time_s) { reason = "time"; break; }
+    if (c.early_stopping > 0 && progress.bad_validations >= c.early_stopping) { reason = "early-stop"; break; }
+    if (stop_requested_ != nullptr && stop_requested_->load()) { reason = "signal"; break; }
+
+    // One update: `accumulate` batches, gradients normalised by their target tokens together.
+    std::vector<data::Batch> batches;
+    int64_t tokens = 0;
+    for (int64_t i = 0; i < c.accumulate; ++i) {
+      batches.push_back(batcher.next());
+      tokens += batches.back().target_tokens;
+    }
+    optimizer->zero_grad(true);
+    torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().device(device));
+    for (const auto& batch : batches) {
+      torch::Tensor smoothed;
+      {
+        AutocastGuard autocast(bf16, device);
+        const auto logits = model(batch.source.to(device), batch.target_input.to(device));  // [B,T,V]
+        smoothed = label_smoothed_loss(logits, batch.target_output.to(device), c.label_smoothing, c.model.pad_id).smoothed;
+      }
+      (smoothed / static_cast<double>(tokens)).backward();
+      loss_sum += smoothed.detach();
+    }
+    const double grad_norm = c.clip_norm > 0 ? torch::nn::utils::clip_grad_norm_(model->parameters(), c.clip_norm)
+                                             : torch::nn::utils::clip_grad_norm_(model->parameters(), 1e30);
+    const auto& last = batches.back().position;
+    epoch_now = last.epoch + 1;
+    progress.next_batch = last.index + 1 == batcher.batches_per_epoch() ? data::BatchPosition{last.epoch + 1, 0}
+                                                                        : data::BatchPosition{last.epoch, last.index + 1};
+    if (!std::isfinite(grad_norm)) {
+      ++skipped_in_a_row;
+      ++skipped_total;
+      spdlog::warn("step {}: non-finite loss or gradient, update skipped ({} in a row)", progress.step + 1,
+                   skipped_in_a_row);
+      if (skipped_in_a_row >= kMaxSkippedUpdatesInARow) {
+        log.write("end", progress.step, epoch_now, elapsed(), {{"reason", "nan"}});
+        throw RunError("training diverged: " + std::to_string(skipped_in_a_row) +
+                       " updates in a row had a non-finite loss; the last good checkpoint is " + folder.last().string());
+      }
+      continue;
+    }
+    skipped_in_a_row = 0;
+    const double lr = inverse_sqrt_lr(progress.step + 1, c.lr, c.warmup_steps);
+    set_lr(*optimizer, lr);
+    optimizer->step();
+    ++progress.step;
+
+    window_loss += loss_sum.item<double>();
+    window_tokens += tokens;
+    ++window_steps;
+    if (c.log_every > 0 && progress.step % c.log_every == 0) {
+      const double seconds = std::chrono::duration<double>(Clock::now() - window_start).count();
+      const double loss = window_loss / static_cast<double>(window_tokens);
+      const double tokens_per_s = static_cast<double>(window_tokens) / std::max(seconds, 1e-9);
+      log.write("train", progress.step, epoch_now, elapsed(),
+                {{"loss", loss}, {"lr", lr}, {"grad_norm", grad_norm}, {"tgt_tokens_per_s", tokens_per_s},
+                 {"skipped_updates", skipped_total}});
+      line.print(progress.step, epoch_now, loss, lr, tokens_per_s, elapsed());
+      window_loss = 0.0;
+      window_tokens = window_steps = 0;
+      window_start = Clock::now();
+    }
+    if (c.valid_every > 0 && progress.step % c.valid_every == 0) validate_and_checkpoint();
+    if (c.checkpoint_every > 0 && progress.step % c.checkpoint_every == 0) {
+      folder.save_numbered(progress.step, make_checkpoint(), c.keep_checkpoints);
+    }
+  }
+
+  if (reason == "signal") {
+    save(make_checkpoint(), folder.last(), false);
+  } else if (last_validated != progress.step && progress.step > 0) {
+    validate_and_checkpoint();
+  }
+  log.write("end", progress.step, epoch_now, elapsed(), {{"reason", reason}});
+  TrainResult result;
+  result.reason = reason;
+  result.step = progress.step;
+  result.last_checkpoint = folder.last().string();
+  result.best_checkpoint = std::filesystem::exists(folder.best()) ? folder.best().string() : "";
+  result.best_metric = progress.best_metric;
+  return result;
+}
+
+}  // namespace trafo::train

@@ -1,0 +1,72 @@
+#include "trafo/train/validator.h"
+
+#include <cmath>
+#include <fstream>
+
+#include <torch/torch.h>
+
+#include "trafo/data/batcher.h"
+#include "trafo/decode/translator.h"
+#include "trafo/metrics/bleu.h"
+#include "trafo/metrics/chrf.h"
+
+namespace trafo::train {
+namespace {
+
+std::vector<std::string> read_lines(const std::string& path, int64_t limit) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<std::string> lines;
+  std::string line;
+  while ((limit == 0 || static_cast<int64_t>(lines.size()) < limit) && std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+}  // namespace
+
+Validator::Validator(const std::string& source_path, const std::string& target_path,
+                     const data::Tokenizer& tokenizer, int64_t batch_tokens, int64_t max_sentences, int64_t samples)
+    : tokenizer_(tokenizer),
+      corpus_(data::Corpus::load(source_path, target_path, tokenizer, data::CorpusOptions{0, 0.0})),
+      batch_tokens_(batch_tokens),
+      samples_(samples),
+      sources_(read_lines(source_path, max_sentences)),
+      references_(read_lines(target_path, max_sentences)) {}
+
+ValidationResult Validator::run(model::Transformer& model, const at::Device& device) {
+  const bool was_training = model->is_training();
+  model->eval();
+  ValidationResult result;
+  {
+    torch::NoGradGuard no_grad;
+    data::BatcherOptions options;
+    options.batch_tokens = batch_tokens_;
+    options.shuffle = false;
+    double nll = 0.0;
+    int64_t tokens = 0;
+    for (const auto& pairs : data::plan_epoch(corpus_, options, 0)) {
+      const auto batch = data::make_batch(corpus_, pairs);
+      const auto logits = model(batch.source.to(device), batch.target_input.to(device));
+      const auto [sum, count] = model::token_nll(logits, batch.target_output.to(device), model->config().pad_id);
+      nll += sum.item<double>();
+      tokens += count.item<int64_t>();
+    }
+    result.loss = tokens > 0 ? nll / static_cast<double>(tokens) : 0.0;
+    result.ppl = std::exp(result.loss);
+  }
+  decode::DecodeOptions decode_options;
+  decode_options.batch_tokens = batch_tokens_;
+  decode::Translator translator(model, tokenizer_, decode_options);
+  const auto hypotheses = translator.translate_best(sources_);
+  result.bleu = metrics::corpus_bleu(hypotheses, {references_}).score;
+  result.chrf = metrics::corpus_chrf(hypotheses, {references_}).score;
+  for (int64_t i = 0; i < std::min<int64_t>(samples_, static_cast<int64_t>(hypotheses.size())); ++i) {
+    result.samples.push_back({{"src", sources_[i]}, {"ref", references_[i]}, {"hyp", hypotheses[i]}});
+  }
+  if (was_training) model->train();
+  return result;
+}
+
+}  // namespace trafo::train

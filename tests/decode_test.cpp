@@ -1,0 +1,251 @@
+// Greedy and beam search: against each other, against exhaustive search on a tiny model,
+// with and without the KV cache, alone and inside batches, and within their length limits.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "trafo/data/tokenizer.h"
+#include "trafo/decode/translator.h"
+#include "trafo/errors.h"
+
+namespace trafo::decode {
+namespace {
+
+using data::Tokenizer;
+
+// Untied output projection whose eos bias is raised by `eos_bias`, so that outputs end at
+// varied lengths and finished hypotheses compete with open ones (a random model rarely says eos).
+model::Transformer tiny_model(uint64_t seed, int64_t vocab = 20, double eos_bias = 2.0) {
+  model::ModelConfig c;
+  c.vocab_size = vocab;
+  c.d_model = 16;
+  c.heads = 2;
+  c.encoder_layers = 2;
+  c.decoder_layers = 2;
+  c.d_ff = 32;
+  c.dropout = 0.0;
+  c.tie_embeddings = false;
+  c.max_positions = 64;
+  torch::manual_seed(seed);
+  at::set_num_threads(1);  // tiny matrices: threads only add overhead
+  model::Transformer model(c);
+  torch::NoGradGuard no_grad;
+  model->output_projection->bias[Tokenizer::kEos].add_(eos_bias);
+  model->eval();
+  return model;
+}
+
+// `count` sentences of random ordinary pieces (ids 4..vocab-1), lengths in [low, high].
+std::vector<std::vector<int>> random_sources(int count, int low, int high, unsigned seed, int vocab = 20) {
+  std::mt19937 rng(seed);
+  std::vector<std::vector<int>> sources(count);
+  for (auto& source : sources) {
+    source.resize(low + rng() % (high - low + 1));
+    for (auto& id : source) id = 4 + static_cast<int>(rng() % (vocab - 4));
+  }
+  return sources;
+}
+
+// [B,S]: ids + eos, padded with pad.
+torch::Tensor pad_batch(const std::vector<std::vector<int>>& sources) {
+  size_t width = 0;
+  for (const auto& s : sources) width = std::max(width, s.size() + 1);
+  auto batch = torch::zeros({static_cast<int64_t>(sources.size()), static_cast<int64_t>(width)}, torch::kLong);
+  for (size_t r = 0; r < sources.size(); ++r) {
+    for (size_t t = 0; t < sources[r].size(); ++t) batch[r][t] = sources[r][t];
+    batch[r][sources[r].size()] = Tokenizer::kEos;
+  }
+  return batch;
+}
+
+DecodeOptions make_options(int beam, int n_best = 1, double length_penalty = 0.0) {
+  DecodeOptions options;
+  options.beam = beam;
+  options.n_best = n_best;
+  options.length_penalty = length_penalty;
+  options.max_length_a = 1.0;
+  options.max_length_b = 4;
+  return options;
+}
+
+void expect_same(const std::vector<std::vector<Hypothesis>>& a, const std::vector<std::vector<Hypothesis>>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].size(), b[i].size()) << "sentence " << i;
+    for (size_t k = 0; k < a[i].size(); ++k) {
+      EXPECT_EQ(a[i][k].tokens, b[i][k].tokens) << "sentence " << i << " hypothesis " << k;
+      EXPECT_NEAR(a[i][k].score, b[i][k].score, 1e-4) << "sentence " << i << " hypothesis " << k;
+    }
+  }
+}
+
+TEST(DecodeTest, BeamOfOneEqualsGreedy) {
+  auto model = tiny_model(1);
+  const auto sources = random_sources(12, 1, 10, 1);
+  const auto src = pad_batch(sources);
+  std::vector<int64_t> limits;
+  for (const auto& s : sources) limits.push_back(static_cast<int64_t>(s.size()) + 4);
+  const auto greedy = greedy_search(model, src, limits, make_options(1));
+  expect_same(greedy, beam_search(model, src, limits, make_options(1)));
+  // With a length penalty the tokens still agree (greedy keeps the raw score).
+  const auto penalised = beam_search(model, src, limits, make_options(1, 1, 1.0));
+  for (size_t i = 0; i < greedy.size(); ++i) EXPECT_EQ(greedy[i][0].tokens, penalised[i][0].tokens);
+  // And the Translator's beam-1 path is greedy search.
+  Translator translator(model, make_options(1));
+  expect_same(greedy, translator.translate_ids(sources));
+}
+
+TEST(DecodeTest, BeamGivesNBestSortedByScore) {
+  auto model = tiny_model(2);
+  const auto sources = random_sources(8, 2, 9, 2);
+  for (const double alpha : {0.0, 1.0}) {
+    Translator translator(model, make_options(5, 3, alpha));
+    const auto results = translator.translate_ids(sources);
+    ASSERT_EQ(results.size(), sources.size());
+    for (const auto& hypotheses : results) {
+      ASSERT_EQ(hypotheses.size(), 3u);
+      for (size_t k = 1; k < hypotheses.size(); ++k) EXPECT_GE(hypotheses[k - 1].score, hypotheses[k].score);
+      EXPECT_NE(hypotheses[0].tokens, hypotheses[1].tokens);
+    }
+  }
+}
+
+TEST(DecodeTest, OutputLengthStaysWithinTheLimit) {
+  EXPECT_EQ(max_output_length(10, make_options(1), 64), 14);
+  DecodeOptions options = make_options(1);
+  options.max_length_a = 0.5;
+  options.max_length_b = 1;
+  EXPECT_EQ(max_output_length(5, options, 64), 3);  // floor(0.5 × 5 + 1)
+  EXPECT_EQ(max_output_length(500, options, 64), 63);  // bos + 63 pieces fill the 64 positions
+  options.max_length_b = -10;
+  EXPECT_EQ(max_output_length(5, options, 64), 0);
+
+  auto model = tiny_model(3);
+  auto sources = random_sources(10, 1, 12, 3);
+  sources.push_back(std::vector<int>(80, 7));  // longer than the model's positions: cut to 63
+  for (const int beam : {1, 4}) {
+    options = make_options(beam);
+    options.max_length_a = 0.5;
+    options.max_length_b = 1;
+    const auto results = Translator(model, options).translate_ids(sources);
+    bool reached = false;
+    for (size_t i = 0; i < sources.size(); ++i) {
+      const int64_t limit = max_output_length(std::min<int64_t>(sources[i].size(), 63), options, 64);
+      for (const auto& hypothesis : results[i]) {
+        EXPECT_LE(static_cast<int64_t>(hypothesis.tokens.size()), limit) << "sentence " << i;
+        reached = reached || static_cast<int64_t>(hypothesis.tokens.size()) == limit;
+      }
+    }
+    EXPECT_TRUE(reached) << "no hypothesis reached its limit: the test shows nothing";
+  }
+}
+
+TEST(DecodeTest, CachedAndUncachedDecodingAgree) {
+  auto model = tiny_model(4);
+  const auto sources = random_sources(9, 1, 11, 4);
+  for (const int beam : {1, 4}) {
+    auto cached = make_options(beam, beam == 1 ? 1 : 2, 0.6);
+    auto uncached = cached;
+    uncached.use_cache = false;
+    expect_same(Translator(model, cached).translate_ids(sources), Translator(model, uncached).translate_ids(sources));
+  }
+}
+
+TEST(DecodeTest, SentenceAloneEqualsInsideABatchOfLongerOnes) {
+  auto model = tiny_model(5);
+  const std::vector<int> short_sentence = {5, 9, 7};
+  auto sources = random_sources(6, 10, 16, 5);
+  sources.insert(sources.begin() + 3, short_sentence);
+  sources.insert(sources.begin() + 1, std::vector<int>{});  // empty: an empty hypothesis
+  for (const int beam : {1, 3}) {
+    const auto options = make_options(beam);
+    const auto alone = Translator(model, options).translate_ids({short_sentence});
+    const auto batched = Translator(model, options).translate_ids(sources);
+    expect_same(alone, {batched[4]});
+    ASSERT_EQ(batched[1].size(), 1u);
+    EXPECT_TRUE(batched[1][0].tokens.empty());
+    // Small batches (several per call) give the same results, still in input order.
+    auto small = options;
+    small.batch_tokens = 20;
+    expect_same(batched, Translator(model, small).translate_ids(sources));
+  }
+}
+
+// log p(y) of every output up to `max_length` pieces (plus eos), scored by full forward passes.
+struct Scored {
+  std::vector<int> tokens;
+  double score;
+};
+
+std::vector<Scored> exhaustive_search(model::Transformer& model, const std::vector<int>& source, int64_t max_length,
+                                      double alpha) {
+  torch::NoGradGuard no_grad;
+  const auto src = pad_batch({source});
+  const int64_t vocab = model->config().vocab_size;
+  std::vector<int> pieces = {Tokenizer::kUnk};  // every id but pad, bos and eos
+  for (int id = 4; id < vocab; ++id) pieces.push_back(id);
+  std::vector<Scored> all;
+  std::function<void(std::vector<int>&)> visit = [&](std::vector<int>& prefix) {
+    std::vector<int64_t> input = {Tokenizer::kBos};
+    input.insert(input.end(), prefix.begin(), prefix.end());
+    const auto tgt = torch::tensor(input, torch::kLong).unsqueeze(0);           // [1,T]
+    const auto log_probs = torch::log_softmax(model(src, tgt)[0], -1);          // [T,V]
+    double score = log_probs[static_cast<int64_t>(prefix.size())][Tokenizer::kEos].item<double>();
+    for (size_t t = 0; t < prefix.size(); ++t) score += log_probs[t][prefix[t]].item<double>();
+    all.push_back({prefix, score / std::pow((5.0 + static_cast<double>(prefix.size()) + 1.0) / 6.0, alpha)});
+    if (static_cast<int64_t>(prefix.size()) == max_length) return;
+    for (const int id : pieces) {
+      prefix.push_back(id);
+      visit(prefix);
+      prefix.pop_back();
+    }
+  };
+  std::vector<int> prefix;
+  visit(prefix);
+  std::sort(all.begin(), all.end(), [](const Scored& a, const Scored& b) { return a.score > b.score; });
+  return all;
+}
+
+TEST(DecodeTest, WideBeamEqualsExhaustiveSearch) {
+  auto model = tiny_model(6, /*vocab=*/7);
+  const std::vector<std::vector<int>> sources = {{4, 5, 6, 5}, {6, 4}, {5}, {6, 6, 5, 4, 4}, {4, 4}, {5, 6}};
+  for (const double alpha : {0.0, 1.0, 3.0}) {
+    // 4 pieces and 3 steps: 85 outputs, fewer than the beam keeps, so it must find the best 5.
+    auto options = make_options(256, 5, alpha);
+    options.max_length_a = 0.0;
+    options.max_length_b = 3;
+    const auto results = Translator(model, options).translate_ids(sources);
+    for (size_t i = 0; i < sources.size(); ++i) {
+      const auto expected = exhaustive_search(model, sources[i], 3, alpha);
+      ASSERT_EQ(expected.size(), 85u);
+      for (int k = 0; k < 8; ++k) std::fprintf(stderr, "DEBUG a=%g s=%zu k=%d len=%zu score=%f\n", alpha, i, k, expected[k].tokens.size(), expected[k].score);
+      ASSERT_EQ(results[i].size(), 5u);
+      for (size_t k = 0; k < 5; ++k) {
+        EXPECT_EQ(results[i][k].tokens, expected[k].tokens) << "sentence " << i << " rank " << k << " alpha " << alpha;
+        EXPECT_NEAR(results[i][k].score, expected[k].score, 1e-4) << "sentence " << i << " rank " << k;
+      }
+      // A beam as wide as the vocabulary never beats the exhaustive best.
+      auto narrow = options;
+      narrow.beam = 7;
+      narrow.n_best = 1;
+      EXPECT_LE(Translator(model, narrow).translate_ids({sources[i]})[0][0].score, expected[0].score + 1e-5);
+    }
+  }
+}
+
+TEST(DecodeTest, TrainingModeIsRestoredAndOptionsAreChecked) {
+  auto model = tiny_model(7);
+  model->train();
+  Translator(model, make_options(2)).translate_ids({{4, 5}});
+  EXPECT_TRUE(model->is_training());
+  EXPECT_THROW(Translator translator(model, make_options(2, 3)), InputError);  // n-best above the beam
+  EXPECT_THROW(Translator translator(model, make_options(0)), InputError);
+  EXPECT_THROW(Translator translator(model, make_options(2, 1, -1.0)), InputError);
+}
+
+}  // namespace
+}  // namespace trafo::decode

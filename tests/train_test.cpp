@@ -1,0 +1,170 @@
+// Training pieces: schedule, loss, exact resume, atomic checkpoints.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "data_support.h"
+#include "trafo/checkpoint/checkpoint.h"
+#include "trafo/errors.h"
+#include "trafo/train/schedule.h"
+#include "trafo/train/trainer.h"
+
+namespace trafo::train {
+namespace {
+
+using trafo::testing::make_temp_dir;
+
+TEST(Schedule, WarmsUpLinearlyThenDecaysWithInverseSquareRoot) {
+  EXPECT_DOUBLE_EQ(inverse_sqrt_lr(1, 1e-3, 100), 1e-5);
+  EXPECT_DOUBLE_EQ(inverse_sqrt_lr(50, 1e-3, 100), 5e-4);
+  EXPECT_DOUBLE_EQ(inverse_sqrt_lr(100, 1e-3, 100), 1e-3);
+  EXPECT_DOUBLE_EQ(inverse_sqrt_lr(400, 1e-3, 100), 5e-4);  // sqrt(100/400) = 1/2
+  EXPECT_DOUBLE_EQ(inverse_sqrt_lr(10000, 1e-3, 100), 1e-4);
+  EXPECT_DOUBLE_EQ(inverse_sqrt_lr(4, 1.0, 0), 0.5);        // no warmup: peak / sqrt(step)
+}
+
+TEST(Loss, LabelSmoothingMatchesHandComputation) {
+  // One real token with p = (0.5, 0.25, 0.25) and gold class 1; one padding position.
+  auto probs = torch::tensor({{{0.5f, 0.25f, 0.25f}, {0.2f, 0.3f, 0.5f}}});
+  auto target = torch::tensor({{1, 0}}, torch::kLong);
+  const double eps = 0.1;
+  const auto sums = label_smoothed_loss(torch::log(probs), target, eps, /*pad_id=*/0);
+  const double nll = -std::log(0.25);
+  const double uniform = -(std::log(0.5) + 2 * std::log(0.25)) / 3.0;
+  EXPECT_NEAR(sums.smoothed.item<double>(), (1 - eps) * nll + eps * uniform, 1e-6);
+  EXPECT_NEAR(sums.nll.item<double>(), nll, 1e-6);
+  EXPECT_EQ(sums.tokens.item<int64_t>(), 1);
+  // Without smoothing it is the plain NLL.
+  EXPECT_NEAR(label_smoothed_loss(torch::log(probs), target, 0.0, 0).smoothed.item<double>(), nll, 1e-6);
+}
+
+TEST(Options, DurationsParse) {
+  EXPECT_DOUBLE_EQ(parse_duration("90s"), 90);
+  EXPECT_DOUBLE_EQ(parse_duration("20m"), 1200);
+  EXPECT_DOUBLE_EQ(parse_duration("1h30m"), 5400);
+  EXPECT_DOUBLE_EQ(parse_duration(""), 0);
+  EXPECT_THROW(parse_duration("soon"), InputError);
+  EXPECT_THROW(parse_duration("5x"), InputError);
+}
+
+TrainConfig tiny_training(const std::filesystem::path& data, const std::filesystem::path& run) {
+  TrainConfig c;
+  c.data_dir = data.string();
+  c.src_lang = "en";
+  c.tgt_lang = "de";
+  c.vocab.vocab_size = 300;
+  c.model.d_model = 32;
+  c.model.heads = 2;
+  c.model.encoder_layers = 1;
+  c.model.decoder_layers = 1;
+  c.model.d_ff = 64;
+  c.model.dropout = 0.1;  // exercises the random generator across the resume
+  c.batch_tokens = 200;
+  c.warmup_steps = 4;
+  c.valid_every = 3;
+  c.valid_max_sentences = 5;
+  c.log_every = 1;
+  c.threads = 1;
+  c.run_dir = run.string();
+  return c;
+}
+
+TEST(Trainer, ResumedRunReachesTheSameWeightsAsAnUninterruptedOne) {
+  const auto data = make_temp_dir("resume-data");
+  trafo::testing::write_synthetic_corpus(data, "train", 120, 1);
+  trafo::testing::write_synthetic_corpus(data, "dev", 10, 2);
+  const auto root = make_temp_dir("resume-runs");
+
+  auto whole = tiny_training(data, root / "whole");
+  whole.max_steps = 7;
+  Trainer(whole, "whole").run();
+
+  auto part = tiny_training(data, root / "part");
+  part.max_steps = 3;
+  EXPECT_EQ(Trainer(part, "part").run().reason, "steps");
+  part.max_steps = 7;
+  const auto resumed = Trainer(part, "part").run();
+  EXPECT_EQ(resumed.step, 7);
+
+  const auto a = checkpoint::load(root / "whole" / "checkpoint-last.pt");
+  const auto b = checkpoint::load(root / "part" / "checkpoint-last.pt");
+  ASSERT_EQ(a.weights.size(), b.weights.size());
+  for (const auto& [name, tensor] : a.weights) {
+    EXPECT_TRUE(torch::equal(tensor, b.weights.at(name))) << name;
+  }
+}
+
+TEST(Trainer, RefusesToResumeARunWithAnotherModel) {
+  const auto data = make_temp_dir("mismatch-data");
+  trafo::testing::write_synthetic_corpus(data, "train", 60, 1);
+  trafo::testing::write_synthetic_corpus(data, "dev", 5, 2);
+  const auto run = make_temp_dir("mismatch-run");
+  auto config = tiny_training(data, run);
+  config.max_steps = 1;
+  Trainer(config, "").run();
+  config.model.d_model = 64;
+  config.max_steps = 2;
+  try {
+    Trainer(config, "").run();
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("d_model 32 vs 64"), std::string::npos) << e.what();
+  }
+}
+
+checkpoint::Checkpoint small_checkpoint(int64_t d_model) {
+  model::ModelConfig config;
+  config.vocab_size = 50;
+  config.d_model = d_model;
+  config.heads = 2;
+  config.encoder_layers = config.decoder_layers = 2;
+  config.d_ff = 4 * d_model;
+  model::Transformer model(config);
+  return {config, checkpoint::model_weights(model), "", "", std::nullopt};
+}
+
+TEST(Checkpoint, FailedWriteLeavesTheOldCheckpointLoadable) {
+  const auto dir = make_temp_dir("atomic");
+  const auto path = dir / "checkpoint-last.pt";
+  checkpoint::save(path, small_checkpoint(16));
+  // The temporary file cannot be created (a folder has its name): the save fails midway.
+  std::filesystem::create_directory(path.string() + ".tmp-" + std::to_string(::getpid()));
+  EXPECT_THROW(checkpoint::save(path, small_checkpoint(32)), RunError);
+  EXPECT_EQ(checkpoint::load(path).model_config.d_model, 16);
+}
+
+TEST(Checkpoint, KillDuringWritesNeverLeavesABrokenFile) {
+  const auto dir = make_temp_dir("kill");
+  const auto path = dir / "checkpoint-last.pt";
+  checkpoint::save(path, small_checkpoint(16));
+  const auto big = small_checkpoint(256);  // made before the fork: the child only writes
+  const pid_t child = ::fork();
+  if (child == 0) {
+    while (true) checkpoint::save(path, big);
+  }
+  ::usleep(300 * 1000);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  const auto loaded = checkpoint::load(path);
+  EXPECT_TRUE(loaded.model_config.d_model == 16 || loaded.model_config.d_model == 256);
+}
+
+TEST(Checkpoint, CorruptOrTruncatedFilesAreClearErrors) {
+  const auto dir = make_temp_dir("corrupt");
+  const auto path = dir / "c.pt";
+  checkpoint::save(path, small_checkpoint(16));
+  const auto bytes = trafo::testing::read_text(path);
+  trafo::testing::write_text(path, bytes.substr(0, bytes.size() / 2));
+  EXPECT_THROW(checkpoint::load(path), InputError);
+  trafo::testing::write_text(path, "not a checkpoint at all");
+  EXPECT_THROW(checkpoint::load(path), InputError);
+  EXPECT_THROW(checkpoint::load(dir / "missing.pt"), InputError);
+}
+
+}  // namespace
+}  // namespace trafo::train

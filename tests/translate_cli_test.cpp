@@ -1,0 +1,212 @@
+// End-to-end tests of `trafo translate` and `trafo eval` through the binary, with a tiny random
+// model and tokenizer saved as a checkpoint in the test: line counts, empty lines, the n-best
+// format, interactive reading, eval's JSON, and the errors of bad input (exit code 2).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "data_support.h"
+#include "test_support.h"
+#include "trafo/checkpoint/checkpoint.h"
+#include "trafo/data/corpus.h"
+#include "trafo/data/tokenizer.h"
+
+namespace trafo::testing {
+namespace {
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::string quote(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
+
+class TranslateCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::filesystem::path(make_temp_dir("translate"));
+    write_synthetic_corpus(*dir_, "train", 300);
+    write_synthetic_corpus(*dir_, "test", 12, /*seed=*/7);
+    data::TokenizerOptions tokenizer_options;
+    tokenizer_options.vocab_size = 300;
+    const auto tokenizer = data::Tokenizer::train({*dir_ / "train.en", *dir_ / "train.de"}, tokenizer_options);
+    model::ModelConfig config;
+    config.vocab_size = tokenizer.vocab_size();
+    config.d_model = 16;
+    config.heads = 2;
+    config.encoder_layers = 1;
+    config.decoder_layers = 1;
+    config.d_ff = 32;
+    config.dropout = 0.0;
+    config.max_positions = 64;
+    torch::manual_seed(11);
+    model::Transformer model(config);
+    checkpoint::save(*dir_ / "model.pt", checkpoint::Checkpoint{config, checkpoint::model_weights(model),
+                                                                tokenizer.to_bytes(), "", std::nullopt});
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  static std::string path(const std::string& name) { return quote(*dir_ / name); }
+  static std::string translate(const std::string& arguments) {
+    return "translate --checkpoint " + path("model.pt") + " --threads 1 " + arguments;
+  }
+
+  static std::filesystem::path* dir_;
+};
+std::filesystem::path* TranslateCli::dir_ = nullptr;
+
+TEST_F(TranslateCli, KeepsLineCountAndEmptyLines) {
+  write_text(*dir_ / "input.txt", "the cat sees a dog\n\nred bird flies over the river\n\nsun\n");
+  for (const std::string& how : {" < " + path("input.txt"), " --input " + path("input.txt")}) {
+    const auto result = run_trafo(translate("--max-length-b 3" + how));
+    ASSERT_EQ(result.exit_code, 0) << result.errors;
+    const auto lines = split_lines(result.output);
+    ASSERT_EQ(lines.size(), 5u) << result.output;
+    EXPECT_EQ(lines[1], "");
+    EXPECT_EQ(lines[3], "");
+  }
+  // No input, no output.
+  const auto empty = run_trafo(translate("--output " + path("out.txt")) + " < /dev/null");
+  ASSERT_EQ(empty.exit_code, 0) << empty.errors;
+  EXPECT_EQ(read_text(*dir_ / "out.txt"), "");
+  // Through a pipe, into a file, and a last line without a newline.
+  const auto piped = run_command("printf 'a dog\\n\\nthe sun' | '" + std::string(TRAFO_BINARY) + "' " +
+                                 translate("--output " + path("out.txt")));
+  ASSERT_EQ(piped.exit_code, 0) << piped.errors;
+  EXPECT_EQ(split_lines(read_text(*dir_ / "out.txt")).size(), 3u);
+}
+
+TEST_F(TranslateCli, NBestLinesHaveIndexTextAndScore) {
+  write_text(*dir_ / "nbest.txt", "the cat\n\nbig green tree\n");
+  const auto result = run_trafo(translate("--beam 4 --n-best 3 --input " + path("nbest.txt")));
+  ASSERT_EQ(result.exit_code, 0) << result.errors;
+  const auto lines = split_lines(result.output);
+  ASSERT_EQ(lines.size(), 7u) << result.output;  // 3 + the empty line's one + 3
+  const std::regex format(R"(^(\d+) \|\|\| (.*) \|\|\| (-?\d+\.\d{4})$)");
+  std::vector<int> indices;
+  double previous = 0.0;
+  for (const auto& line : lines) {
+    std::smatch match;
+    ASSERT_TRUE(std::regex_match(line, match, format)) << line;
+    const int index = std::stoi(match[1]);
+    const double score = std::stod(match[3]);
+    if (!indices.empty() && indices.back() == index) {
+      EXPECT_LE(score, previous + 1e-9) << line;
+    }
+    indices.push_back(index);
+    previous = score;
+  }
+  EXPECT_EQ(indices, (std::vector<int>{0, 0, 0, 1, 2, 2, 2}));
+}
+
+TEST_F(TranslateCli, InteractiveWriterGetsEachLineBackAtOnce) {
+  // The second line is written only after the first translation came back: a reader that
+  // waits for more input before translating would hang here until `read -t` gives up.
+  const auto fifo_dir = make_temp_dir("fifo");
+  write_text(fifo_dir / "talk.sh",
+             "set -e\ncd '" + fifo_dir.string() + "'\nmkfifo in out\n'" + std::string(TRAFO_BINARY) + "' " +
+                 translate("") + " < in > out &\nexec 3>in 4<out\necho 'the cat' >&3\n" +
+                 "read -t 60 first <&4 || { echo 'no answer to the first line'; exit 1; }\n"
+                 "echo 'a dog' >&3\nexec 3>&-\nread -t 60 second <&4\nwait\necho answered\n");
+  const auto result = run_command("bash '" + (fifo_dir / "talk.sh").string() + "'");
+  EXPECT_EQ(result.exit_code, 0) << result.output << result.errors;
+  EXPECT_EQ(result.output, "answered\n");
+}
+
+TEST_F(TranslateCli, InvalidUtf8IsAnErrorUnlessSkipped) {
+  write_text(*dir_ / "bad.txt", "the cat\nbad \xff byte\nthe dog\n");
+  const auto failed = run_trafo(translate("--input " + path("bad.txt")));
+  EXPECT_EQ(failed.exit_code, 2);
+  EXPECT_NE(failed.errors.find("bad.txt:2"), std::string::npos) << failed.errors;
+  const auto skipped = run_trafo(translate("--skip-invalid --input " + path("bad.txt")));
+  ASSERT_EQ(skipped.exit_code, 0) << skipped.errors;
+  const auto lines = split_lines(skipped.output);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[1], "");
+}
+
+TEST_F(TranslateCli, EvalJsonHasTheScoresAndTheLoss) {
+  const auto result = run_trafo("eval --checkpoint " + path("model.pt") + " --src " + path("test.en") + " --ref " +
+                                path("test.de") + " --json --threads 1 --output " + path("hyps.txt"));
+  ASSERT_EQ(result.exit_code, 0) << result.errors;
+  ASSERT_EQ(result.output.find('\n'), result.output.size() - 1) << "one line: " << result.output;
+  const auto json = nlohmann::json::parse(result.output);
+  for (const char* field : {"bleu", "chrf", "loss", "ppl", "sentences", "seconds", "signature"}) {
+    EXPECT_TRUE(json.contains(field)) << field;
+  }
+  EXPECT_EQ(json["sentences"], 12);
+  EXPECT_EQ(split_lines(read_text(*dir_ / "hyps.txt")).size(), 12u);
+  EXPECT_NEAR(json["ppl"].get<double>(), std::exp(json["loss"].get<double>()), 1e-6 * json["ppl"].get<double>());
+
+  // The loss is the mean NLL per target token (eos included), here summed pair by pair.
+  const auto loaded = checkpoint::load(*dir_ / "model.pt", false);
+  auto model = checkpoint::make_model(loaded, torch::kCPU);
+  const auto tokenizer = data::Tokenizer::from_bytes(loaded.tokenizer);
+  const auto sources = split_lines(read_text(*dir_ / "test.en")), targets = split_lines(read_text(*dir_ / "test.de"));
+  torch::NoGradGuard no_grad;
+  double sum = 0.0;
+  int64_t count = 0;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    auto src = tokenizer.encode(sources[i]), tgt = tokenizer.encode(targets[i]);
+    src.push_back(data::Tokenizer::kEos);
+    std::vector<int64_t> tgt_in = {data::Tokenizer::kBos}, tgt_out(tgt.begin(), tgt.end());
+    tgt_in.insert(tgt_in.end(), tgt.begin(), tgt.end());
+    tgt_out.push_back(data::Tokenizer::kEos);
+    const auto logits = model(torch::tensor(std::vector<int64_t>(src.begin(), src.end())).unsqueeze(0),
+                              torch::tensor(tgt_in).unsqueeze(0));
+    const auto [nll, tokens] = model::token_nll(logits, torch::tensor(tgt_out).unsqueeze(0), 0);
+    sum += nll.item<double>();
+    count += tokens.item<int64_t>();
+  }
+  EXPECT_NEAR(json["loss"].get<double>(), sum / static_cast<double>(count), 1e-4);
+
+  const auto text = run_trafo("eval --checkpoint " + path("model.pt") + " --src " + path("test.en") + " --ref " +
+                              path("test.de") + " --beam 2 --threads 1");
+  ASSERT_EQ(text.exit_code, 0) << text.errors;
+  EXPECT_NE(text.output.find("BLEU|nrefs:1|"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("chrF2|nrefs:1|"), std::string::npos) << text.output;
+}
+
+// Exit code 2 and exactly one line on stderr, without a stack trace.
+void expect_input_error(const CommandResult& result, const std::string& expected) {
+  EXPECT_EQ(result.exit_code, 2) << result.errors;
+  EXPECT_EQ(std::count(result.errors.begin(), result.errors.end(), '\n'), 1) << result.errors;
+  EXPECT_NE(result.errors.find(expected), std::string::npos) << result.errors;
+  EXPECT_EQ(result.errors.find("frame #"), std::string::npos) << result.errors;
+  EXPECT_EQ(result.output, "");
+}
+
+TEST_F(TranslateCli, MissingOrBrokenCheckpointIsAnInputError) {
+  expect_input_error(run_trafo("translate --checkpoint " + path("absent.pt") + " < /dev/null"), "absent.pt");
+  write_text(*dir_ / "garbage.pt", std::string(4096, 'x'));
+  expect_input_error(run_trafo("translate --checkpoint " + path("garbage.pt") + " < /dev/null"), "garbage.pt");
+  const auto bytes = read_text(*dir_ / "model.pt");
+  write_text(*dir_ / "cut.pt", bytes.substr(0, bytes.size() / 2));
+  expect_input_error(run_trafo("translate --checkpoint " + path("cut.pt") + " < /dev/null"), "cut.pt");
+  expect_input_error(run_trafo("eval --checkpoint " + path("cut.pt") + " --src " + path("test.en") + " --ref " +
+                               path("test.de")),
+                     "cut.pt");
+}
+
+TEST_F(TranslateCli, BadUsageIsAnInputError) {
+  write_text(*dir_ / "short.de", "one line\n");
+  expect_input_error(run_trafo("eval --checkpoint " + path("model.pt") + " --src " + path("test.en") + " --ref " +
+                               path("short.de")),
+                     "12");
+  expect_input_error(run_trafo(translate("--beam 2 --n-best 3") + " < /dev/null"), "n-best");
+  if (!torch::cuda::is_available()) {
+    expect_input_error(run_trafo(translate("--device cuda") + " < /dev/null"), "cuda");
+  }
+}
+
+}  // namespace
+}  // namespace trafo::testing
