@@ -29,7 +29,6 @@ bool cannot_be_beaten(const std::vector<Hypothesis>& finished, double best_open,
   for (const auto& hypothesis : finished) scores.push_back(hypothesis.score);
   std::nth_element(scores.begin(), scores.begin() + (options.n_best - 1), scores.end(), std::greater<>());
   const double bound = best_open / length_penalty(max_length + 1, options.length_penalty);
-  fprintf(stderr, "BOUND nth=%f bound=%f n=%zu\n", [&]{ std::vector<double> s; for (auto& h : finished) s.push_back(h.score); std::sort(s.begin(), s.end(), std::greater<>()); return s[options.n_best-1]; }(), bound, finished.size());
   return scores[options.n_best - 1] >= bound;
 }
 

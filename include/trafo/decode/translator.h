@@ -9,10 +9,11 @@
 // Scores: sum of log p(token) over the output pieces and eos (log-softmax over the whole
 // vocabulary). Beam search (beam > 1) ranks finished hypotheses by the length-normalised score
 // of GNMT (Wu et al. 2016): score = log p(y) / lp(y), lp(y) = ((5 + |y|) / 6)^α with |y| the
-// output pieces plus eos and α = length_penalty (0: raw log p). Each step a beam keeps the K best
-// of K × V extensions; a candidate ending in eos among them is finished (fairseq's rule). A
-// sentence is done when K hypotheses have finished, or when its n_best-th best finished score
-// beats the best score any open hypothesis could still reach, or at its length limit.
+// output pieces plus eos and α = length_penalty (0: raw log p). Each step takes the 2K best of the
+// K × V extensions: those ending in eos among the first K are finished, the best K others stay
+// open (fairseq's rule). A sentence is done when K hypotheses have finished, or when its n_best-th
+// best finished score beats the best score any open hypothesis could still reach (raw log p only
+// falls; the penalty is largest at the length limit), or at its length limit.
 // Greedy search (beam 1) keeps the raw log p and gives the same tokens as beam search with K = 1.
 #pragma once
 
