@@ -8,4 +8,4 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   prefix=$(.venv/bin/python -c 'import torch; print(torch.utils.cmake_prefix_path)')
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix"
 fi
-cmake --build "$BUILD_DIR" "$@"
+cmake --build "$BUILD_DIR" -j "$(nproc)" "$@"

@@ -41,7 +41,7 @@ TEST_F(TrainCli, TrainsAndWritesTheRunFolder) {
   ASSERT_EQ(result.exit_code, 0) << result.errors;
   EXPECT_TRUE(result.output.empty()) << "logs belong on stderr";
   for (const char* name : {"checkpoint-last.pt", "checkpoint-best.pt", "checkpoint-2.pt", "checkpoint-4.pt",
-                           "metrics.jsonl", "config.toml"}) {
+                           "metrics.jsonl", "config.toml", "train.log"}) {
     EXPECT_TRUE(std::filesystem::exists(run_ / name)) << name;
   }
   const auto events = read_jsonl(run_ / "metrics.jsonl");
@@ -65,6 +65,7 @@ TEST_F(TrainCli, TrainsAndWritesTheRunFolder) {
     }
   }
   EXPECT_EQ(train, 4);
+  EXPECT_NE(read_text(run_ / "train.log").find("valid step 4"), std::string::npos);
   EXPECT_EQ(valid, 2);
 }
 
@@ -98,6 +99,29 @@ TEST_F(TrainCli, ConfigFileThenCommandLine) {
   const auto bad = run_trafo(base() + " --config '" + (dir / "bad.toml").string() + "'");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.errors.find("learning-rate"), std::string::npos) << bad.errors;
+}
+
+TEST_F(TrainCli, Bf16AutocastAndAccumulationTrain) {
+  const auto result = run_trafo(base() + " --max-steps 2 --precision bf16 --accumulate 2 --valid-every 0");
+  ASSERT_EQ(result.exit_code, 0) << result.errors;
+  const auto events = read_jsonl(run_ / "metrics.jsonl");
+  int train = 0;
+  for (const auto& e : events) {
+    if (e["event"] != "train") continue;
+    ++train;
+    EXPECT_TRUE(std::isfinite(e["loss"].get<double>()));
+    EXPECT_GT(e["loss"].get<double>(), 0.0);
+  }
+  EXPECT_EQ(train, 2);
+}
+
+TEST_F(TrainCli, EarlyStoppingEndsTheRun) {
+  // BLEU of an untrained model stays 0: the second validation is no improvement.
+  const auto result = run_trafo(base() + " --max-steps 50 --valid-every 1 --early-stopping 1 --lr 1e-9");
+  ASSERT_EQ(result.exit_code, 0) << result.errors;
+  const auto events = read_jsonl(run_ / "metrics.jsonl");
+  EXPECT_EQ(events.back()["reason"], "early-stop");
+  EXPECT_EQ(events.back()["step"], 2);
 }
 
 TEST_F(TrainCli, BadInputIsOneLineAndExitTwo) {

@@ -1,11 +1,13 @@
 #include "trafo/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <optional>
 #include <thread>
 
 #include <ATen/autocast_mode.h>
+#include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -67,6 +69,23 @@ bool improved(const std::string& metric, double value, const Progress& progress)
   return metric == "loss" ? value < progress.best_metric : value > progress.best_metric;
 }
 
+// Copies the log to RUN_DIR/train.log while the run lasts.
+class LogFileCopy {
+ public:
+  explicit LogFileCopy(const std::filesystem::path& path)
+      : sink_(std::make_shared<spdlog::sinks::basic_file_sink_mt>(path.string())) {
+    sink_->set_pattern("[%Y-%m-%d %H:%M:%S] [%l] %v");
+    spdlog::default_logger()->sinks().push_back(sink_);
+  }
+  ~LogFileCopy() {
+    auto& sinks = spdlog::default_logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+
+ private:
+  std::shared_ptr<spdlog::sinks::basic_file_sink_mt> sink_;
+};
+
 // Enables bf16 autocast on `device` for the lifetime of the guard, when asked.
 class AutocastGuard {
  public:
@@ -105,6 +124,7 @@ TrainResult Trainer::run() {
   data::check_parallel_files(paths.dev_src, paths.dev_tgt);
   const RunFolder folder(c.run_dir);
   const bool resume = folder.prepare(c.no_resume, c.overwrite);
+  const LogFileCopy log_file(folder.log());
   std::optional<checkpoint::Checkpoint> saved;
   c.model.vocab_size = c.vocab.vocab_size;
   if (resume) {
