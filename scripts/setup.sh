@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 
 TORCH_VERSION=2.11.0
 SACREBLEU_VERSION=2.6.0
+TENSORBOARD_VERSION=2.21.0
 VENV=.venv
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -16,6 +17,7 @@ APT_PACKAGES=(
   libsentencepiece-dev sentencepiece
   googletest libgtest-dev libbenchmark-dev
   nlohmann-json3-dev libutfcpp-dev libgloo-dev
+  libjs-chart.js chromium
 )
 
 say() { printf 'setup: %s\n' "$*" >&2; }
@@ -42,13 +44,16 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 have_torch=$("$VENV/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null || true)
 have_sacrebleu=$("$VENV/bin/python" -c 'import sacrebleu; print(sacrebleu.__version__)' 2>/dev/null || true)
-if [ "$have_torch" != "$TORCH_VERSION" ] || [ "$have_sacrebleu" != "$SACREBLEU_VERSION" ]; then
-  say "installing torch==$TORCH_VERSION and sacrebleu==$SACREBLEU_VERSION into $VENV (about 5 GB)"
+have_tensorboard=$("$VENV/bin/python" -c 'import tensorboard; print(tensorboard.__version__)' 2>/dev/null || true)
+if [ "$have_torch" != "$TORCH_VERSION" ] || [ "$have_sacrebleu" != "$SACREBLEU_VERSION" ] \
+  || [ "$have_tensorboard" != "$TENSORBOARD_VERSION" ]; then
+  say "installing torch==$TORCH_VERSION, sacrebleu==$SACREBLEU_VERSION and tensorboard==$TENSORBOARD_VERSION into $VENV (about 5 GB)"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
-    "torch==$TORCH_VERSION" "sacrebleu==$SACREBLEU_VERSION" numpy \
+    "torch==$TORCH_VERSION" "sacrebleu==$SACREBLEU_VERSION" "tensorboard==$TENSORBOARD_VERSION" numpy \
     || fail "pip could not install torch==$TORCH_VERSION (is PyPI reachable?)"
 else
-  say "torch $have_torch and sacrebleu $have_sacrebleu: present in $VENV"
+  say "torch $have_torch, sacrebleu $have_sacrebleu and tensorboard $have_tensorboard: present in $VENV"
 fi
-"$VENV/bin/python" -c 'import torch, sacrebleu' || fail "torch or sacrebleu does not import from $VENV"
+"$VENV/bin/python" -c 'import torch, sacrebleu, tensorboard' \
+  || fail "torch, sacrebleu or tensorboard does not import from $VENV"
 say "done"

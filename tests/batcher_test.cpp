@@ -1,4 +1,5 @@
 // Token-budget batching: budget, coverage, determinism, resume, padding.
+#include <cstdio>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include "trafo/data/batcher.h"
 #include "trafo/data/corpus.h"
 #include "trafo/data/tokenizer.h"
+#include "trafo/data/toy_corpus.h"
 
 namespace trafo::data {
 namespace {
@@ -91,6 +93,29 @@ TEST(Batcher, BatchTensorsCarryEosBosAndPadding) {
   EXPECT_EQ(batch.source_tokens, 6);
   EXPECT_EQ(batch.target_tokens, 8);
   EXPECT_EQ(batch.cost(), 10);
+}
+
+TEST(Batcher, PaddingOnTheToyCorpusStaysUnderTenPercent) {
+  const auto dir = trafo::testing::make_temp_dir("toy-padding");
+  ToyCorpusOptions toy;
+  toy.train = 50000;  // the default size: denser length groups than a small sample
+  toy.dev = toy.test = 10;
+  write_toy_corpus(dir, toy);
+  TokenizerOptions vocab;
+  vocab.vocab_size = 1000;
+  const auto tokenizer = Tokenizer::train({dir / "train.en", dir / "train.de"}, vocab);
+  const auto corpus = Corpus::load(dir / "train.en", dir / "train.de", tokenizer, {});
+  BatcherOptions options;
+  options.batch_tokens = 2048;
+  int64_t slots = 0, real = 0;
+  for (const auto& pairs : plan_epoch(corpus, options, 0)) {
+    const auto batch = make_batch(corpus, pairs);
+    slots += batch.source.numel() + batch.target_input.numel();
+    real += batch.source_tokens + batch.target_tokens;
+  }
+  const double padding = 1.0 - static_cast<double>(real) / static_cast<double>(slots);
+  std::printf("toy corpus padding fraction (50,000 pairs, 2048-token batches): %.2f%%\n", 100.0 * padding);
+  EXPECT_LT(padding, 0.10);
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path) {
 }
 
 TEST_F(TrainCli, TrainsAndWritesTheRunFolder) {
-  const auto result = run_trafo(base() + " --max-steps 4 --valid-every 2");
+  const auto result = run_trafo(base() + " --max-steps 4 --valid-every 2 --tensorboard");
   ASSERT_EQ(result.exit_code, 0) << result.errors;
   EXPECT_TRUE(result.output.empty()) << "logs belong on stderr";
   for (const char* name : {"checkpoint-last.pt", "checkpoint-best.pt", "checkpoint-2.pt", "checkpoint-4.pt",
@@ -65,6 +65,12 @@ TEST_F(TrainCli, TrainsAndWritesTheRunFolder) {
     }
   }
   EXPECT_EQ(train, 4);
+  ASSERT_TRUE(std::filesystem::is_directory(run_ / "tensorboard"));
+  bool has_events = false;
+  for (const auto& entry : std::filesystem::directory_iterator(run_ / "tensorboard")) {
+    has_events |= entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+  }
+  EXPECT_TRUE(has_events);
   EXPECT_NE(read_text(run_ / "train.log").find("valid step 4"), std::string::npos);
   EXPECT_EQ(valid, 2);
 }

@@ -18,5 +18,8 @@ CommandRunner add_score_command(CLI::App& app);
 CommandRunner add_train_command(CLI::App& app);
 CommandRunner add_eval_command(CLI::App& app);
 CommandRunner add_translate_command(CLI::App& app);
+CommandRunner add_report_command(CLI::App& app);
+CommandRunner add_attention_command(CLI::App& app);
+CommandRunner add_bench_command(CLI::App& app);
 
 }  // namespace trafo::cli

@@ -87,6 +87,10 @@ void add_options(CLI::App& cmd, train::TrainConfig& c) {
       ->capture_default_str()->group("Run");
   cmd.add_option("--keep-checkpoints", c.keep_checkpoints, "numbered checkpoints kept")->capture_default_str()->group("Run");
   cmd.add_option("--log-every", c.log_every, "steps between progress lines")->capture_default_str()->group("Run");
+  cmd.add_flag("--tensorboard", c.tensorboard,
+               "also write TensorBoard event files (the train/* and valid/* scalars of metrics.jsonl) under "
+               "RUN_DIR/tensorboard")
+      ->group("Run");
   cmd.add_option("--run-dir", c.run_dir, "run folder (resumed when it holds checkpoint-last.pt)")
       ->capture_default_str()->group("Run");
   cmd.add_flag("--no-resume", c.no_resume, "start over even if the run folder holds a run")->group("Run");

@@ -31,11 +31,14 @@ std::vector<std::vector<int64_t>> plan_epoch(const Corpus& corpus, const Batcher
   std::vector<int64_t> order(corpus.size());
   std::iota(order.begin(), order.end(), 0);
   if (options.shuffle) shuffle(order);
-  // Similar lengths side by side (target, then source), ties in shuffled order: little padding.
+  // Similar lengths side by side: by target length, then by source length running up and down
+  // in turn (a snake), so that a batch straddling two target lengths also has similar sources.
+  // Ties keep their shuffled order.
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    const auto ka = std::make_pair(corpus.target_length(a), corpus.source_length(a));
-    const auto kb = std::make_pair(corpus.target_length(b), corpus.source_length(b));
-    return ka < kb;
+    const int64_t ta = corpus.target_length(a), tb = corpus.target_length(b);
+    if (ta != tb) return ta < tb;
+    const int64_t sa = corpus.source_length(a), sb = corpus.source_length(b);
+    return ta % 2 == 0 ? sa < sb : sa > sb;
   });
 
   std::vector<std::vector<int64_t>> batches;

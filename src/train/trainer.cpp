@@ -15,6 +15,7 @@
 #include "trafo/data/batcher.h"
 #include "trafo/data/corpus.h"
 #include "trafo/errors.h"
+#include "trafo/report/tensorboard.h"
 #include "trafo/train/metrics_log.h"
 #include "trafo/train/progress_line.h"
 #include "trafo/train/run_folder.h"
@@ -168,6 +169,8 @@ TrainResult Trainer::run() {
   }
 
   MetricsLog log(folder.metrics());
+  std::optional<report::TensorBoardWriter> tensorboard;
+  if (c.tensorboard) tensorboard.emplace(folder.path() / "tensorboard");
   // The 1-based epoch of the latest batch, as logs show it.
   int64_t epoch_now = progress.next_batch.index > 0 ? progress.next_batch.epoch + 1
                                                     : std::max<int64_t>(1, progress.next_batch.epoch);
@@ -218,9 +221,10 @@ TrainResult Trainer::run() {
     } else {
       ++progress.bad_validations;
     }
-    log.write("valid", progress.step, epoch_now, elapsed(),
-              {{"loss", result.loss}, {"ppl", result.ppl}, {"bleu", result.bleu}, {"chrf", result.chrf},
-               {"best", best}, {"samples", result.samples}});
+    const nlohmann::json fields = {{"loss", result.loss}, {"ppl", result.ppl}, {"bleu", result.bleu},
+                                   {"chrf", result.chrf}, {"best", best}, {"samples", result.samples}};
+    log.write("valid", progress.step, epoch_now, elapsed(), fields);
+    if (tensorboard) tensorboard->scalars("valid", fields, progress.step);
     spdlog::info("valid step {} | loss {:.4f} | ppl {:.2f} | bleu {:.2f} | chrf {:.2f}{}", progress.step, result.loss,
                  result.ppl, result.bleu, result.chrf, best ? " | best" : "");
     for (const auto& sample : result.samples) {
@@ -290,9 +294,10 @@ TrainResult Trainer::run() {
       const double seconds = std::chrono::duration<double>(Clock::now() - window_start).count();
       const double loss = window_loss / static_cast<double>(window_tokens);
       const double tokens_per_s = static_cast<double>(window_tokens) / std::max(seconds, 1e-9);
-      log.write("train", progress.step, epoch_now, elapsed(),
-                {{"loss", loss}, {"lr", lr}, {"grad_norm", grad_norm}, {"tgt_tokens_per_s", tokens_per_s},
-                 {"skipped_updates", skipped_total}});
+      const nlohmann::json fields = {{"loss", loss}, {"lr", lr}, {"grad_norm", grad_norm},
+                                     {"tgt_tokens_per_s", tokens_per_s}, {"skipped_updates", skipped_total}};
+      log.write("train", progress.step, epoch_now, elapsed(), fields);
+      if (tensorboard) tensorboard->scalars("train", fields, progress.step);
       line.print(progress.step, epoch_now, loss, lr, tokens_per_s, elapsed());
       window_loss = 0.0;
       window_tokens = window_steps = 0;

@@ -25,7 +25,7 @@ struct TrainConfig {
   // Optimisation.
   std::string optimizer = "adam";     // adam | adamw
   double lr = 1e-3;                   // peak learning rate, reached after warmup
-  int64_t warmup_steps = 1000;        // linear warmup, then lr × sqrt(warmup / step)
+  int64_t warmup_steps = 500;         // linear warmup, then lr × sqrt(warmup / step)
   double adam_beta1 = 0.9;
   double adam_beta2 = 0.98;
   double adam_eps = 1e-9;
@@ -43,12 +43,13 @@ struct TrainConfig {
   std::string early_stopping_metric = "bleu";  // bleu | chrf | loss
 
   // Validation, checkpoints, logs.
-  int64_t valid_every = 500;          // steps between validations (0: only at the end)
+  int64_t valid_every = 250;          // steps between validations (0: only at the end)
   int64_t valid_max_sentences = 500;  // dev sentences decoded for BLEU/chrF (0: all)
   int64_t valid_samples = 3;          // sample translations logged per validation
   int64_t checkpoint_every = 0;       // steps between numbered checkpoints (0: with validation)
   int64_t keep_checkpoints = 3;       // numbered checkpoints kept
   int64_t log_every = 50;             // steps between progress lines
+  bool tensorboard = false;           // also write TensorBoard event files under RUN_DIR/tensorboard
   std::string run_dir = "runs/default";
   bool no_resume = false;             // start over even if RUN_DIR holds checkpoint-last.pt
   bool overwrite = false;             // allow --no-resume to replace an existing run

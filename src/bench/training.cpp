@@ -1,0 +1,149 @@
+// Timed training steps, the step written as src/train/trainer.cpp does one.
+#include <algorithm>
+#include <chrono>
+
+#include <ATen/autocast_mode.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "trafo/bench/measure.h"
+#include "trafo/errors.h"
+#include "trafo/train/schedule.h"
+
+namespace trafo::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// bf16 autocast on the CPU for one forward pass; the cast cache is cleared when it ends.
+class CpuAutocast {
+ public:
+  explicit CpuAutocast(bool enabled) : enabled_(enabled) {
+    if (!enabled_) return;
+    at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+    at::autocast::set_autocast_enabled(at::kCPU, true);
+  }
+  ~CpuAutocast() {
+    if (!enabled_) return;
+    at::autocast::set_autocast_enabled(at::kCPU, false);
+    at::autocast::clear_cache();
+  }
+  CpuAutocast(const CpuAutocast&) = delete;
+  CpuAutocast& operator=(const CpuAutocast&) = delete;
+
+ private:
+  bool enabled_;
+};
+
+class TrainingStep {
+ public:
+  TrainingStep(model::Transformer& model, const TrainOptions& options)
+      : model_(model),
+        options_(options),
+        optimizer_(model->parameters(),
+                   torch::optim::AdamOptions(options.lr).betas(std::make_tuple(0.9, 0.98)).eps(1e-9)) {
+    model_->train();
+  }
+
+  // Returns the smoothed loss per target token (read back, as the trainer does every step).
+  double run(const SyntheticBatch& batch) {
+    optimizer_.zero_grad(true);
+    torch::Tensor smoothed;
+    {
+      CpuAutocast autocast(options_.bf16);
+      const auto logits = model_(batch.source, batch.target_input);  // [B,T,V]
+      smoothed = train::label_smoothed_loss(logits, batch.target_output, options_.label_smoothing,
+                                            model_->config().pad_id).smoothed;
+    }
+    const auto tokens = static_cast<double>(batch.target_tokens);
+    (smoothed / tokens).backward();
+    torch::nn::utils::clip_grad_norm_(model_->parameters(), options_.clip_norm);
+    optimizer_.step();
+    return smoothed.item<double>() / tokens;
+  }
+
+ private:
+  model::Transformer& model_;
+  TrainOptions options_;
+  torch::optim::Adam optimizer_;
+};
+
+void check(const std::vector<SyntheticBatch>& batches, const TrainOptions& options) {
+  if (batches.empty()) throw InputError("the training benchmark needs at least one batch");
+  if (options.timed_steps < 1 || options.rounds < 1 || options.warmup_steps < 0) {
+    throw InputError("the training benchmark needs 1 or more timed steps and rounds, and 0 or more warm-up steps");
+  }
+}
+
+}  // namespace
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const size_t middle = values.size() / 2;
+  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2.0;
+}
+
+double Rounds::per_s() const {
+  std::vector<double> rates;
+  for (const double s : seconds) rates.push_back(work / std::max(s, 1e-12));
+  return median(rates);
+}
+
+double TrainMeasurement::model_flops_per_s() const {
+  std::vector<double> rates;
+  for (const double s : tokens.seconds) rates.push_back(model_flops / std::max(s, 1e-12));
+  return median(rates);
+}
+
+double TrainMeasurement::step_ms() const { return 1000.0 * median(tokens.seconds) / static_cast<double>(timed_steps); }
+
+TrainMeasurement measure_training(model::Transformer& model, const std::vector<SyntheticBatch>& batches,
+                                  const TrainOptions& options) {
+  check(batches, options);
+  TrainingStep step(model, options);
+  const auto n = static_cast<int64_t>(batches.size());
+  for (int64_t i = 0; i < options.warmup_steps; ++i) step.run(batches[i % n]);
+
+  TrainMeasurement result;
+  result.timed_steps = options.timed_steps;
+  for (int64_t i = 0; i < options.timed_steps; ++i) {
+    const auto& batch = batches[i % n];
+    result.tokens.work += static_cast<double>(batch.target_tokens);
+    result.model_flops += training_flops(model->config(), batch.pairs);
+  }
+  for (int64_t round = 0; round < options.rounds; ++round) {
+    const auto started = Clock::now();
+    double loss = 0.0;
+    for (int64_t i = 0; i < options.timed_steps; ++i) loss = step.run(batches[i % n]);
+    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    result.tokens.seconds.push_back(seconds);
+    spdlog::info("bench: training {} round {}: {} steps in {:.2f} s, {:.0f} target tokens/s, loss {:.3f}",
+                 options.bf16 ? "bf16" : "fp32", round + 1, options.timed_steps, seconds,
+                 result.tokens.work / seconds, loss);
+  }
+  return result;
+}
+
+double MemoryTrend::growth_percent() const {
+  return early_rss_mb > 0.0 ? 100.0 * (end_rss_mb - early_rss_mb) / early_rss_mb : 0.0;
+}
+
+MemoryTrend measure_memory_trend(model::Transformer& model, const std::vector<SyntheticBatch>& batches, int64_t steps,
+                                 const TrainOptions& options) {
+  check(batches, options);
+  TrainingStep step(model, options);
+  MemoryTrend trend;
+  trend.steps = steps;
+  trend.early_step = std::max<int64_t>(1, steps / 5);
+  const auto n = static_cast<int64_t>(batches.size());
+  for (int64_t i = 1; i <= steps; ++i) {
+    step.run(batches[(i - 1) % n]);
+    if (i == trend.early_step) trend.early_rss_mb = memory_usage().rss_mb;
+    if (i % 100 == 0) spdlog::info("bench: memory trend step {}/{}: RSS {:.1f} MB", i, steps, memory_usage().rss_mb);
+  }
+  trend.end_rss_mb = memory_usage().rss_mb;
+  return trend;
+}
+
+}  // namespace trafo::bench

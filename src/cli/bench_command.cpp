@@ -1,0 +1,271 @@
+// `trafo bench`: training and decoding speed on synthetic batches, the machine's matmul peak,
+// model FLOPs utilisation and memory, as a table or one JSON object per line. bench/
+// pytorch_reference.py prints the same records for PyTorch Python; bench/compare.sh sets the
+// two side by side.
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <ATen/cpu/Utils.h>
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "commands.h"
+#include "trafo/bench/measure.h"
+#include "trafo/errors.h"
+
+namespace trafo::cli {
+namespace {
+
+struct BenchOptions {
+  model::ModelConfig model;
+  std::string config;             // TOML file: the model keys and `threads` apply, other train keys are ignored
+  bool json = false;              // one JSON object per line instead of a table
+  int threads = 0;                // intra-op threads (0: all cores)
+  std::string precision = "auto"; // fp32 | bf16 | both | auto (both where the CPU has native bf16); decoding is fp32
+  int64_t batch_tokens = 4096;    // token budget of the synthetic training batches
+  int64_t train_steps = 0;        // timed steps per round (0: 30, or 8 for d-model ≥ 512)
+  int64_t warmup_steps = -1;      // untimed steps first (−1: 5, or 2 for d-model ≥ 512)
+  int64_t rounds = 1;             // timed rounds; medians reported
+  int64_t decode_sentences = 32;  // sentences decoded per round (0: no decoding)
+  int64_t leak_steps = 0;         // training steps of the memory trend, per precision (0: none)
+  uint64_t seed = 1;              // weights and synthetic batches
+};
+
+// Keys of a config file that `trafo bench` takes; every other `trafo train` key is ignored.
+const std::set<std::string> kFileKeys = {"vocab-size", "d-model", "heads", "encoder-layers", "decoder-layers",
+                                         "d-ff", "dropout", "activation", "norm", "tie-embeddings",
+                                         "max-positions", "threads"};
+
+void apply_bench_config(CLI::App& command, const std::string& path) {
+  if (!std::ifstream(path)) throw InputError("cannot read config file " + path);
+  std::vector<CLI::ConfigItem> items;
+  try {
+    items = CLI::ConfigTOML().from_file(path);
+  } catch (const CLI::Error& e) {
+    throw InputError("config file " + path + ": " + e.what());
+  }
+  CLI::App train_keys;  // the keys `trafo train` knows, to tell an ignored key from a misspelled one
+  add_train_command(train_keys);
+  const auto* train = train_keys.get_subcommand("train");
+  for (const auto& item : items) {
+    const std::string key = item.fullname();
+    if (key == "++" || key == "--") continue;  // CLI11's section markers
+    if (kFileKeys.count(key) == 0) {
+      if (train->get_option_no_throw("--" + key) == nullptr) {
+        throw InputError("config file " + path + ": unknown key '" + key + "'");
+      }
+      continue;
+    }
+    CLI::Option* option = command.get_option("--" + key);
+    if (option->count() > 0) continue;  // the command line wins
+    try {
+      option->add_result(item.inputs);
+      option->run_callback();
+    } catch (const CLI::Error& e) {
+      throw InputError("config file " + path + ": " + key + ": " + e.what());
+    }
+  }
+}
+
+void add_options(CLI::App& cmd, BenchOptions& o) {
+  auto& m = o.model;
+  cmd.add_option("--config", o.config,
+                 "TOML config of trafo train (configs/toy.toml): its model keys and threads apply, the command line "
+                 "wins; its other keys (batch-tokens, lr, warmup-steps, ...) are ignored");
+  cmd.add_flag("--json", o.json, "one JSON object per line instead of a table");
+  cmd.add_option("--threads", o.threads, "intra-op threads (0: all cores)")->capture_default_str();
+  cmd.add_option("--precision", o.precision,
+                 "training precision: fp32, bf16, both, or auto: both where the CPU has native bf16 (avx512_bf16 or "
+                 "amx_bf16), else fp32 (emulated bf16 matmuls are tens of times slower); decoding runs in fp32")
+      ->check(CLI::IsMember({"fp32", "bf16", "both", "auto"}))->capture_default_str();
+  cmd.add_option("--batch-tokens", o.batch_tokens, "token budget of the synthetic batches, padding included")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd.add_option("--train-steps", o.train_steps, "timed training steps per round (default 30, or 8 for d-model ≥ 512)")
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--warmup-steps", o.warmup_steps, "untimed training steps first (default 5, or 2 for d-model ≥ 512)")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--rounds", o.rounds, "timed rounds; figures are medians")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd.add_option("--decode-sentences", o.decode_sentences, "sentences per decoding round (0: no decoding)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd.add_option("--leak-steps", o.leak_steps, "training steps of the memory trend (RSS at 1/5 vs at the end; 0: off)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd.add_option("--seed", o.seed, "seed of the weights and the synthetic batches")->capture_default_str();
+  cmd.add_option("--vocab-size", m.vocab_size, "vocabulary size")->capture_default_str()->group("Model");
+  cmd.add_option("--d-model", m.d_model, "model width")->capture_default_str()->group("Model");
+  cmd.add_option("--heads", m.heads, "attention heads")->capture_default_str()->group("Model");
+  cmd.add_option("--encoder-layers", m.encoder_layers, "encoder layers")->capture_default_str()->group("Model");
+  cmd.add_option("--decoder-layers", m.decoder_layers, "decoder layers")->capture_default_str()->group("Model");
+  cmd.add_option("--d-ff", m.d_ff, "feed-forward inner width")->capture_default_str()->group("Model");
+  cmd.add_option("--dropout", m.dropout, "dropout rate")->capture_default_str()->group("Model");
+  cmd.add_option("--activation", m.activation, "relu or gelu")->capture_default_str()->group("Model");
+  cmd.add_option("--norm", m.norm, "pre or post")->capture_default_str()->group("Model");
+  cmd.add_option("--tie-embeddings", m.tie_embeddings, "share embeddings and output projection")
+      ->capture_default_str()->group("Model");
+  cmd.add_option("--max-positions", m.max_positions, "longest sequence")->capture_default_str()->group("Model");
+}
+
+// Prints each record as it is measured: a JSON line, or a table row.
+class Report {
+ public:
+  explicit Report(bool json) : json_(json) {}
+  void add(const nlohmann::json& record, const std::string& row) {
+    if (json_) {
+      std::cout << record.dump() << std::endl;
+    } else {
+      std::cout << row << std::endl;
+    }
+  }
+
+ private:
+  bool json_;
+};
+
+std::string row(const std::string& what, const std::string& precision, const std::string& value) {
+  return fmt::format("{:<40} {:<6} {}", what, precision, value);
+}
+
+bool has_native_bf16() {
+  const auto capabilities = at::cpu::get_cpu_capabilities();
+  auto flag = [&](const char* name) {
+    const auto found = capabilities.find(name);
+    return found != capabilities.end() && found->second.isBool() && found->second.toBool();
+  };
+  return flag("avx512_bf16") || flag("amx_bf16");
+}
+
+model::Transformer make_model(const model::ModelConfig& config, uint64_t seed) {
+  torch::manual_seed(seed);
+  return model::Transformer(config);
+}
+
+int run_bench(BenchOptions o) {
+  model::validate(o.model);
+  const bool large = o.model.d_model >= 512;
+  if (o.train_steps == 0) o.train_steps = large ? 8 : 30;
+  if (o.warmup_steps < 0) o.warmup_steps = large ? 2 : 5;
+  const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  at::set_num_threads(threads);
+  const bool native_bf16 = has_native_bf16();
+  if (o.precision == "auto") {
+    o.precision = native_bf16 ? "both" : "fp32";
+    if (!native_bf16) spdlog::warn("bench: this CPU has no native bf16 (avx512_bf16, amx_bf16): bf16 skipped; "
+                                   "--precision both measures it anyway");
+  }
+  std::vector<std::string> precisions;
+  if (o.precision != "bf16") precisions.push_back("fp32");
+  if (o.precision != "fp32") precisions.push_back("bf16");
+
+  const auto batches = bench::synthetic_batches(std::min<int64_t>(o.train_steps, 10), o.batch_tokens,
+                                                o.model.vocab_size, o.seed);
+  double flops = 0.0, target_tokens = 0.0, source_tokens = 0.0, rows = 0.0;
+  for (const auto& batch : batches) {
+    flops += bench::training_flops(o.model, batch.pairs);
+    target_tokens += static_cast<double>(batch.target_tokens);
+    source_tokens += static_cast<double>(batch.source_tokens);
+    rows += static_cast<double>(batch.pairs.size());
+  }
+  const auto n = static_cast<double>(batches.size());
+  Report report(o.json);
+  const auto& m = o.model;
+  const int64_t parameters = make_model(m, o.seed)->parameter_count();
+  report.add({{"record", "setup"}, {"impl", "trafo"}, {"version", TRAFO_VERSION}, {"torch", TORCH_VERSION},
+              {"threads", threads}, {"native_bf16", native_bf16}, {"vocab_size", m.vocab_size}, {"d_model", m.d_model}, {"heads", m.heads},
+              {"encoder_layers", m.encoder_layers}, {"decoder_layers", m.decoder_layers}, {"d_ff", m.d_ff},
+              {"norm", m.norm}, {"parameters", parameters}, {"batch_tokens", o.batch_tokens},
+              {"batches", batches.size()}, {"mean_sentences", rows / n}, {"mean_source_tokens", source_tokens / n},
+              {"mean_target_tokens", target_tokens / n}, {"model_flops_per_target_token", flops / target_tokens},
+              {"warmup_steps", o.warmup_steps}, {"train_steps", o.train_steps}, {"rounds", o.rounds},
+              {"decode_sentences", o.decode_sentences}, {"seed", o.seed}},
+             fmt::format("trafo bench: d_model {}, heads {}, layers {}+{}, d_ff {}, vocab {}, {} norm, {:.1f} M "
+                         "parameters, {} thread{}\n{} batches under {} tokens: {:.0f} sentences, {:.0f} source and "
+                         "{:.0f} target tokens on average; {:.1f} MFLOP per target token (training)\n"
+                         "steps: {} warm-up + {} timed, {} round{}\n\n{:<40} {:<6} {}",
+                         m.d_model, m.heads, m.encoder_layers, m.decoder_layers, m.d_ff, m.vocab_size, m.norm,
+                         static_cast<double>(parameters) / 1e6, threads, threads == 1 ? "" : "s", batches.size(),
+                         o.batch_tokens, rows / n, source_tokens / n, target_tokens / n, flops / target_tokens / 1e6,
+                         o.warmup_steps, o.train_steps, o.rounds, o.rounds == 1 ? "" : "s", "measurement",
+                         "dtype", "value"));
+
+  std::map<std::string, double> peak;
+  for (const auto& precision : precisions) {
+    peak[precision] = bench::matmul_peak_flops(precision == "bf16" ? torch::kBFloat16 : torch::kFloat);
+    report.add({{"record", "matmul_peak"}, {"precision", precision}, {"size", 2048}, {"gflops", peak[precision] / 1e9}},
+               row("matmul peak 2048x2048", precision, fmt::format("{:.1f} GFLOP/s", peak[precision] / 1e9)));
+  }
+  for (const auto& precision : precisions) {
+    bench::TrainOptions options;
+    options.bf16 = precision == "bf16";
+    options.warmup_steps = o.warmup_steps;
+    options.timed_steps = o.train_steps;
+    options.rounds = o.rounds;
+    auto model = make_model(m, o.seed);
+    const auto result = bench::measure_training(model, batches, options);
+    const double mfu = result.model_flops_per_s() / peak[precision];
+    report.add({{"record", "train"}, {"precision", precision}, {"tgt_tokens_per_s", result.tokens_per_s()},
+                {"step_ms", result.step_ms()}, {"model_gflops_per_s", result.model_flops_per_s() / 1e9},
+                {"mfu", mfu}, {"steps", o.train_steps}, {"rounds_seconds", result.tokens.seconds}},
+               row("training", precision,
+                   fmt::format("{:>8.0f} tgt tok/s  step {:.0f} ms  {:.1f} GFLOP/s  MFU {:.1f}%",
+                               result.tokens_per_s(), result.step_ms(), result.model_flops_per_s() / 1e9, 100 * mfu)));
+  }
+  const auto memory = bench::memory_usage();
+  report.add({{"record", "memory"}, {"rss_mb", memory.rss_mb}, {"peak_rss_mb", memory.peak_rss_mb}},
+             row("peak RSS after training", "", fmt::format("{:.0f} MB (now {:.0f} MB)", memory.peak_rss_mb, memory.rss_mb)));
+
+  if (o.decode_sentences > 0) {
+    const auto sentences = bench::synthetic_sentences(o.decode_sentences, m.vocab_size, o.seed);
+    for (const bool batched : {false, true}) {
+      auto model = make_model(m, o.seed);
+      bench::DecodeBenchOptions options;
+      options.batch_tokens = batched ? 4096 : 1;
+      options.rounds = o.rounds;
+      const auto rounds = bench::measure_greedy_decoding(model, sentences, options);
+      const std::string batching = batched ? "batched" : "batch1";
+      report.add({{"record", "decode"}, {"decoder", "cached"}, {"batching", batching}, {"precision", "fp32"},
+                  {"sentences", sentences.size()}, {"tgt_tokens", rounds.work}, {"tgt_tokens_per_s", rounds.per_s()},
+                  {"rounds_seconds", rounds.seconds}},
+                 row(batched ? "greedy decoding, batched (4096)" : "greedy decoding, batch 1", "fp32",
+                     fmt::format("{:>8.0f} tgt tok/s  ({:.0f} tokens)", rounds.per_s(), rounds.work)));
+    }
+  }
+
+  if (o.leak_steps > 0) {
+    for (const auto& precision : precisions) {
+      bench::TrainOptions options;
+      options.bf16 = precision == "bf16";
+      auto model = make_model(m, o.seed);
+      const auto trend = bench::measure_memory_trend(model, batches, o.leak_steps, options);
+      report.add({{"record", "memory_trend"}, {"precision", precision}, {"early_step", trend.early_step},
+                  {"early_rss_mb", trend.early_rss_mb}, {"steps", trend.steps}, {"end_rss_mb", trend.end_rss_mb},
+                  {"growth_percent", trend.growth_percent()}, {"peak_rss_mb", bench::memory_usage().peak_rss_mb}},
+                 row("RSS trend of training", precision,
+                     fmt::format("{:.0f} MB at step {} -> {:.0f} MB at step {} ({:+.1f}%)", trend.early_rss_mb,
+                                 trend.early_step, trend.end_rss_mb, trend.steps, trend.growth_percent())));
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+CommandRunner add_bench_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "bench", "measure training and decoding speed, matmul peak, MFU and memory on synthetic batches");
+  auto options = std::make_shared<BenchOptions>();
+  add_options(*cmd, *options);
+  return [cmd, options]() -> int {
+    if (!options->config.empty()) apply_bench_config(*cmd, options->config);
+    return run_bench(*options);
+  };
+}
+
+}  // namespace trafo::cli

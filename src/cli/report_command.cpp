@@ -1,0 +1,47 @@
+// `trafo report`: one self-contained HTML page (Chart.js embedded) with the curves, config, best
+// checkpoint and sample translations of one or more run folders; several runs overlay their curves.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "commands.h"
+#include "trafo/report/html_report.h"
+#include "trafo/util/files.h"
+
+namespace trafo::cli {
+namespace {
+
+struct ReportOptions {
+  std::vector<std::string> run_dirs;  // run folders written by trafo train
+  std::string out = "report.html";    // the page
+};
+
+int run_report(const ReportOptions& options) {
+  std::vector<report::RunMetrics> runs;
+  for (const auto& dir : options.run_dirs) {
+    runs.push_back(report::read_run(dir));
+    for (const auto& problem : runs.back().problems) spdlog::warn("{} (left out)", problem);
+  }
+  util::write_file_atomically(options.out, report::html_report(runs));
+  spdlog::info("wrote {} ({} run{})", options.out, runs.size(), runs.size() == 1 ? "" : "s");
+  return 0;
+}
+
+}  // namespace
+
+CommandRunner add_report_command(CLI::App& app) {
+  auto options = std::make_shared<ReportOptions>();
+  CLI::App* command = app.add_subcommand(
+      "report",
+      "write one self-contained HTML page (opens offline) with the curves of runs' metrics.jsonl against steps and "
+      "wall-clock time, the effective config, the best checkpoint and the sample translations");
+  command->add_option("RUN_DIR", options->run_dirs, "run folders (RUN_DIR of trafo train); several overlay")
+      ->required();
+  command->add_option("--out,-o", options->out, "the HTML file to write")->capture_default_str();
+  return [options] { return run_report(*options); };
+}
+
+}  // namespace trafo::cli
