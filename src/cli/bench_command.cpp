@@ -19,6 +19,7 @@
 #include <torch/torch.h>
 
 #include "commands.h"
+#include "config_file.h"
 #include "trafo/bench/measure.h"
 #include "trafo/errors.h"
 
@@ -45,35 +46,15 @@ const std::set<std::string> kFileKeys = {"vocab-size", "d-model", "heads", "enco
                                          "d-ff", "dropout", "activation", "norm", "tie-embeddings",
                                          "max-positions", "threads"};
 
+// Reads a `trafo train` config file: bench takes the keys above and passes over the other keys
+// `trafo train` knows; a key neither knows is an error.
 void apply_bench_config(CLI::App& command, const std::string& path) {
-  if (!std::ifstream(path)) throw InputError("cannot read config file " + path);
-  std::vector<CLI::ConfigItem> items;
-  try {
-    items = CLI::ConfigTOML().from_file(path);
-  } catch (const CLI::Error& e) {
-    throw InputError("config file " + path + ": " + e.what());
-  }
-  CLI::App train_keys;  // the keys `trafo train` knows, to tell an ignored key from a misspelled one
+  CLI::App train_keys;
   add_train_command(train_keys);
   const auto* train = train_keys.get_subcommand("train");
-  for (const auto& item : items) {
-    const std::string key = item.fullname();
-    if (key == "++" || key == "--") continue;  // CLI11's section markers
-    if (kFileKeys.count(key) == 0) {
-      if (train->get_option_no_throw("--" + key) == nullptr) {
-        throw InputError("config file " + path + ": unknown key '" + key + "'");
-      }
-      continue;
-    }
-    CLI::Option* option = command.get_option("--" + key);
-    if (option->count() > 0) continue;  // the command line wins
-    try {
-      option->add_result(item.inputs);
-      option->run_callback();
-    } catch (const CLI::Error& e) {
-      throw InputError("config file " + path + ": " + key + ": " + e.what());
-    }
-  }
+  apply_config_file(command, path, [train](const std::string& key) {
+    return kFileKeys.count(key) == 0 && train->get_option_no_throw("--" + key) != nullptr;
+  });
 }
 
 void add_options(CLI::App& cmd, BenchOptions& o) {

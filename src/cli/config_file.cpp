@@ -15,7 +15,8 @@ bool is_meta(const std::string& name) { return name == "config" || name == "dump
 
 }  // namespace
 
-void apply_config_file(CLI::App& command, const std::string& path) {
+void apply_config_file(CLI::App& command, const std::string& path,
+                       const std::function<bool(const std::string&)>& skip) {
   if (!std::ifstream(path)) throw InputError("cannot read config file " + path);
   std::vector<CLI::ConfigItem> items;
   try {
@@ -26,6 +27,7 @@ void apply_config_file(CLI::App& command, const std::string& path) {
   for (const auto& item : items) {
     const std::string key = item.fullname();
     if (key == "++" || key == "--" || is_meta(key)) continue;  // CLI11's section markers
+    if (skip && skip(key)) continue;
     CLI::Option* option = command.get_option_no_throw("--" + key);
     if (option == nullptr) throw InputError("config file " + path + ": unknown key '" + key + "'");
     if (option->count() > 0) continue;  // the command line wins

@@ -4,6 +4,7 @@
 // error (a misspelled key must never silently do nothing).
 #pragma once
 
+#include <functional>
 #include <string>
 
 namespace CLI {
@@ -13,7 +14,10 @@ class App;
 namespace trafo::cli {
 
 // Throws trafo::InputError for an unreadable file, an unknown key or a bad value.
-void apply_config_file(CLI::App& command, const std::string& path);
+// Keys for which `skip` returns true are passed over (a command that reads another command's
+// config files takes only its own keys).
+void apply_config_file(CLI::App& command, const std::string& path,
+                       const std::function<bool(const std::string&)>& skip = {});
 
 // The effective config of `command` as TOML, one `key=value` line per option; reads back
 // unchanged through apply_config_file.

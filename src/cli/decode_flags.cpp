@@ -9,19 +9,9 @@
 
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/errors.h"
+#include "trafo/util/device.h"
 
 namespace trafo::cli {
-namespace {
-
-torch::Device resolve_device(const std::string& name) {
-  if (name == "cpu") return torch::kCPU;
-  const bool available = torch::cuda::is_available();
-  if (name == "cuda" && !available) throw InputError("--device cuda: no CUDA device is available");
-  return available ? torch::kCUDA : torch::kCPU;
-}
-
-}  // namespace
-
 void add_decode_flags(CLI::App& command, decode::DecodeOptions& options, bool with_n_best) {
   command.add_option("--beam,-b", options.beam, "beam size; 1 is greedy search")->capture_default_str();
   command
@@ -59,7 +49,7 @@ void add_runtime_flags(CLI::App& command, RuntimeOptions& options) {
 }
 
 LoadedModel load_for_translation(const RuntimeOptions& options) {
-  const auto device = resolve_device(options.device);
+  const auto device = util::resolve_device(options.device);
   const int threads =
       options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   at::set_num_threads(threads);

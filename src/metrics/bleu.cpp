@@ -203,17 +203,8 @@ BleuScore compute_bleu(const std::vector<int64_t>& counts, const std::vector<int
 BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
                       const std::vector<std::vector<std::string>>& references,
                       const BleuOptions& options) {
-  if (references.empty()) throw InputError("BLEU needs at least one reference stream");
   if (options.max_ngram_order < 1) throw InputError("BLEU needs max_ngram_order >= 1");
-  text::check_utf8(hypotheses, "hypotheses");
-  for (std::size_t r = 0; r < references.size(); ++r) {
-    const std::string name = "reference stream " + std::to_string(r + 1);
-    if (references[r].size() != hypotheses.size()) {
-      throw InputError(name + " has " + std::to_string(references[r].size()) +
-                       " lines but the hypotheses have " + std::to_string(hypotheses.size()));
-    }
-    text::check_utf8(references[r], name);
-  }
+  text::check_streams(hypotheses, references, "BLEU");
 
   const int order = options.max_ngram_order;
   std::vector<int64_t> counts(order, 0), totals(order, 0);

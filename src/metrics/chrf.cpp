@@ -115,20 +115,11 @@ double f_score(const std::vector<long long>& stats, const ChrfOptions& options) 
 ChrfScore corpus_chrf(const std::vector<std::string>& hypotheses,
                       const std::vector<std::vector<std::string>>& references,
                       const ChrfOptions& options) {
-  if (references.empty()) throw InputError("chrF needs at least one reference stream");
   if (options.char_order < 0 || options.word_order < 0 ||
       options.char_order + options.word_order < 1 || options.beta < 1) {
     throw InputError("chrF needs char_order, word_order >= 0 (not both 0) and beta >= 1");
   }
-  text::check_utf8(hypotheses, "hypotheses");
-  for (std::size_t r = 0; r < references.size(); ++r) {
-    const std::string name = "reference stream " + std::to_string(r + 1);
-    if (references[r].size() != hypotheses.size()) {
-      throw InputError(name + " has " + std::to_string(references[r].size()) +
-                       " lines but the hypotheses have " + std::to_string(hypotheses.size()));
-    }
-    text::check_utf8(references[r], name);
-  }
+  text::check_streams(hypotheses, references, "chrF");
 
   const std::size_t orders = options.char_order + options.word_order;
   std::vector<long long> totals(3 * orders, 0);

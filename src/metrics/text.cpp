@@ -140,4 +140,18 @@ void check_utf8(const std::vector<std::string>& lines, const std::string& what) 
   }
 }
 
+void check_streams(const std::vector<std::string>& hypotheses,
+                   const std::vector<std::vector<std::string>>& references, const std::string& metric) {
+  if (references.empty()) throw InputError(metric + " needs at least one reference stream");
+  check_utf8(hypotheses, "hypotheses");
+  for (std::size_t r = 0; r < references.size(); ++r) {
+    const std::string name = "reference stream " + std::to_string(r + 1);
+    if (references[r].size() != hypotheses.size()) {
+      throw InputError(name + " has " + std::to_string(references[r].size()) + " lines but the hypotheses have " +
+                       std::to_string(hypotheses.size()));
+    }
+    check_utf8(references[r], name);
+  }
+}
+
 }  // namespace trafo::metrics::text

@@ -35,4 +35,9 @@ std::u32string lowercase(std::u32string_view line);
 // is not valid UTF-8.
 void check_utf8(const std::vector<std::string>& lines, const std::string& what);
 
+// Hypotheses and every reference stream: valid UTF-8, and one reference line per hypothesis.
+// `metric` names the caller in the error ("BLEU needs at least one reference stream").
+void check_streams(const std::vector<std::string>& hypotheses,
+                   const std::vector<std::vector<std::string>>& references, const std::string& metric);
+
 }  // namespace trafo::metrics::text

@@ -22,6 +22,7 @@
 #include "trafo/train/schedule.h"
 #include "trafo/train/training_state.h"
 #include "trafo/train/validator.h"
+#include "trafo/util/device.h"
 #include "trafo/util/files.h"
 
 namespace trafo::train {
@@ -43,12 +44,6 @@ DataPaths resolve_paths(const TrainConfig& c) {
   p.dev_src = !c.dev_src.empty() ? c.dev_src : in_dir("dev", c.src_lang);
   p.dev_tgt = !c.dev_tgt.empty() ? c.dev_tgt : in_dir("dev", c.tgt_lang);
   return p;
-}
-
-torch::Device resolve_device(const std::string& name) {
-  if (name == "cuda" && !torch::cuda::is_available()) throw InputError("--device cuda: no CUDA device is available");
-  if (name == "cuda" || (name == "auto" && torch::cuda::is_available())) return torch::kCUDA;
-  return torch::kCPU;
 }
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c, model::Transformer& model) {
@@ -140,7 +135,7 @@ TrainResult Trainer::run() {
 
   const int threads = c.threads > 0 ? c.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   at::set_num_threads(threads);
-  const auto device = resolve_device(c.device);
+  const auto device = util::resolve_device(c.device);
   torch::manual_seed(c.seed);
 
   c.vocab.threads = threads;
