@@ -20,6 +20,7 @@
 
 #include "commands.h"
 #include "config_file.h"
+#include "model_options.h"
 #include "trafo/bench/measure.h"
 #include "trafo/errors.h"
 
@@ -81,17 +82,7 @@ void add_options(CLI::App& cmd, BenchOptions& o) {
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd.add_option("--seed", o.seed, "seed of the weights and the synthetic batches")->capture_default_str();
   cmd.add_option("--vocab-size", m.vocab_size, "vocabulary size")->capture_default_str()->group("Model");
-  cmd.add_option("--d-model", m.d_model, "model width")->capture_default_str()->group("Model");
-  cmd.add_option("--heads", m.heads, "attention heads")->capture_default_str()->group("Model");
-  cmd.add_option("--encoder-layers", m.encoder_layers, "encoder layers")->capture_default_str()->group("Model");
-  cmd.add_option("--decoder-layers", m.decoder_layers, "decoder layers")->capture_default_str()->group("Model");
-  cmd.add_option("--d-ff", m.d_ff, "feed-forward inner width")->capture_default_str()->group("Model");
-  cmd.add_option("--dropout", m.dropout, "dropout rate")->capture_default_str()->group("Model");
-  cmd.add_option("--activation", m.activation, "relu or gelu")->capture_default_str()->group("Model");
-  cmd.add_option("--norm", m.norm, "pre or post")->capture_default_str()->group("Model");
-  cmd.add_option("--tie-embeddings", m.tie_embeddings, "share embeddings and output projection")
-      ->capture_default_str()->group("Model");
-  cmd.add_option("--max-positions", m.max_positions, "longest sequence")->capture_default_str()->group("Model");
+  add_model_options(cmd, m);
 }
 
 // Prints each record as it is measured: a JSON line, or a table row.

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "config_file.h"
+#include "model_options.h"
 #include "trafo/errors.h"
 #include "trafo/train/trainer.h"
 
@@ -44,17 +45,7 @@ void add_options(CLI::App& cmd, train::TrainConfig& c) {
   cmd.add_option("--vocab-character-coverage", c.vocab.character_coverage, "share of characters given own pieces")
       ->capture_default_str()->group("Vocabulary");
 
-  cmd.add_option("--d-model", m.d_model, "model width")->capture_default_str()->group("Model");
-  cmd.add_option("--heads", m.heads, "attention heads (must divide d-model)")->capture_default_str()->group("Model");
-  cmd.add_option("--encoder-layers", m.encoder_layers, "encoder layers")->capture_default_str()->group("Model");
-  cmd.add_option("--decoder-layers", m.decoder_layers, "decoder layers")->capture_default_str()->group("Model");
-  cmd.add_option("--d-ff", m.d_ff, "feed-forward inner width")->capture_default_str()->group("Model");
-  cmd.add_option("--dropout", m.dropout, "dropout rate")->capture_default_str()->group("Model");
-  cmd.add_option("--activation", m.activation, "relu or gelu")->capture_default_str()->group("Model");
-  cmd.add_option("--norm", m.norm, "pre or post (LayerNorm position)")->capture_default_str()->group("Model");
-  cmd.add_option("--tie-embeddings", m.tie_embeddings, "share source, target and output embeddings")
-      ->capture_default_str()->group("Model");
-  cmd.add_option("--max-positions", m.max_positions, "longest sequence in pieces")->capture_default_str()->group("Model");
+  add_model_options(cmd, m);
 
   cmd.add_option("--optimizer", c.optimizer, "adam or adamw")->capture_default_str()->group("Optimisation");
   cmd.add_option("--lr", c.lr, "peak learning rate")->capture_default_str()->group("Optimisation");
