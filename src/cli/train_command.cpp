@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "config_file.h"
 #include "model_options.h"
+#include "trafo/dist/environment.h"
 #include "trafo/errors.h"
 #include "trafo/train/trainer.h"
 
@@ -92,6 +93,13 @@ void add_options(CLI::App& cmd, train::TrainConfig& c) {
   cmd.add_option("--precision", c.precision, "fp32 or bf16 (autocast, fp32 master weights)")
       ->capture_default_str()->group("Machine");
   cmd.add_option("--seed", c.seed, "random seed")->capture_default_str()->group("Machine");
+
+  cmd.add_option("--nproc", c.nproc,
+                 "data-parallel processes to start on this machine (Gloo on CPU, NCCL on CUDA); --threads is "
+                 "split among them. Under torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set) leave it at 1")
+      ->capture_default_str()->group("Data parallel");
+  cmd.add_option("--dist-timeout", c.dist_timeout, "seconds a rank waits for the others before the run fails")
+      ->capture_default_str()->group("Data parallel");
 }
 
 }  // namespace
@@ -110,6 +118,10 @@ CommandRunner add_train_command(CLI::App& app) {
     if (*print_config) {
       std::cout << text;
       return 0;
+    }
+    if (config->nproc > 1 && !dist::read_environment().launched) {
+      train::validate(*config);
+      return dist::launch_local(config->nproc, config->dist_timeout + 30.0);
     }
     std::signal(SIGINT, request_stop);
     std::signal(SIGTERM, request_stop);

@@ -96,12 +96,22 @@ Batch make_batch(const Corpus& corpus, const std::vector<int64_t>& pairs) {
   batch.source = source;
   batch.target_input = target_input;
   batch.target_output = target_output;
+  batch.global_target_tokens = batch.target_tokens;
   return batch;
+}
+
+std::vector<int64_t> shard_rows(const std::vector<int64_t>& pairs, int shard, int shards) {
+  std::vector<int64_t> share;
+  for (size_t r = static_cast<size_t>(shard); r < pairs.size(); r += static_cast<size_t>(shards)) share.push_back(pairs[r]);
+  return share;
 }
 
 Batcher::Batcher(const Corpus& corpus, BatcherOptions options, BatchPosition start)
     : corpus_(corpus), options_(options), cursor_(start) {
   if (options_.batch_tokens <= 0) throw InputError("batch-tokens must be positive");
+  if (options_.shards < 1 || options_.shard < 0 || options_.shard >= options_.shards) {
+    throw InputError("batch shard " + std::to_string(options_.shard) + " of " + std::to_string(options_.shards));
+  }
   plan_ = plan_epoch(corpus_, options_, cursor_.epoch, &skipped_too_long_);
   batches_per_epoch_ = static_cast<int64_t>(plan_.size());
   if (batches_per_epoch_ == 0) {
@@ -121,7 +131,15 @@ Batcher::~Batcher() {
 }
 
 Batch Batcher::build(BatchPosition& cursor, std::vector<std::vector<int64_t>>& plan) {
-  Batch batch = make_batch(corpus_, plan[cursor.index]);
+  const auto& pairs = plan[cursor.index];
+  Batch batch;
+  if (options_.shards == 1) {
+    batch = make_batch(corpus_, pairs);
+  } else {
+    batch = make_batch(corpus_, shard_rows(pairs, options_.shard, options_.shards));
+    batch.global_target_tokens = 0;
+    for (const int64_t i : pairs) batch.global_target_tokens += corpus_.target_length(i) + 1;
+  }
   batch.position = cursor;
   if (++cursor.index == static_cast<int64_t>(plan.size())) {
     cursor = {cursor.epoch + 1, 0};

@@ -65,6 +65,8 @@ void validate(const TrainConfig& c) {
   require(c.threads >= 0 && c.threads <= 1024, "threads must be between 0 (all cores) and 1024");
   require(c.precision == "fp32" || c.precision == "bf16", "precision must be fp32 or bf16");
   require(!c.run_dir.empty(), "run-dir must not be empty");
+  require(c.nproc >= 1 && c.nproc <= 1024, "nproc must be between 1 and 1024");
+  require(c.dist_timeout > 0 && c.dist_timeout <= 86400, "dist-timeout must be between 0 and 86400 seconds");
 }
 
 }  // namespace trafo::train

@@ -14,6 +14,7 @@
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/data/batcher.h"
 #include "trafo/data/corpus.h"
+#include "trafo/dist/environment.h"
 #include "trafo/errors.h"
 #include "trafo/report/tensorboard.h"
 #include "trafo/train/metrics_log.h"
@@ -24,6 +25,7 @@
 #include "trafo/train/validator.h"
 #include "trafo/util/device.h"
 #include "trafo/util/files.h"
+#include "replicas.h"
 
 namespace trafo::train {
 namespace {
@@ -114,13 +116,28 @@ TrainResult Trainer::run() {
   TrainConfig& c = config_;
   validate(c);
   const double max_time_s = parse_duration(c.max_time);
+  const auto environment = dist::read_environment();
   const auto paths = resolve_paths(c);
   // Bad input is reported before any work.
   data::check_parallel_files(paths.train_src, paths.train_tgt);
   data::check_parallel_files(paths.dev_src, paths.dev_tgt);
+
+  int threads = c.threads > 0 ? c.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // Ranks on one machine share its cores (--nproc always; under torchrun when --threads is left at 0).
+  if (environment.local_world_size > 1 && (environment.launched || c.threads == 0)) {
+    threads = std::max(1, threads / environment.local_world_size);
+  }
+  at::set_num_threads(threads);
+  auto device = util::resolve_device(c.device);
+  if (device.is_cuda() && environment.distributed()) device = torch::Device(torch::kCUDA, environment.local_rank);
+  Replicas replicas(environment, device, std::chrono::milliseconds(static_cast<int64_t>(c.dist_timeout * 1000.0)));
+  const bool main_rank = replicas.is_main();
+  if (!main_rank) spdlog::set_level(spdlog::level::warn);  // rank 0 speaks for the job
+
   const RunFolder folder(c.run_dir);
-  const bool resume = folder.prepare(c.no_resume, c.overwrite);
-  const LogFileCopy log_file(folder.log());
+  const bool resume = replicas.share("resume", main_rank && folder.prepare(c.no_resume, c.overwrite) ? "1" : "0") == "1";
+  std::optional<LogFileCopy> log_file;
+  if (main_rank) log_file.emplace(folder.log());
   std::optional<checkpoint::Checkpoint> saved;
   c.model.vocab_size = c.vocab.vocab_size;
   if (resume) {
@@ -132,23 +149,25 @@ TrainResult Trainer::run() {
                        differences + "); use another --run-dir or --no-resume --overwrite");
     }
   }
-
-  const int threads = c.threads > 0 ? c.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  at::set_num_threads(threads);
-  const auto device = util::resolve_device(c.device);
   torch::manual_seed(c.seed);
 
   c.vocab.threads = threads;
-  const auto tokenizer = saved ? data::Tokenizer::from_bytes(saved->tokenizer)
-                               : data::Tokenizer::train({paths.train_src, paths.train_tgt}, c.vocab);
+  // Rank 0 trains the tokenizer; the others take its bytes.
+  const auto tokenizer = data::Tokenizer::from_bytes(replicas.share(
+      "tokenizer", saved ? saved->tokenizer
+                   : main_rank ? data::Tokenizer::train({paths.train_src, paths.train_tgt}, c.vocab).to_bytes()
+                               : std::string()));
   const auto corpus = data::Corpus::load(paths.train_src, paths.train_tgt, tokenizer,
                                          data::CorpusOptions{c.max_length, c.max_length_ratio});
-  Validator validator(paths.dev_src, paths.dev_tgt, tokenizer, c.batch_tokens, c.valid_max_sentences,
-                      c.valid_samples);
+  std::optional<Validator> validator;
+  if (main_rank) {
+    validator.emplace(paths.dev_src, paths.dev_tgt, tokenizer, c.batch_tokens, c.valid_max_sentences, c.valid_samples);
+  }
 
   model::Transformer model = saved ? checkpoint::make_model(*saved, device) : model::Transformer(c.model);
   model->to(device);
   model->train();
+  replicas.replicate(model->parameters());
   auto optimizer = make_optimizer(c, model);
   Progress progress;
   if (saved) progress = unpack_training_state(*saved->training, *optimizer);
@@ -157,28 +176,35 @@ TrainResult Trainer::run() {
   data::BatcherOptions batch_options;
   batch_options.batch_tokens = c.batch_tokens;
   batch_options.seed = c.seed;
+  batch_options.shard = replicas.rank();
+  batch_options.shards = replicas.size();
   data::Batcher batcher(corpus, batch_options, progress.next_batch);
   if (batcher.skipped_too_long() > 0) {
     spdlog::warn("{} training pairs are longer than --batch-tokens {} alone and are skipped",
                  batcher.skipped_too_long(), c.batch_tokens);
   }
 
-  MetricsLog log(folder.metrics());
+  std::optional<MetricsLog> log;
+  if (main_rank) log.emplace(folder.metrics());
   std::optional<report::TensorBoardWriter> tensorboard;
-  if (c.tensorboard) tensorboard.emplace(folder.path() / "tensorboard");
+  if (main_rank && c.tensorboard) tensorboard.emplace(folder.path() / "tensorboard");
   // The 1-based epoch of the latest batch, as logs show it.
   int64_t epoch_now = progress.next_batch.index > 0 ? progress.next_batch.epoch + 1
                                                     : std::max<int64_t>(1, progress.next_batch.epoch);
   const double elapsed_before = progress.elapsed_s;
   auto elapsed = [&] { return elapsed_before + std::chrono::duration<double>(Clock::now() - started).count(); };
-  if (!resume) util::write_file_atomically(folder.config(), config_text_);
-  log.write("start", progress.step, epoch_now, elapsed(),
-            {{"config", config_text_}, {"version", TRAFO_VERSION}, {"torch", TORCH_VERSION}, {"threads", threads},
-             {"device", device.str()}, {"resumed", resume}, {"train_pairs", corpus.size()},
-             {"vocab_size", tokenizer.vocab_size()}, {"parameters", model->parameter_count()}});
-  spdlog::info("{} {} at step {}: {} training pairs, {} batches per epoch, {} parameters, {} threads on {}",
+  auto record = [&](const std::string& event, const nlohmann::json& fields) {
+    if (log) log->write(event, progress.step, epoch_now, elapsed(), fields);
+    if (tensorboard && (event == "train" || event == "valid")) tensorboard->scalars(event, fields, progress.step);
+  };
+  if (main_rank && !resume) util::write_file_atomically(folder.config(), config_text_);
+  record("start", {{"config", config_text_}, {"version", TRAFO_VERSION}, {"torch", TORCH_VERSION},
+                   {"threads", threads}, {"device", device.str()}, {"world_size", replicas.size()},
+                   {"resumed", resume}, {"train_pairs", corpus.size()}, {"vocab_size", tokenizer.vocab_size()},
+                   {"parameters", model->parameter_count()}});
+  spdlog::info("{} {} at step {}: {} training pairs, {} batches per epoch, {} parameters, {} threads on {}, {}",
                resume ? "resuming" : "starting", folder.path().string(), progress.step, corpus.size(),
-               batcher.batches_per_epoch(), model->parameter_count(), threads, device.str());
+               batcher.batches_per_epoch(), model->parameter_count(), threads, device.str(), replicas.describe());
 
   auto make_checkpoint = [&] {
     checkpoint::Checkpoint ckpt;
@@ -192,19 +218,20 @@ TrainResult Trainer::run() {
   };
   auto save = [&](const checkpoint::Checkpoint& ckpt, const std::filesystem::path& path, bool best) {
     checkpoint::save(path, ckpt);
-    log.write("checkpoint", progress.step, epoch_now, elapsed(), {{"path", path.string()}, {"best", best}});
+    record("checkpoint", {{"path", path.string()}, {"best", best}});
   };
 
   ProgressLine line(c, batcher.batches_per_epoch(), max_time_s);
   std::string reason;
   int64_t skipped_in_a_row = 0, skipped_total = 0, last_validated = -1;
-  double window_loss = 0.0;
+  double window_loss = 0.0, window_communication_s = 0.0;
   int64_t window_tokens = 0, window_steps = 0;
   auto window_start = Clock::now();
   const bool bf16 = c.precision == "bf16";
 
+  // Rank 0's: validation, the early-stopping record and the checkpoints.
   auto validate_and_checkpoint = [&] {
-    const auto result = validator.run(model, device);
+    const auto result = validator->run(model, device);
     last_validated = progress.step;
     const double value = c.early_stopping_metric == "loss" ? result.loss
                          : c.early_stopping_metric == "chrf" ? result.chrf : result.bleu;
@@ -216,10 +243,8 @@ TrainResult Trainer::run() {
     } else {
       ++progress.bad_validations;
     }
-    const nlohmann::json fields = {{"loss", result.loss}, {"ppl", result.ppl}, {"bleu", result.bleu},
-                                   {"chrf", result.chrf}, {"best", best}, {"samples", result.samples}};
-    log.write("valid", progress.step, epoch_now, elapsed(), fields);
-    if (tensorboard) tensorboard->scalars("valid", fields, progress.step);
+    record("valid", {{"loss", result.loss}, {"ppl", result.ppl}, {"bleu", result.bleu}, {"chrf", result.chrf},
+                     {"best", best}, {"samples", result.samples}});
     spdlog::info("valid step {} | loss {:.4f} | ppl {:.2f} | bleu {:.2f} | chrf {:.2f}{}", progress.step, result.loss,
                  result.ppl, result.bleu, result.chrf, best ? " | best" : "");
     for (const auto& sample : result.samples) {
@@ -235,20 +260,27 @@ TrainResult Trainer::run() {
   while (true) {
     if (c.max_steps > 0 && progress.step >= c.max_steps) { reason = "steps"; break; }
     if (c.max_epochs > 0 && progress.next_batch.epoch >= c.max_epochs) { reason = "epochs"; break; }
-    if (max_time_s > 0 && elapsed() >= max_time_s) { reason = "time"; break; }
-    if (c.early_stopping > 0 && progress.bad_validations >= c.early_stopping) { reason = "early-stop"; break; }
-    if (stop_requested_ != nullptr && stop_requested_->load()) { reason = "signal"; break; }
+    // Rank 0's clock and validations decide; a signal to any rank stops all of them.
+    const auto stop = replicas.any({main_rank && max_time_s > 0 && elapsed() >= max_time_s,
+                                    main_rank && c.early_stopping > 0 && progress.bad_validations >= c.early_stopping,
+                                    stop_requested_ != nullptr && stop_requested_->load()});
+    if (stop[0]) { reason = "time"; break; }
+    if (stop[1]) { reason = "early-stop"; break; }
+    if (stop[2]) { reason = "signal"; break; }
 
-    // One update: `accumulate` batches, gradients normalised by their target tokens together.
+    // One update: `accumulate` global batches, gradients normalised by their target tokens together.
     std::vector<data::Batch> batches;
     int64_t tokens = 0;
     for (int64_t i = 0; i < c.accumulate; ++i) {
       batches.push_back(batcher.next());
-      tokens += batches.back().target_tokens;
+      tokens += batches.back().global_target_tokens;
     }
     optimizer->zero_grad(true);
     torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().device(device));
-    for (const auto& batch : batches) {
+    for (size_t i = 0; i < batches.size(); ++i) {
+      const auto& batch = batches[i];
+      if (i + 1 == batches.size()) replicas.before_last_backward();
+      if (batch.source.size(0) == 0) continue;  // this rank's share of a global batch smaller than the ranks
       torch::Tensor smoothed;
       {
         AutocastGuard autocast(bf16, device);
@@ -258,6 +290,7 @@ TrainResult Trainer::run() {
       (smoothed / static_cast<double>(tokens)).backward();
       loss_sum += smoothed.detach();
     }
+    window_communication_s += replicas.sum_gradients();
     const double grad_norm = c.clip_norm > 0 ? torch::nn::utils::clip_grad_norm_(model->parameters(), c.clip_norm)
                                              : torch::nn::utils::clip_grad_norm_(model->parameters(), 1e30);
     const auto& last = batches.back().position;
@@ -270,7 +303,7 @@ TrainResult Trainer::run() {
       spdlog::warn("step {}: non-finite loss or gradient, update skipped ({} in a row)", progress.step + 1,
                    skipped_in_a_row);
       if (skipped_in_a_row >= kMaxSkippedUpdatesInARow) {
-        log.write("end", progress.step, epoch_now, elapsed(), {{"reason", "nan"}});
+        record("end", {{"reason", "nan"}});
         throw RunError("training diverged: " + std::to_string(skipped_in_a_row) +
                        " updates in a row had a non-finite loss; the last good checkpoint is " + folder.last().string());
       }
@@ -287,29 +320,29 @@ TrainResult Trainer::run() {
     ++window_steps;
     if (c.log_every > 0 && progress.step % c.log_every == 0) {
       const double seconds = std::chrono::duration<double>(Clock::now() - window_start).count();
-      const double loss = window_loss / static_cast<double>(window_tokens);
+      const double loss = replicas.sum(window_loss) / static_cast<double>(window_tokens);
       const double tokens_per_s = static_cast<double>(window_tokens) / std::max(seconds, 1e-9);
-      const nlohmann::json fields = {{"loss", loss}, {"lr", lr}, {"grad_norm", grad_norm},
-                                     {"tgt_tokens_per_s", tokens_per_s}, {"skipped_updates", skipped_total}};
-      log.write("train", progress.step, epoch_now, elapsed(), fields);
-      if (tensorboard) tensorboard->scalars("train", fields, progress.step);
+      nlohmann::json fields = {{"loss", loss}, {"lr", lr}, {"grad_norm", grad_norm},
+                               {"tgt_tokens_per_s", tokens_per_s}, {"skipped_updates", skipped_total}};
+      if (replicas.size() > 1) fields["allreduce_s"] = window_communication_s / static_cast<double>(window_steps);
+      record("train", fields);
       line.print(progress.step, epoch_now, loss, lr, tokens_per_s, elapsed());
-      window_loss = 0.0;
+      window_loss = window_communication_s = 0.0;
       window_tokens = window_steps = 0;
       window_start = Clock::now();
     }
-    if (c.valid_every > 0 && progress.step % c.valid_every == 0) validate_and_checkpoint();
-    if (c.checkpoint_every > 0 && progress.step % c.checkpoint_every == 0) {
+    if (main_rank && c.valid_every > 0 && progress.step % c.valid_every == 0) validate_and_checkpoint();
+    if (main_rank && c.checkpoint_every > 0 && progress.step % c.checkpoint_every == 0) {
       folder.save_numbered(progress.step, make_checkpoint(), c.keep_checkpoints);
     }
   }
 
-  if (reason == "signal") {
+  if (main_rank && reason == "signal") {
     save(make_checkpoint(), folder.last(), false);
-  } else if (last_validated != progress.step && progress.step > 0) {
+  } else if (main_rank && last_validated != progress.step && progress.step > 0) {
     validate_and_checkpoint();
   }
-  log.write("end", progress.step, epoch_now, elapsed(), {{"reason", reason}});
+  record("end", {{"reason", reason}});
   TrainResult result;
   result.reason = reason;
   result.step = progress.step;

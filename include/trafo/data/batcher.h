@@ -20,6 +20,10 @@ struct BatcherOptions {
   uint64_t seed = 1;            // order of batches (and of equal-length pairs) per epoch
   bool shuffle = true;          // false: batches in length order (evaluation)
   int prefetch = 4;             // batches built ahead on the background thread (0: none)
+  // Data parallelism: each batch of the plan is a global batch; this process serves rows
+  // shard, shard + shards, ... of it (disjoint shares that together are the whole batch).
+  int shard = 0;
+  int shards = 1;
 };
 
 struct BatchPosition {
@@ -34,6 +38,7 @@ struct Batch {
   std::vector<int64_t> pairs;   // corpus indices of the rows
   int64_t source_tokens = 0;    // real (non-padding) tokens
   int64_t target_tokens = 0;
+  int64_t global_target_tokens = 0;  // of the whole global batch this share belongs to
   BatchPosition position;       // where this batch sits in the stream
   int64_t cost() const { return source.size(0) * std::max(source.size(1), target_input.size(1)); }
 };
@@ -44,6 +49,9 @@ std::vector<std::vector<int64_t>> plan_epoch(const Corpus& corpus, const Batcher
 
 // Pads the pairs `pairs` of `corpus` into a Batch.
 Batch make_batch(const Corpus& corpus, const std::vector<int64_t>& pairs);
+
+// Rows shard, shard + shards, ... of `pairs`: one process's share of a global batch.
+std::vector<int64_t> shard_rows(const std::vector<int64_t>& pairs, int shard, int shards);
 
 class Batcher {
  public:

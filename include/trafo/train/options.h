@@ -32,7 +32,7 @@ struct TrainConfig {
   double weight_decay = 0.0;          // decoupled (adamw) or L2 (adam)
   double clip_norm = 1.0;             // gradient norm clip (0: off)
   double label_smoothing = 0.1;
-  int64_t batch_tokens = 4096;        // per step and process: B × max(padded src, padded tgt)
+  int64_t batch_tokens = 4096;        // per step, all ranks together: B × max(padded src, padded tgt)
   int64_t accumulate = 1;             // batches per update
 
   // When to stop (0: no limit); whichever comes first.
@@ -59,6 +59,10 @@ struct TrainConfig {
   int threads = 0;                    // intra-op threads (0: all cores)
   std::string precision = "fp32";     // fp32 | bf16 (autocast, fp32 master weights)
   uint64_t seed = 1;
+
+  // Data parallelism (torchrun's environment variables, or --nproc on one machine).
+  int nproc = 1;                      // local processes to start, splitting --threads among them
+  double dist_timeout = 300.0;        // seconds a collective may wait for the other ranks
 };
 
 // Throws trafo::InputError naming the first invalid value.
