@@ -76,18 +76,27 @@ std::unique_ptr<torch::optim::Optimizer> libtorch(const Variant& v, std::vector<
       std::move(params), torch::optim::AdamOptions(lr_at(0)).betas(betas).eps(kEps).weight_decay(v.weight_decay));
 }
 
-// Moves the optimizer's state through a checkpoint's training state into `to`.
-void transfer_state(torch::optim::Optimizer& from, torch::optim::Optimizer& to) {
-  unpack_training_state(pack_training_state(Progress{}, from), to);
-}
+using MakeOptimizer = std::unique_ptr<torch::optim::Optimizer> (*)(const Variant&, std::vector<torch::Tensor>);
 
-// Continues `from`'s run from step kSteps/2 with a fresh fused optimizer on copies of its weights.
-std::vector<torch::Tensor> resumed_weights(torch::optim::Optimizer& from, const Variant& v) {
-  auto params = trainable_copy(from.param_groups().at(0).params());
-  auto optimizer = fused(v, params);
-  transfer_state(from, *optimizer);
-  train(*optimizer, kSteps / 2, kSteps);
-  return params;
+struct ResumeComparison {
+  std::vector<torch::Tensor> uninterrupted;  // kSteps with `make`'s optimizer
+  std::vector<torch::Tensor> resumed;        // kSteps/2 with it, then its state into a fresh fused one
+};
+
+// The resumed half goes through a checkpoint's training state, as the trainer's resume does.
+ResumeComparison run_uninterrupted_and_resumed(MakeOptimizer make, const Variant& v) {
+  ResumeComparison runs;
+  runs.uninterrupted = trainable_copy(initial_weights());
+  train(*make(v, runs.uninterrupted), 0, kSteps);
+
+  const auto first_half = trainable_copy(initial_weights());
+  auto interrupted = make(v, first_half);
+  train(*interrupted, 0, kSteps / 2);
+  runs.resumed = trainable_copy(first_half);
+  auto resumed = fused(v, runs.resumed);
+  unpack_training_state(pack_training_state(Progress{}, *interrupted), *resumed);
+  train(*resumed, kSteps / 2, kSteps);
+  return runs;
 }
 
 // Relative to the tensor's largest weight: the two differ by float rounding (the kernel's lerp and
@@ -122,23 +131,13 @@ TEST_P(FusedAdamTest, MatchesLibTorchOptimizer) {
 }
 
 TEST_P(FusedAdamTest, ResumedRunEqualsUninterruptedOne) {
-  auto uninterrupted = trainable_copy(initial_weights());
-  train(*fused(GetParam(), uninterrupted), 0, kSteps);
-
-  auto first_half = trainable_copy(initial_weights());
-  auto optimizer = fused(GetParam(), first_half);
-  train(*optimizer, 0, kSteps / 2);
-  expect_equal(resumed_weights(*optimizer, GetParam()), uninterrupted);
+  const auto runs = run_uninterrupted_and_resumed(&fused, GetParam());
+  expect_equal(runs.resumed, runs.uninterrupted);
 }
 
 TEST_P(FusedAdamTest, LoadsStateSavedByLibTorchOptimizer) {
-  auto uninterrupted = trainable_copy(initial_weights());
-  train(*libtorch(GetParam(), uninterrupted), 0, kSteps);
-
-  auto first_half = trainable_copy(initial_weights());
-  auto optimizer = libtorch(GetParam(), first_half);
-  train(*optimizer, 0, kSteps / 2);
-  expect_close(resumed_weights(*optimizer, GetParam()), uninterrupted);
+  const auto runs = run_uninterrupted_and_resumed(&libtorch, GetParam());
+  expect_close(runs.resumed, runs.uninterrupted);
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, FusedAdamTest,
