@@ -1,6 +1,7 @@
 // Timed training steps, the step written as src/train/trainer.cpp does one.
 #include <algorithm>
 #include <chrono>
+#include <memory>
 
 #include <ATen/autocast_mode.h>
 #include <spdlog/spdlog.h>
@@ -8,6 +9,7 @@
 
 #include "trafo/bench/measure.h"
 #include "trafo/errors.h"
+#include "trafo/train/optimizer.h"
 #include "trafo/train/schedule.h"
 
 namespace trafo::bench {
@@ -40,14 +42,13 @@ class TrainingStep {
   TrainingStep(model::Transformer& model, const TrainOptions& options)
       : model_(model),
         options_(options),
-        optimizer_(model->parameters(),
-                   torch::optim::AdamOptions(options.lr).betas(std::make_tuple(0.9, 0.98)).eps(1e-9)) {
+        optimizer_(train::make_optimizer("adam", model->parameters(), options.lr, 0.9, 0.98, 1e-9, 0.0)) {
     model_->train();
   }
 
   // Returns the smoothed loss per target token (read back, as the trainer does every step).
   double run(const SyntheticBatch& batch) {
-    optimizer_.zero_grad(true);
+    optimizer_->zero_grad(true);
     torch::Tensor smoothed;
     {
       CpuAutocast autocast(options_.bf16);
@@ -58,14 +59,14 @@ class TrainingStep {
     const auto tokens = static_cast<double>(batch.target_tokens);
     (smoothed / tokens).backward();
     torch::nn::utils::clip_grad_norm_(model_->parameters(), options_.clip_norm);
-    optimizer_.step();
+    optimizer_->step();
     return smoothed.item<double>() / tokens;
   }
 
  private:
   model::Transformer& model_;
   TrainOptions options_;
-  torch::optim::Adam optimizer_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
 };
 
 void check(const std::vector<SyntheticBatch>& batches, const TrainOptions& options) {

@@ -1,0 +1,125 @@
+#include "trafo/train/optimizer.h"
+
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+
+#include <ATen/ops/_fused_adam.h>
+#include <ATen/ops/_fused_adamw.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/torch.h>
+
+#include "trafo/errors.h"
+
+namespace trafo::train {
+namespace {
+
+// Base's step() loops over the parameters a few tensor ops each; this one gathers the parameters
+// with a gradient and updates them in one call, as torch/optim/adam.py's _fused_adam does. The
+// kernel's arithmetic is the base's: Adam adds weight_decay·p to the gradient, AdamW first scales p
+// by 1 - lr·weight_decay; then m ← β1·m + (1-β1)·g, v ← β2·v + (1-β2)·g²,
+// p ← p - lr/(1-β1^t) · m / (√v/√(1-β2^t) + eps).
+template <typename Base, typename Options, typename ParamState>
+class FusedAdam final : public Base {
+ public:
+  FusedAdam(std::vector<torch::Tensor> params, const Options& options) : Base(std::move(params), options) {}
+
+  torch::Tensor step(torch::optim::Optimizer::LossClosure closure = nullptr) override {
+    torch::NoGradGuard no_grad;
+    torch::Tensor loss;
+    if (closure != nullptr) {
+      at::AutoGradMode enable_grad(true);
+      loss = closure();
+    }
+    for (auto& group : this->param_groups_) update(group);
+    return loss;
+  }
+
+ private:
+  static constexpr bool kDecoupledWeightDecay = std::is_same_v<Base, torch::optim::AdamW>;
+
+  void update(torch::optim::OptimizerParamGroup& group) {
+    const auto& options = static_cast<const Options&>(group.options());
+    TORCH_CHECK(!options.amsgrad(), "the fused Adam does not support amsgrad");
+    std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
+    std::vector<ParamState*> states;
+    for (const auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      TORCH_CHECK(!p.grad().is_sparse(), "the fused Adam does not support sparse gradients");
+      states.push_back(&state_of(p));
+      params.push_back(p);
+      grads.push_back(p.grad().contiguous());
+      exp_avgs.push_back(states.back()->exp_avg());
+      exp_avg_sqs.push_back(states.back()->exp_avg_sq());
+    }
+    // The caller counts the steps, as adam.py does; only once every check above has passed.
+    for (size_t i = 0; i < params.size(); ++i) {
+      states[i]->step(states[i]->step() + 1);
+      steps.push_back(step_tensor(params[i], states[i]->step()));
+    }
+    if (params.empty()) return;
+    const auto [beta1, beta2] = options.betas();
+    const std::vector<torch::Tensor> no_max_exp_avg_sqs;  // amsgrad only
+    if constexpr (kDecoupledWeightDecay) {
+      at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, no_max_exp_avg_sqs, steps, options.lr(), beta1, beta2,
+                        options.weight_decay(), options.eps(), /*amsgrad=*/false, /*maximize=*/false);
+    } else {
+      at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, no_max_exp_avg_sqs, steps, options.lr(), beta1, beta2,
+                       options.weight_decay(), options.eps(), /*amsgrad=*/false, /*maximize=*/false);
+    }
+  }
+
+  // The base class's state of p (created as the base creates it), so that save() and load() hold it.
+  ParamState& state_of(const torch::Tensor& p) {
+    auto& slot = this->state_[p.unsafeGetTensorImpl()];
+    if (!slot) {
+      auto state = std::make_unique<ParamState>();
+      state->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+      state->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+      slot = std::move(state);
+    }
+    auto& state = static_cast<ParamState&>(*slot);
+    // The kernel walks p, its gradient and both moments as flat arrays of p's length.
+    const auto fits = [&](const torch::Tensor& moment) {
+      return moment.sizes() == p.sizes() && moment.dtype() == p.dtype() && moment.is_contiguous();
+    };
+    TORCH_CHECK(p.is_contiguous(), "the fused Adam needs contiguous parameters");
+    TORCH_CHECK(fits(state.exp_avg()) && fits(state.exp_avg_sq()),
+                "the optimizer state does not match its parameter of shape ", p.sizes());
+    return state;
+  }
+
+  // The kernel reads the step count from a float tensor (exact up to 2^24 steps); the int64 count in
+  // the state stays the one that save() writes.
+  const torch::Tensor& step_tensor(const torch::Tensor& p, int64_t step) {
+    auto& tensor = step_tensors_[p.unsafeGetTensorImpl()];
+    if (!tensor.defined()) tensor = torch::zeros({}, p.options().dtype(torch::kFloat));
+    tensor.fill_(static_cast<double>(step));
+    return tensor;
+  }
+
+  std::unordered_map<void*, torch::Tensor> step_tensors_;  // by parameter, as the base's state_
+};
+
+using FusedAdamL2 = FusedAdam<torch::optim::Adam, torch::optim::AdamOptions, torch::optim::AdamParamState>;
+using FusedAdamW = FusedAdam<torch::optim::AdamW, torch::optim::AdamWOptions, torch::optim::AdamWParamState>;
+
+}  // namespace
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::string& name, std::vector<torch::Tensor> params,
+                                                        double lr, double beta1, double beta2, double eps,
+                                                        double weight_decay) {
+  const auto betas = std::make_tuple(beta1, beta2);
+  if (name == "adam") {
+    return std::make_unique<FusedAdamL2>(
+        std::move(params), torch::optim::AdamOptions(lr).betas(betas).eps(eps).weight_decay(weight_decay));
+  }
+  if (name == "adamw") {
+    return std::make_unique<FusedAdamW>(
+        std::move(params), torch::optim::AdamWOptions(lr).betas(betas).eps(eps).weight_decay(weight_decay));
+  }
+  throw InputError("unknown optimizer '" + name + "': use adam or adamw");
+}
+
+}  // namespace trafo::train
