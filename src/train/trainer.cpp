@@ -18,6 +18,7 @@
 #include "trafo/errors.h"
 #include "trafo/report/tensorboard.h"
 #include "trafo/train/metrics_log.h"
+#include "trafo/train/optimizer.h"
 #include "trafo/train/progress_line.h"
 #include "trafo/train/run_folder.h"
 #include "trafo/train/schedule.h"
@@ -46,16 +47,6 @@ DataPaths resolve_paths(const TrainConfig& c) {
   p.dev_src = !c.dev_src.empty() ? c.dev_src : in_dir("dev", c.src_lang);
   p.dev_tgt = !c.dev_tgt.empty() ? c.dev_tgt : in_dir("dev", c.tgt_lang);
   return p;
-}
-
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c, model::Transformer& model) {
-  const auto betas = std::make_tuple(c.adam_beta1, c.adam_beta2);
-  if (c.optimizer == "adamw") {
-    return std::make_unique<torch::optim::AdamW>(
-        model->parameters(), torch::optim::AdamWOptions(c.lr).betas(betas).eps(c.adam_eps).weight_decay(c.weight_decay));
-  }
-  return std::make_unique<torch::optim::Adam>(
-      model->parameters(), torch::optim::AdamOptions(c.lr).betas(betas).eps(c.adam_eps).weight_decay(c.weight_decay));
 }
 
 void set_lr(torch::optim::Optimizer& optimizer, double lr) {
@@ -168,7 +159,8 @@ TrainResult Trainer::run() {
   model->to(device);
   model->train();
   replicas.replicate(model->parameters());
-  auto optimizer = make_optimizer(c, model);
+  auto optimizer = make_optimizer(c.optimizer, model->parameters(), c.lr, c.adam_beta1, c.adam_beta2, c.adam_eps,
+                                  c.weight_decay);
   Progress progress;
   if (saved) progress = unpack_training_state(*saved->training, *optimizer);
   saved.reset();
