@@ -2,7 +2,9 @@
 # Data-parallel scaling of `trafo train` on this machine: 2 processes × 1 thread (Gloo on
 # loopback, --nproc 2 --threads 2) against 1 process × 2 threads, on the toy corpus with
 # ~4k-token global batches. Prints target tokens/s (median over the timed steps, then over
-# rounds), the ratio, and the all-reduce time per step that backward did not hide.
+# rounds), the ratio, the time of one all-reduce of all gradients (timed at start-up, ranks
+# ready), and the wait per step after backward (what backward did not hide, including waiting
+# for the slower rank).
 #
 #   bench/scaling.sh [--rounds N] [--configs "toy base"] [--trafo PATH]
 #
@@ -28,7 +30,7 @@ done
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$trafo" toy-corpus --out "$work/data" --train 20000 --dev 10 --test 1 2>/dev/null
+"$trafo" toy-corpus --out "$work/data" --train 50000 --dev 10 --test 1 2>/dev/null
 
 for config in $configs; do
   case "$config" in
@@ -53,21 +55,24 @@ done
 "$python" - "$work" "$rounds" <<'PY'
 import json, statistics, sys
 work, rounds = sys.argv[1], int(sys.argv[2])
-print("| config | parameters | gradient MB/step | 1 proc x 2 threads tgt tok/s | 2 procs x 1 thread tgt tok/s | ratio | all-reduce s/step (not hidden) |")
-print("|---|---|---|---|---|---|---|")
+print("| config | parameters | gradient MB/step | 1 proc x 2 threads tgt tok/s | 2 procs x 1 thread tgt tok/s | ratio | one gradient all-reduce | wait after backward per step |")
+print("|---|---|---|---|---|---|---|---|")
 for line in open(f"{work}/configs"):
     config, warm = line.split()[0], int(line.split()[1])
     speeds = {"1x2": [], "2x1": []}
-    allreduce, parameters = [], 0
+    allreduce, waits, parameters, gradient_bytes = [], [], 0, 0
     for r in range(1, rounds + 1):
         for layout in speeds:
             events = [json.loads(l) for l in open(f"{work}/run-{config}-{layout}-{r}/metrics.jsonl")]
-            parameters = next(e["parameters"] for e in events if e["event"] == "start")
+            start = next(e for e in events if e["event"] == "start")
+            parameters = start["parameters"]
             steps = [e for e in events if e["event"] == "train" and e["step"] > warm]
             speeds[layout].append(statistics.median(e["tgt_tokens_per_s"] for e in steps))
             if layout == "2x1":
-                allreduce.append(statistics.median(e["allreduce_s"] for e in steps))
+                gradient_bytes = start["gradient_bytes"]
+                allreduce.append(start["gradient_allreduce_s"])
+                waits.append(statistics.median(e["allreduce_s"] for e in steps))
     one, two = statistics.median(speeds["1x2"]), statistics.median(speeds["2x1"])
-    print(f"| {config} | {parameters / 1e6:.1f} M | {parameters * 4 / 1e6:.0f} | {one:.0f} | {two:.0f} | "
-          f"{two / one:.2f}x | {statistics.median(allreduce):.3f} |")
+    print(f"| {config} | {parameters / 1e6:.1f} M | {gradient_bytes / 1e6:.0f} | {one:.0f} | {two:.0f} | "
+          f"{two / one:.2f}x | {statistics.median(allreduce) * 1e3:.0f} ms | {statistics.median(waits) * 1e3:.0f} ms |")
 PY

@@ -85,6 +85,7 @@ TEST_F(DistTrain, RunsUnderTorchrun) {
   const auto metrics = read_text(root / "run" / "metrics.jsonl");
   EXPECT_NE(metrics.find("\"world_size\":2"), std::string::npos) << metrics.substr(0, 300);
   EXPECT_NE(metrics.find("\"allreduce_s\""), std::string::npos);
+  EXPECT_NE(metrics.find("\"gradient_allreduce_s\""), std::string::npos);
   EXPECT_NO_THROW(checkpoint::load(root / "run" / "checkpoint-last.pt"));
 }
 

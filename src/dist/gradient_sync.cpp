@@ -136,6 +136,18 @@ double GradientSync::finish() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 }
 
+double GradientSync::time_all_reduce() {
+  auto& im = *impl_;
+  im.group.barrier();
+  const auto started = std::chrono::steady_clock::now();
+  for (auto& bucket : im.buckets) bucket.handle = im.group.all_reduce_async(bucket.flat);
+  for (auto& bucket : im.buckets) {
+    im.group.wait(bucket.handle);
+    bucket.handle = -1;
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
+
 int64_t GradientSync::buckets() const { return static_cast<int64_t>(impl_->buckets.size()); }
 
 int64_t GradientSync::bytes() const {

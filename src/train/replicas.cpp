@@ -65,6 +65,10 @@ void Replicas::replicate(const std::vector<at::Tensor>& parameters) {
   sync_ = std::make_unique<dist::GradientSync>(*group_, unique);
 }
 
+double Replicas::time_gradient_all_reduce() { return sync_ ? sync_->time_all_reduce() : 0.0; }
+
+int64_t Replicas::gradient_bytes() const { return sync_ ? sync_->bytes() : 0; }
+
 void Replicas::before_last_backward() {
   if (sync_) sync_->arm();
 }

@@ -37,6 +37,9 @@ class Replicas {
 
   // Copies rank 0's parameters to every rank and starts summing their gradients in buckets.
   void replicate(const std::vector<at::Tensor>& parameters);
+  // Seconds of one all-reduce of all gradients, and their bytes (0 for a single process).
+  double time_gradient_all_reduce();
+  int64_t gradient_bytes() const;
   void before_last_backward();
   double sum_gradients();  // seconds of communication not hidden behind backward
 

@@ -190,10 +190,17 @@ TrainResult Trainer::run() {
     if (tensorboard && (event == "train" || event == "valid")) tensorboard->scalars(event, fields, progress.step);
   };
   if (main_rank && !resume) util::write_file_atomically(folder.config(), config_text_);
-  record("start", {{"config", config_text_}, {"version", TRAFO_VERSION}, {"torch", TORCH_VERSION},
-                   {"threads", threads}, {"device", device.str()}, {"world_size", replicas.size()},
-                   {"resumed", resume}, {"train_pairs", corpus.size()}, {"vocab_size", tokenizer.vocab_size()},
-                   {"parameters", model->parameter_count()}});
+  nlohmann::json start = {{"config", config_text_}, {"version", TRAFO_VERSION}, {"torch", TORCH_VERSION},
+                          {"threads", threads}, {"device", device.str()}, {"world_size", replicas.size()},
+                          {"resumed", resume}, {"train_pairs", corpus.size()}, {"vocab_size", tokenizer.vocab_size()},
+                          {"parameters", model->parameter_count()}};
+  if (replicas.size() > 1) {
+    start["gradient_bytes"] = replicas.gradient_bytes();
+    start["gradient_allreduce_s"] = replicas.time_gradient_all_reduce();
+    spdlog::info("one all-reduce of the gradients ({:.1f} MB): {:.3f} s", replicas.gradient_bytes() / 1e6,
+                 start["gradient_allreduce_s"].get<double>());
+  }
+  record("start", start);
   spdlog::info("{} {} at step {}: {} training pairs, {} batches per epoch, {} parameters, {} threads on {}, {}",
                resume ? "resuming" : "starting", folder.path().string(), progress.step, corpus.size(),
                batcher.batches_per_epoch(), model->parameter_count(), threads, device.str(), replicas.describe());

@@ -31,6 +31,10 @@ class GradientSync {
   // Returns the seconds spent waiting here (communication not hidden behind backward).
   double finish();
 
+  // Seconds one all-reduce of every bucket takes once all ranks are ready (a barrier first):
+  // the communication cost of an update, apart from waiting for a slower rank.
+  double time_all_reduce();
+
   int64_t buckets() const;
   int64_t bytes() const;  // gradient volume all-reduced per update
 
