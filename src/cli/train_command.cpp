@@ -58,7 +58,8 @@ void add_options(CLI::App& cmd, train::TrainConfig& c) {
   cmd.add_option("--weight-decay", c.weight_decay, "weight decay")->capture_default_str()->group("Optimisation");
   cmd.add_option("--clip-norm", c.clip_norm, "gradient norm clip (0: off)")->capture_default_str()->group("Optimisation");
   cmd.add_option("--label-smoothing", c.label_smoothing, "label smoothing")->capture_default_str()->group("Optimisation");
-  cmd.add_option("--batch-tokens", c.batch_tokens, "token budget per batch, padding included")
+  cmd.add_option("--batch-tokens", c.batch_tokens,
+                 "token budget per batch, padding included; with several ranks, of the global batch they share")
       ->capture_default_str()->group("Optimisation");
   cmd.add_option("--accumulate", c.accumulate, "batches per update")->capture_default_str()->group("Optimisation");
 
