@@ -3,12 +3,12 @@
 #include <chrono>
 #include <memory>
 
-#include <ATen/autocast_mode.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include "trafo/bench/measure.h"
 #include "trafo/errors.h"
+#include "trafo/train/autocast.h"
 #include "trafo/train/optimizer.h"
 #include "trafo/train/schedule.h"
 
@@ -16,26 +16,6 @@ namespace trafo::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// bf16 autocast on the CPU for one forward pass; the cast cache is cleared when it ends.
-class CpuAutocast {
- public:
-  explicit CpuAutocast(bool enabled) : enabled_(enabled) {
-    if (!enabled_) return;
-    at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
-    at::autocast::set_autocast_enabled(at::kCPU, true);
-  }
-  ~CpuAutocast() {
-    if (!enabled_) return;
-    at::autocast::set_autocast_enabled(at::kCPU, false);
-    at::autocast::clear_cache();
-  }
-  CpuAutocast(const CpuAutocast&) = delete;
-  CpuAutocast& operator=(const CpuAutocast&) = delete;
-
- private:
-  bool enabled_;
-};
 
 class TrainingStep {
  public:
@@ -51,7 +31,7 @@ class TrainingStep {
     optimizer_->zero_grad(true);
     torch::Tensor smoothed;
     {
-      CpuAutocast autocast(options_.bf16);
+      train::AutocastGuard autocast(options_.bf16, c10::DeviceType::CPU);
       const auto logits = model_(batch.source, batch.target_input);  // [B,T,V]
       smoothed = train::label_smoothed_loss(logits, batch.target_output, options_.label_smoothing,
                                             model_->config().pad_id).smoothed;

@@ -6,7 +6,6 @@
 #include <optional>
 #include <thread>
 
-#include <ATen/autocast_mode.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -17,6 +16,7 @@
 #include "trafo/dist/environment.h"
 #include "trafo/errors.h"
 #include "trafo/report/tensorboard.h"
+#include "trafo/train/autocast.h"
 #include "trafo/train/metrics_log.h"
 #include "trafo/train/optimizer.h"
 #include "trafo/train/progress_line.h"
@@ -73,25 +73,6 @@ class LogFileCopy {
 
  private:
   std::shared_ptr<spdlog::sinks::basic_file_sink_mt> sink_;
-};
-
-// Enables bf16 autocast on `device` for the lifetime of the guard, when asked.
-class AutocastGuard {
- public:
-  AutocastGuard(bool enabled, const torch::Device& device) : enabled_(enabled), type_(device.type()) {
-    if (!enabled_) return;
-    at::autocast::set_autocast_dtype(type_, at::kBFloat16);
-    at::autocast::set_autocast_enabled(type_, true);
-  }
-  ~AutocastGuard() {
-    if (!enabled_) return;
-    at::autocast::set_autocast_enabled(type_, false);
-    at::autocast::clear_cache();
-  }
-
- private:
-  bool enabled_;
-  at::DeviceType type_;
 };
 
 }  // namespace
@@ -282,7 +263,7 @@ TrainResult Trainer::run() {
       if (batch.source.size(0) == 0) continue;  // this rank's share of a global batch smaller than the ranks
       torch::Tensor smoothed;
       {
-        AutocastGuard autocast(bf16, device);
+        AutocastGuard autocast(bf16, device.type());
         const auto logits = model(batch.source.to(device), batch.target_input.to(device));  // [B,T,V]
         smoothed = label_smoothed_loss(logits, batch.target_output.to(device), c.label_smoothing, c.model.pad_id).smoothed;
       }
