@@ -1,16 +1,16 @@
 // Data parallelism on c10d (Gloo, loopback): two ranks sum gradients into those of one process
 // on the same global batch; a bad environment is one line and exit 2. The ranks are this test
 // binary started again in worker mode (TRAFO_DIST_TEST_OUT set).
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <numeric>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "model_support.h"
 #include "test_support.h"
 #include "trafo/data/batcher.h"
 #include "trafo/dist/environment.h"
@@ -23,17 +23,8 @@ namespace trafo::testing {
 namespace {
 
 model::Transformer tiny_model() {
-  model::ModelConfig c;
-  c.vocab_size = 40;
-  c.d_model = 16;
-  c.heads = 2;
-  c.encoder_layers = 1;
-  c.decoder_layers = 1;
-  c.d_ff = 32;
-  c.dropout = 0.0;
-  c.max_positions = 64;
   torch::manual_seed(7);
-  return model::Transformer(c);
+  return model::Transformer(tiny_model_config(40));
 }
 
 // Two global batches (the second of one row, so rank 1's share of it is empty): random ids
@@ -54,6 +45,12 @@ std::vector<GlobalBatch> global_batches() {
     batches.push_back(b);
   }
   return batches;
+}
+
+std::vector<int64_t> all_rows(const GlobalBatch& b) {
+  std::vector<int64_t> rows(static_cast<size_t>(b.source.size(0)));
+  std::iota(rows.begin(), rows.end(), 0);
+  return rows;
 }
 
 int64_t target_tokens(const std::vector<GlobalBatch>& batches) {
@@ -86,10 +83,8 @@ int run_worker(const std::string& out) {
   const auto batches = global_batches();
   const int64_t tokens = target_tokens(batches);
   for (size_t i = 0; i < batches.size(); ++i) {
-    std::vector<int64_t> all(static_cast<size_t>(batches[i].source.size(0)));
-    for (size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int64_t>(r);
     if (i + 1 == batches.size()) sync.arm();
-    accumulate_loss(model, batches[i], data::shard_rows(all, group.rank(), group.size()), tokens);
+    accumulate_loss(model, batches[i], data::shard_rows(all_rows(batches[i]), group.rank(), group.size()), tokens);
   }
   sync.finish();
   torch::save(gradients(model), out);
@@ -110,11 +105,7 @@ TEST(DataParallel, TwoRanksSumToTheGradientsOfOneProcess) {
   auto model = tiny_model();
   const auto batches = global_batches();
   const int64_t tokens = target_tokens(batches);
-  for (const auto& b : batches) {
-    std::vector<int64_t> all(static_cast<size_t>(b.source.size(0)));
-    for (size_t r = 0; r < all.size(); ++r) all[r] = static_cast<int64_t>(r);
-    accumulate_loss(model, b, all, tokens);
-  }
+  for (const auto& b : batches) accumulate_loss(model, b, all_rows(b), tokens);
   const auto expected = gradients(model);
   for (int rank = 0; rank < 2; ++rank) {
     std::vector<torch::Tensor> got;
@@ -153,11 +144,8 @@ TEST(DataParallel, ABadEnvironmentIsOneLineAndExit2) {
 }
 
 TEST(DataParallel, APortInUseIsOneLineAndExit2) {
-  const int fd = dist::listen_on("127.0.0.1", 0);
-  sockaddr_in addr{};
-  socklen_t length = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length);
-  const int port = ntohs(addr.sin_port);
+  int port = 0;
+  const int fd = dist::listen_on("127.0.0.1", 0, &port);
   const auto data = make_temp_dir("dist-port");
   write_text(data / "train.en", "a\n");
   write_text(data / "train.de", "b\n");

@@ -1,21 +1,19 @@
 #include "test_support.h"
 
+#include "trafo/dist/environment.h"
 #include "trafo/util/files.h"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <thread>
-
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 namespace trafo::testing {
@@ -99,15 +97,9 @@ int wait_for_exit(int pid, double seconds) {
 }
 
 int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t length = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length);
-  ::close(fd);
-  return ntohs(addr.sin_port);
+  int port = 0;
+  ::close(dist::listen_on("127.0.0.1", 0, &port));
+  return port;
 }
 
 }  // namespace trafo::testing

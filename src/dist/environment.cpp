@@ -41,11 +41,11 @@ int env_int(const char* name, int fallback, int min, int max) {
   return static_cast<int>(value);
 }
 
+}  // namespace
+
 bool is_loopback(const std::string& address) {
   return address == "localhost" || address.rfind("127.", 0) == 0;
 }
-
-}  // namespace
 
 Environment read_environment() {
   Environment e;

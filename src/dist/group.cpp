@@ -49,9 +49,7 @@ c10::intrusive_ptr<c10d::Store> connect_store(const Environment& e, std::chrono:
 
 std::shared_ptr<::gloo::transport::Device> gloo_device(const Environment& e) {
   if (const char* name = std::getenv("GLOO_SOCKET_IFNAME")) return c10d::ProcessGroupGloo::createDeviceForInterface(name);
-  if (e.master_addr == "localhost" || e.master_addr.rfind("127.", 0) == 0) {
-    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
-  }
+  if (is_loopback(e.master_addr)) return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 

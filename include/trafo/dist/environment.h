@@ -24,6 +24,9 @@ struct Environment {
 // for an inconsistent environment (WORLD_SIZE without MASTER_ADDR, RANK >= WORLD_SIZE, ...).
 Environment read_environment();
 
+// localhost or 127.x.x.x: the job stays on this machine.
+bool is_loopback(const std::string& address);
+
 // Binds a listening TCP socket on `address`:`port` (port 0: a free one); loopback addresses bind
 // loopback only. Returns the descriptor; InputError when the port is in use.
 int listen_on(const std::string& address, int port, int* bound_port = nullptr);
