@@ -8,7 +8,6 @@
 #include <memory>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <ATen/cpu/Utils.h>
@@ -23,6 +22,7 @@
 #include "model_options.h"
 #include "trafo/bench/measure.h"
 #include "trafo/errors.h"
+#include "trafo/util/device.h"
 
 namespace trafo::cli {
 namespace {
@@ -124,7 +124,7 @@ int run_bench(BenchOptions o) {
   const bool large = o.model.d_model >= 512;
   if (o.train_steps == 0) o.train_steps = large ? 8 : 30;
   if (o.warmup_steps < 0) o.warmup_steps = large ? 2 : 5;
-  const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = util::resolve_threads(o.threads);
   at::set_num_threads(threads);
   const bool native_bf16 = has_native_bf16();
   if (o.precision == "auto") {

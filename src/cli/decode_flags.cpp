@@ -1,8 +1,5 @@
 #include "decode_flags.h"
 
-#include <algorithm>
-#include <thread>
-
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -50,8 +47,7 @@ void add_runtime_flags(CLI::App& command, RuntimeOptions& options) {
 
 LoadedModel load_for_translation(const RuntimeOptions& options) {
   const auto device = util::resolve_device(options.device);
-  const int threads =
-      options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = util::resolve_threads(options.threads);
   at::set_num_threads(threads);
   const auto checkpoint = checkpoint::load(options.checkpoint, /*with_training_state=*/false);
   auto model = checkpoint::make_model(checkpoint, device);

@@ -1,5 +1,8 @@
 #include "trafo/util/device.h"
 
+#include <algorithm>
+#include <thread>
+
 #include <torch/cuda.h>
 
 #include "trafo/errors.h"
@@ -11,6 +14,10 @@ c10::Device resolve_device(const std::string& name) {
   if (name == "cuda" && !available) throw InputError("--device cuda: no CUDA device is available");
   if (name == "cuda" || (name == "auto" && available)) return c10::kCUDA;
   return c10::kCPU;
+}
+
+int resolve_threads(int requested) {
+  return requested > 0 ? requested : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 }  // namespace trafo::util

@@ -1,4 +1,5 @@
-// The device named on the command line: cpu, cuda, or auto (cuda when one is available).
+// The device named on the command line: cpu, cuda, or auto (cuda when one is available),
+// and the CPU threads.
 #pragma once
 
 #include <string>
@@ -9,5 +10,8 @@ namespace trafo::util {
 
 // Throws trafo::InputError for "cuda" on a machine without a CUDA device.
 c10::Device resolve_device(const std::string& name);
+
+// --threads: `requested`, or every core of the machine for 0.
+int resolve_threads(int requested);
 
 }  // namespace trafo::util
