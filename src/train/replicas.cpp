@@ -43,26 +43,19 @@ double Replicas::sum(double value) {
 
 void Replicas::replicate(const std::vector<at::Tensor>& parameters) {
   if (!group_) return;
-  // Tied weights appear once.
-  std::vector<at::Tensor> unique;
-  for (const auto& p : parameters) {
-    bool seen = false;
-    for (const auto& u : unique) seen = seen || u.is_same(p);
-    if (!seen) unique.push_back(p);
-  }
   {
     torch::NoGradGuard no_grad;
     std::vector<at::Tensor> flat;
-    for (const auto& p : unique) flat.push_back(p.detach().reshape(-1));
+    for (const auto& p : parameters) flat.push_back(p.detach().reshape(-1));
     std::vector<at::Tensor> all = {torch::cat(flat)};
     group_->broadcast(all);
     int64_t offset = 0;
-    for (auto& p : unique) {
+    for (const auto& p : parameters) {
       p.detach().copy_(all[0].narrow(0, offset, p.numel()).view_as(p));
       offset += p.numel();
     }
   }
-  sync_ = std::make_unique<dist::GradientSync>(*group_, unique);
+  sync_ = std::make_unique<dist::GradientSync>(*group_, parameters);
 }
 
 double Replicas::time_gradient_all_reduce() { return sync_ ? sync_->time_all_reduce() : 0.0; }

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
-#include <thread>
 
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
@@ -94,7 +93,7 @@ TrainResult Trainer::run() {
   data::check_parallel_files(paths.train_src, paths.train_tgt);
   data::check_parallel_files(paths.dev_src, paths.dev_tgt);
 
-  int threads = c.threads > 0 ? c.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = util::resolve_threads(c.threads);
   // Ranks on one machine share its cores (--nproc always; under torchrun when --threads is left at 0).
   if (environment.local_world_size > 1 && (environment.launched || c.threads == 0)) {
     threads = std::max(1, threads / environment.local_world_size);
@@ -124,11 +123,13 @@ TrainResult Trainer::run() {
   torch::manual_seed(c.seed);
 
   c.vocab.threads = threads;
-  // Rank 0 trains the tokenizer; the others take its bytes.
-  const auto tokenizer = data::Tokenizer::from_bytes(replicas.share(
-      "tokenizer", saved ? saved->tokenizer
-                   : main_rank ? data::Tokenizer::train({paths.train_src, paths.train_tgt}, c.vocab).to_bytes()
-                               : std::string()));
+  // A new run's tokenizer is trained by rank 0 alone; the other ranks receive its bytes.
+  std::string tokenizer_bytes = saved ? saved->tokenizer : "";
+  if (!saved) {
+    if (main_rank) tokenizer_bytes = data::Tokenizer::train({paths.train_src, paths.train_tgt}, c.vocab).to_bytes();
+    tokenizer_bytes = replicas.share("tokenizer", tokenizer_bytes);
+  }
+  const auto tokenizer = data::Tokenizer::from_bytes(tokenizer_bytes);
   const auto corpus = data::Corpus::load(paths.train_src, paths.train_tgt, tokenizer,
                                          data::CorpusOptions{c.max_length, c.max_length_ratio});
   std::optional<Validator> validator;
