@@ -8,6 +8,7 @@
 #include <functional>
 #include <random>
 
+#include "model_support.h"
 #include "trafo/data/tokenizer.h"
 #include "trafo/decode/translator.h"
 #include "trafo/errors.h"
@@ -20,16 +21,8 @@ using data::Tokenizer;
 // Untied output projection whose eos bias is raised by `eos_bias`, so that outputs end at
 // varied lengths and finished hypotheses compete with open ones (a random model rarely says eos).
 model::Transformer tiny_model(uint64_t seed, int64_t vocab = 20, double eos_bias = 2.0) {
-  model::ModelConfig c;
-  c.vocab_size = vocab;
-  c.d_model = 16;
-  c.heads = 2;
-  c.encoder_layers = 2;
-  c.decoder_layers = 2;
-  c.d_ff = 32;
-  c.dropout = 0.0;
+  model::ModelConfig c = testing::tiny_model_config(vocab);
   c.tie_embeddings = false;
-  c.max_positions = 64;
   torch::manual_seed(seed);
   at::set_num_threads(1);  // tiny matrices: threads only add overhead
   model::Transformer model(c);

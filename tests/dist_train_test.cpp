@@ -23,7 +23,7 @@ namespace {
 const char* kTinyRun =
     " --adam-eps 1e-6 --vocab-size 300 --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64 --dropout 0"
     " --batch-tokens 300 --lr 1e-3 --warmup-steps 1 --valid-max-sentences 4 --valid-samples 0 --log-every 1"
-    " --early-stopping 0 --no-resume --overwrite";
+    " --early-stopping 0";
 
 class DistTrain : public ::testing::Test {
  protected:
@@ -62,10 +62,7 @@ TEST_F(DistTrain, TwoRanksTrainLikeOneProcessAndResumeAsOne) {
   // Half the run on two ranks, the rest on one: the same weights again.
   auto first = run_trafo(train(root / "resumed") + " --nproc 2 --threads 2 --max-steps 10 --valid-every 10");
   ASSERT_EQ(first.exit_code, 0) << first.errors;
-  auto rest = run_trafo("train --data-dir '" + data_->string() + "' --src-lang en --tgt-lang de --run-dir '" +
-                        (root / "resumed").string() + "' --threads 1 --max-steps 20 --valid-every 20" +
-                        " --vocab-size 300 --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64"
-                        " --dropout 0 --batch-tokens 300 --lr 1e-3 --warmup-steps 1 --valid-max-sentences 4 --adam-eps 1e-6");
+  auto rest = run_trafo(train(root / "resumed") + " --threads 1 --max-steps 20 --valid-every 20");
   ASSERT_EQ(rest.exit_code, 0) << rest.errors;
   EXPECT_NE(rest.errors.find("resuming"), std::string::npos) << rest.errors;
   EXPECT_LT(weight_difference(root / "one" / "checkpoint-last.pt", root / "resumed" / "checkpoint-last.pt"), 1e-4);

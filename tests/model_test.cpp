@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "model_support.h"
 #include "test_support.h"
 #include "trafo/model/transformer.h"
 
@@ -9,16 +10,8 @@ namespace trafo::model {
 namespace {
 
 ModelConfig tiny_config(const std::string& norm = "pre") {
-  ModelConfig c;
-  c.vocab_size = 20;
-  c.d_model = 16;
-  c.heads = 2;
-  c.encoder_layers = 2;
-  c.decoder_layers = 2;
-  c.d_ff = 32;
-  c.dropout = 0.0;
+  ModelConfig c = testing::tiny_model_config(20);
   c.norm = norm;
-  c.max_positions = 64;
   return c;
 }
 
