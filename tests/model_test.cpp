@@ -4,6 +4,7 @@
 
 #include "model_support.h"
 #include "test_support.h"
+#include "trafo/model/dropout.h"
 #include "trafo/model/transformer.h"
 
 namespace trafo::model {
@@ -130,6 +131,57 @@ TEST_P(ModelTest, SaveThenLoadRoundTripsWeightsExactly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Norms, ModelTest, ::testing::Values("pre", "post"));
+
+TEST(Dropout, KeepsOneMinusPOfTheElementsScaledByItsInverse) {
+  const double p = 0.3;
+  const auto x = torch::rand({1000, 1000}) + 0.5;  // no zeros of its own
+  torch::manual_seed(11);
+  const auto y = model::dropout(x, p, true);
+  const auto kept = y.ne(0);
+  // 10^6 draws: the kept fraction's standard deviation is 0.00046.
+  EXPECT_NEAR(kept.to(torch::kDouble).mean().item<double>(), 1 - p, 0.003);
+  EXPECT_TRUE(torch::allclose(y.masked_select(kept), x.masked_select(kept) / (1 - p)));
+  // Neighbours are independent: both kept with probability (1 − p)².
+  const auto pairs = kept.narrow(1, 0, 999).logical_and(kept.narrow(1, 1, 999));
+  EXPECT_NEAR(pairs.to(torch::kDouble).mean().item<double>(), (1 - p) * (1 - p), 0.003);
+  // Rows are not copies of each other.
+  EXPECT_FALSE(torch::equal(kept[0], kept[1]));
+}
+
+TEST(Dropout, SeededRepeatableWhateverTheThreadsAndFreshEachCall) {
+  const auto x = torch::ones({300, 700});
+  torch::manual_seed(12);
+  const auto first = model::dropout(x, 0.1, true);
+  const auto second = model::dropout(x, 0.1, true);
+  EXPECT_FALSE(torch::equal(first, second));
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  torch::manual_seed(12);
+  const auto again = model::dropout(x, 0.1, true);
+  at::set_num_threads(threads);
+  EXPECT_TRUE(torch::equal(first, again));
+}
+
+TEST(Dropout, GradientIsTheMaskScaledAndNonContiguousInputsWork) {
+  const double p = 0.25;
+  auto x = torch::randn({40, 30}, torch::requires_grad());
+  const auto y = model::dropout(x.t(), p, true);  // [30,40], not contiguous
+  const auto kept = y.ne(0);
+  EXPECT_TRUE(torch::allclose(y.masked_select(kept), x.t().masked_select(kept) / (1 - p)));
+  (y * 2.0).sum().backward();
+  EXPECT_TRUE(torch::allclose(x.grad(), (kept.to(torch::kFloat) * (2.0 / (1 - p))).t()));
+}
+
+TEST(Dropout, IdentityInEvaluationOrWithoutP) {
+  const auto x = torch::randn({8, 8});
+  EXPECT_TRUE(model::dropout(x, 0.5, false).is_same(x));
+  EXPECT_TRUE(model::dropout(x, 0.0, true).is_same(x));
+  model::Dropout module(0.5);
+  module->eval();
+  EXPECT_TRUE(module(x).is_same(x));
+  module->train();
+  EXPECT_GT(module(x).eq(0).sum().item<int64_t>(), 0);
+}
 
 TEST(TokenNll, IgnoresPaddingAndMatchesHandComputation) {
   auto logits = torch::log(torch::tensor({{{0.5f, 0.25f, 0.25f}, {0.1f, 0.8f, 0.1f}}}));  // [1,2,3]

@@ -11,6 +11,8 @@
 #include "data_support.h"
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/errors.h"
+#include "model_support.h"
+#include "trafo/train/batch_loss.h"
 #include "trafo/train/schedule.h"
 #include "trafo/train/trainer.h"
 
@@ -41,6 +43,65 @@ TEST(Loss, LabelSmoothingMatchesHandComputation) {
   EXPECT_EQ(sums.tokens.item<int64_t>(), 1);
   // Without smoothing it is the plain NLL.
   EXPECT_NEAR(label_smoothed_loss(torch::log(probs), target, 0.0, 0).smoothed.item<double>(), nll, 1e-6);
+}
+
+// d smoothed / d each input, by autograd through label_smoothed_loss or through projected_loss.
+std::vector<torch::Tensor> loss_gradients(const torch::Tensor& smoothed, const std::vector<torch::Tensor>& inputs) {
+  return torch::autograd::grad({smoothed}, inputs);
+}
+
+TEST(Loss, ProjectedLossEqualsLogitsThenLabelSmoothing) {
+  torch::manual_seed(3);
+  const int64_t pad = 0;
+  // 11 rows (two of them padding) in chunks of 3, so the last chunk is ragged; vocabulary 13.
+  auto target = torch::tensor({5, 0, 7, 12, 1, 3, 0, 9, 4, 11, 2}, torch::kLong);
+  for (const bool with_bias : {false, true}) {
+    auto hidden = torch::randn({11, 6}, torch::requires_grad());
+    auto weight = torch::randn({13, 6}, torch::requires_grad());
+    auto bias = with_bias ? torch::randn({13}, torch::requires_grad()) : torch::Tensor();
+    std::vector<torch::Tensor> inputs = {hidden, weight};
+    if (with_bias) inputs.push_back(bias);
+    auto logits = torch::mm(hidden, weight.t());
+    if (with_bias) logits = logits + bias;
+    const auto expected = label_smoothed_loss(logits.unsqueeze(0), target.unsqueeze(0), 0.1, pad);
+    const auto fused = projected_loss(hidden, weight, bias, target, 0.1, pad, /*chunk_rows=*/3);
+    EXPECT_NEAR(fused.smoothed.item<double>(), expected.smoothed.item<double>(), 1e-4);
+    EXPECT_NEAR(fused.nll.item<double>(), expected.nll.item<double>(), 1e-4);
+    EXPECT_EQ(fused.tokens.item<int64_t>(), 9);
+    // The upstream gradient (here 1/9, as training divides by the tokens) scales every gradient.
+    const auto want = loss_gradients(expected.smoothed / 9.0, inputs);
+    const auto got = loss_gradients(fused.smoothed / 9.0, inputs);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(got[i], want[i], 1e-5, 1e-6)) << "input " << i << " with bias " << with_bias;
+    }
+    EXPECT_EQ(got[0][1].abs().sum().item<double>(), 0.0);  // a padding row gets no gradient
+    // Without a gradient wanted, the same sums.
+    torch::NoGradGuard no_grad;
+    EXPECT_NEAR(projected_loss(hidden, weight, bias, target, 0.1, pad).smoothed.item<double>(),
+                expected.smoothed.item<double>(), 1e-4);
+  }
+}
+
+TEST(Loss, BatchLossEqualsTheModelsLogitsThenLabelSmoothing) {
+  for (const bool tie : {true, false}) {
+    torch::manual_seed(4);
+    auto config = testing::tiny_model_config(20);
+    config.tie_embeddings = tie;
+    model::Transformer model(config);
+    const auto src = torch::tensor({{4, 5, 6, 7, 3}, {8, 9, 3, 0, 0}}, torch::kLong);
+    const auto tgt_in = torch::tensor({{2, 8, 9, 10}, {2, 11, 0, 0}}, torch::kLong);
+    const auto tgt_out = torch::tensor({{8, 9, 10, 3}, {11, 3, 0, 0}}, torch::kLong);
+    const auto parameters = model->parameters();
+    const auto expected = label_smoothed_loss(model(src, tgt_in), tgt_out, 0.1, 0);
+    const auto want = loss_gradients(expected.smoothed, parameters);
+    const auto fused = batch_loss(model, src, tgt_in, tgt_out, 0.1);
+    const auto got = loss_gradients(fused.smoothed, parameters);
+    EXPECT_NEAR(fused.smoothed.item<double>(), expected.smoothed.item<double>(), 1e-4);
+    EXPECT_EQ(fused.tokens.item<int64_t>(), 6);
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(got[i], want[i], 1e-4, 1e-6)) << "parameter " << i << ", tied " << tie;
+    }
+  }
 }
 
 TEST(Options, DurationsParse) {

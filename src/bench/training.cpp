@@ -9,6 +9,7 @@
 #include "trafo/bench/measure.h"
 #include "trafo/errors.h"
 #include "trafo/train/autocast.h"
+#include "trafo/train/batch_loss.h"
 #include "trafo/train/optimizer.h"
 #include "trafo/train/schedule.h"
 
@@ -32,9 +33,8 @@ class TrainingStep {
     torch::Tensor smoothed;
     {
       train::AutocastGuard autocast(options_.bf16, c10::DeviceType::CPU);
-      const auto logits = model_(batch.source, batch.target_input);  // [B,T,V]
-      smoothed = train::label_smoothed_loss(logits, batch.target_output, options_.label_smoothing,
-                                            model_->config().pad_id).smoothed;
+      smoothed = train::batch_loss(model_, batch.source, batch.target_input, batch.target_output,
+                                   options_.label_smoothing).smoothed;
     }
     const auto tokens = static_cast<double>(batch.target_tokens);
     (smoothed / tokens).backward();

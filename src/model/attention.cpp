@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include "trafo/model/dropout.h"
+
 namespace trafo::model {
 
 void AttentionCache::select(const torch::Tensor& index) {
@@ -30,7 +32,7 @@ torch::Tensor plain_attention(const torch::Tensor& q, const torch::Tensor& k, co
   if (mask.defined()) scores = scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity());
   auto probabilities = torch::softmax(scores, -1);
   if (weights != nullptr) *weights = probabilities;
-  if (training && dropout > 0.0) probabilities = torch::dropout(probabilities, dropout, true);
+  if (training && dropout > 0.0) probabilities = model::dropout(probabilities, dropout, true);
   return torch::matmul(probabilities, v);  // [B,h,Tq,d_k]
 }
 
@@ -81,8 +83,11 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& query, const 
     }
   }
 
+  // SDPA with dropout on the CPU runs its math path with a serial Bernoulli mask: the plain path
+  // is the same math with model::dropout's mask.
+  const bool cpu_dropout = is_training() && dropout_ > 0.0 && query.device().is_cpu();
   torch::Tensor context;  // [B,h,Tq,d_k]
-  if (keep_weights_ || !fused_) {
+  if (keep_weights_ || !fused_ || cpu_dropout) {
     context = plain_attention(q, k, v, mask, dropout_, is_training(), keep_weights_ ? &last_weights_ : nullptr);
   } else {
     const double dropout = is_training() ? dropout_ : 0.0;

@@ -39,7 +39,7 @@ FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t d_ff, double dropout, 
     : gelu_(activation == "gelu") {
   linear1 = register_module("linear1", torch::nn::Linear(d_model, d_ff));
   linear2 = register_module("linear2", torch::nn::Linear(d_ff, d_model));
-  dropout_ = register_module("dropout", torch::nn::Dropout(dropout));
+  dropout_ = register_module("dropout", Dropout(dropout));
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
@@ -50,7 +50,7 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
 
 ResidualImpl::ResidualImpl(int64_t d_model, double dropout, bool pre_norm) : pre_norm_(pre_norm) {
   norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));
-  dropout_ = register_module("dropout", torch::nn::Dropout(dropout));
+  dropout_ = register_module("dropout", Dropout(dropout));
 }
 
 torch::Tensor ResidualImpl::forward(const torch::Tensor& x,

@@ -53,7 +53,7 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
     output_projection = register_module("output_projection", torch::nn::Linear(c.d_model, c.vocab_size));
   }
   positions = register_module("positions", SinusoidalPositions(c.max_positions, c.d_model));
-  embedding_dropout = register_module("embedding_dropout", torch::nn::Dropout(c.dropout));
+  embedding_dropout = register_module("embedding_dropout", Dropout(c.dropout));
   for (int64_t i = 0; i < c.encoder_layers; ++i) encoder_layers->push_back(EncoderLayer(c));
   for (int64_t i = 0; i < c.decoder_layers; ++i) decoder_layers->push_back(DecoderLayer(c));
   register_module("encoder_layers", encoder_layers);
@@ -113,7 +113,15 @@ torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const torch::
 
 torch::Tensor TransformerImpl::output_logits(const torch::Tensor& hidden) {
   if (output_projection) return output_projection(hidden);
-  return torch::matmul(hidden, source_embedding->embedding->weight.t());  // [B,T,V]
+  return torch::matmul(hidden, output_weight().t());  // [B,T,V]
+}
+
+const torch::Tensor& TransformerImpl::output_weight() const {
+  return output_projection ? output_projection->weight : source_embedding->embedding->weight;
+}
+
+torch::Tensor TransformerImpl::output_bias() const {
+  return output_projection ? output_projection->bias : torch::Tensor();
 }
 
 torch::Tensor TransformerImpl::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {

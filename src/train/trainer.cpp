@@ -16,6 +16,7 @@
 #include "trafo/errors.h"
 #include "trafo/report/tensorboard.h"
 #include "trafo/train/autocast.h"
+#include "trafo/train/batch_loss.h"
 #include "trafo/train/metrics_log.h"
 #include "trafo/train/optimizer.h"
 #include "trafo/train/progress_line.h"
@@ -265,8 +266,8 @@ TrainResult Trainer::run() {
       torch::Tensor smoothed;
       {
         AutocastGuard autocast(bf16, device.type());
-        const auto logits = model(batch.source.to(device), batch.target_input.to(device));  // [B,T,V]
-        smoothed = label_smoothed_loss(logits, batch.target_output.to(device), c.label_smoothing, c.model.pad_id).smoothed;
+        smoothed = batch_loss(model, batch.source.to(device), batch.target_input.to(device),
+                              batch.target_output.to(device), c.label_smoothing).smoothed;
       }
       (smoothed / static_cast<double>(tokens)).backward();
       loss_sum += smoothed.detach();

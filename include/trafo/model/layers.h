@@ -5,11 +5,12 @@
 #include <string>
 
 #include <torch/nn/module.h>
-#include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
+
+#include "trafo/model/dropout.h"
 
 namespace trafo::model {
 
@@ -47,7 +48,7 @@ class FeedForwardImpl : public torch::nn::Module {
 
  private:
   bool gelu_;
-  torch::nn::Dropout dropout_{nullptr};
+  Dropout dropout_{nullptr};
 };
 TORCH_MODULE(FeedForward);
 
@@ -60,7 +61,7 @@ class ResidualImpl : public torch::nn::Module {
 
  private:
   bool pre_norm_;
-  torch::nn::Dropout dropout_{nullptr};
+  Dropout dropout_{nullptr};
 };
 TORCH_MODULE(Residual);
 

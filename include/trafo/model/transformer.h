@@ -53,8 +53,11 @@ class TransformerImpl : public torch::nn::Module {
   // tgt_in [B,T] (the new steps only when `cache` is given), memory [B,S,d], src [B,S] -> hidden [B,T,d].
   torch::Tensor decode(const torch::Tensor& tgt_in, const torch::Tensor& memory, const torch::Tensor& src_mask,
                        DecoderCache* cache = nullptr);
-  // hidden [B,T,d] -> logits [B,T,V]
+  // hidden [B,T,d] -> logits [B,T,V] = hidden · output_weight()ᵀ + output_bias()
   torch::Tensor output_logits(const torch::Tensor& hidden);
+  // The output projection [V,d]: the shared embedding when tied. Its bias [V]: undefined when tied.
+  const torch::Tensor& output_weight() const;
+  torch::Tensor output_bias() const;
   // src [B,S], tgt_in [B,T] -> logits [B,T,V]
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in);
 
@@ -72,7 +75,7 @@ class TransformerImpl : public torch::nn::Module {
   torch::nn::ModuleList encoder_layers, decoder_layers;
   torch::nn::LayerNorm encoder_norm{nullptr}, decoder_norm{nullptr};  // pre-norm only
   torch::nn::Linear output_projection{nullptr};                       // untied only
-  torch::nn::Dropout embedding_dropout{nullptr};
+  Dropout embedding_dropout{nullptr};
 
  private:
   void initialize();
