@@ -9,9 +9,9 @@
 #include <torch/torch.h>
 
 #include "data_support.h"
+#include "model_support.h"
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/errors.h"
-#include "model_support.h"
 #include "trafo/train/batch_loss.h"
 #include "trafo/train/schedule.h"
 #include "trafo/train/trainer.h"
@@ -83,23 +83,28 @@ TEST(Loss, ProjectedLossEqualsLogitsThenLabelSmoothing) {
 }
 
 TEST(Loss, BatchLossEqualsTheModelsLogitsThenLabelSmoothing) {
-  for (const bool tie : {true, false}) {
+  // With dropout too: both paths draw the same masks in the same order from the same seed.
+  for (const auto& [tie, dropout] : {std::pair{true, 0.0}, std::pair{false, 0.0}, std::pair{true, 0.3}}) {
     torch::manual_seed(4);
     auto config = testing::tiny_model_config(20);
     config.tie_embeddings = tie;
+    config.dropout = dropout;
     model::Transformer model(config);
     const auto src = torch::tensor({{4, 5, 6, 7, 3}, {8, 9, 3, 0, 0}}, torch::kLong);
     const auto tgt_in = torch::tensor({{2, 8, 9, 10}, {2, 11, 0, 0}}, torch::kLong);
     const auto tgt_out = torch::tensor({{8, 9, 10, 3}, {11, 3, 0, 0}}, torch::kLong);
     const auto parameters = model->parameters();
+    torch::manual_seed(5);
     const auto expected = label_smoothed_loss(model(src, tgt_in), tgt_out, 0.1, 0);
     const auto want = loss_gradients(expected.smoothed, parameters);
+    torch::manual_seed(5);
     const auto fused = batch_loss(model, src, tgt_in, tgt_out, 0.1);
     const auto got = loss_gradients(fused.smoothed, parameters);
     EXPECT_NEAR(fused.smoothed.item<double>(), expected.smoothed.item<double>(), 1e-4);
     EXPECT_EQ(fused.tokens.item<int64_t>(), 6);
     for (size_t i = 0; i < parameters.size(); ++i) {
-      EXPECT_TRUE(torch::allclose(got[i], want[i], 1e-4, 1e-6)) << "parameter " << i << ", tied " << tie;
+      EXPECT_TRUE(torch::allclose(got[i], want[i], 1e-4, 1e-6)) << "parameter " << i << ", tied " << tie
+                                                                 << ", dropout " << dropout;
     }
   }
 }

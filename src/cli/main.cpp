@@ -1,10 +1,13 @@
 // trafo: train, evaluate and use transformer translation models from the command line.
 #include <cstdio>
 #include <exception>
-#include <malloc.h>
 #include <string>
 #include <utility>
 #include <vector>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -23,12 +26,14 @@ int fail(int code, const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Keep freed tensor memory for reuse instead of handing it back to the kernel: with glibc's
-  // defaults every step's activations are mapped, faulted in and zeroed again (5% of a
-  // training step here). Blocks of 32 MB and more are still mapped on their own.
+  // Keep freed tensor memory for reuse instead of handing it back to the kernel, in every
+  // subcommand: with glibc's defaults every training step's activations are mapped, faulted in
+  // and zeroed again (5% of a step here). Blocks of 32 MB and more are still mapped on their own.
+#if defined(__GLIBC__)
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   mallopt(M_TOP_PAD, 64 << 20);
+#endif
   // Logs go to stderr; stdout carries results only.
   spdlog::set_default_logger(spdlog::stderr_color_mt("trafo"));
   spdlog::set_pattern("[%H:%M:%S] %v");

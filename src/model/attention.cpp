@@ -4,6 +4,7 @@
 #include <limits>
 #include <optional>
 
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "trafo/model/dropout.h"
@@ -83,9 +84,10 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& query, const 
     }
   }
 
-  // SDPA with dropout on the CPU runs its math path with a serial Bernoulli mask: the plain path
-  // is the same math with model::dropout's mask.
-  const bool cpu_dropout = is_training() && dropout_ > 0.0 && query.device().is_cpu();
+  // SDPA with dropout on the CPU runs its math path with a serial Bernoulli mask: in fp32 the plain
+  // path is the same math with model::dropout's mask (under bf16 autocast SDPA computes in fp32).
+  const bool cpu_dropout = is_training() && dropout_ > 0.0 && query.device().is_cpu() &&
+                           q.scalar_type() == torch::kFloat && !at::autocast::is_autocast_enabled(at::kCPU);
   torch::Tensor context;  // [B,h,Tq,d_k]
   if (keep_weights_ || !fused_ || cpu_dropout) {
     context = plain_attention(q, k, v, mask, dropout_, is_training(), keep_weights_ ? &last_weights_ : nullptr);

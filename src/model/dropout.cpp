@@ -31,10 +31,16 @@ struct MaskKey {
 
 constexpr int64_t kGrain = 1 << 15;
 
+#if defined(__x86_64__)
+#define TRAFO_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define TRAFO_VECTOR_CLONES
+#endif
+
 // out = in × (kept ? scale : 0), kept → mask, for elements [begin, end) of a call (numbered from
 // 0). Written plainly, with local offsets and __restrict, so that the compiler vectorises it
 // (AVX2 where the CPU has it: eight hashes per instruction).
-__attribute__((target_clones("avx2", "default"))) void masked_scale(const float* __restrict in,
+TRAFO_VECTOR_CLONES void masked_scale(const float* __restrict in,
                                                                    float* __restrict out,
                                                                    uint8_t* __restrict mask, int64_t begin,
                                                                    int64_t end, MaskKey key, float scale) {
@@ -49,7 +55,7 @@ __attribute__((target_clones("avx2", "default"))) void masked_scale(const float*
   }
 }
 
-__attribute__((target_clones("avx2", "default"))) void apply_mask(const float* __restrict in, float* __restrict out,
+TRAFO_VECTOR_CLONES void apply_mask(const float* __restrict in, float* __restrict out,
                                                                  const uint8_t* __restrict mask, int64_t begin,
                                                                  int64_t end, float scale) {
   for (int64_t i = begin; i < end; ++i) out[i] = in[i] * (mask[i] != 0 ? scale : 0.0f);
@@ -81,14 +87,17 @@ class HashedDropout : public torch::autograd::Function<HashedDropout> {
     at::parallel_for(0, in.numel(), kGrain, [&](int64_t begin, int64_t end) {
       masked_scale(source, target, kept, begin, end, key, scale);
     });
-    ctx->saved_data["mask"] = mask;
+    ctx->save_for_backward({mask});  // released once backward has used it
     ctx->saved_data["scale"] = static_cast<double>(scale);
     return out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
-    const auto mask = ctx->saved_data["mask"].toTensor();
+    const auto mask = ctx->get_saved_variables()[0];
     const auto scale = static_cast<float>(ctx->saved_data["scale"].toDouble());
+    if (torch::GradMode::is_enabled()) {  // create_graph: the same product, differentiable
+      return {grad_outputs[0] * mask.to(grad_outputs[0].scalar_type()) * scale, torch::Tensor()};
+    }
     const auto grad = grad_outputs[0].contiguous();
     auto grad_input = torch::empty_like(grad);
     const float* source = grad.data_ptr<float>();

@@ -48,7 +48,8 @@ Projected project_chunks(const torch::Tensor& hidden, const torch::Tensor& weigh
     }
     const auto target_sum = target_log_prob.sum();
     out.nll.sub_(target_sum);
-    out.smoothed.sub_((1.0 - epsilon) * target_sum + epsilon * mean_log_prob.sum());
+    // As label_smoothed_loss: no smoothing term at ε = 0 (a −inf log-probability would make it NaN).
+    out.smoothed.sub_(epsilon > 0.0 ? (1.0 - epsilon) * target_sum + epsilon * mean_log_prob.sum() : target_sum);
     if (!gradients) continue;
 
     auto grad = log_probs.exp_().sub_(epsilon / static_cast<double>(vocab));  // [m,V], then − (1 − ε) at t
@@ -70,20 +71,18 @@ class ProjectedLoss : public torch::autograd::Function<ProjectedLoss> {
                                int64_t chunk_rows) {
     const auto real_bias = bias.numel() > 0 ? bias : torch::Tensor();
     auto projected = project_chunks(hidden, weight, real_bias, target, epsilon, pad_id, chunk_rows, true);
-    ctx->saved_data["hidden"] = projected.grad_hidden;
-    ctx->saved_data["weight"] = projected.grad_weight;
-    ctx->saved_data["bias"] = projected.grad_bias;
+    // Released once backward has used them (undefined where there is no bias).
+    ctx->save_for_backward({projected.grad_hidden, projected.grad_weight, projected.grad_bias});
     ctx->mark_non_differentiable({projected.nll});
     return {projected.smoothed, projected.nll};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    TORCH_CHECK(!torch::GradMode::is_enabled(), "projected_loss has no second derivatives (create_graph)");
     const auto& upstream = grad_outputs[0];  // d loss / d smoothed, []
-    auto scaled = [&](const char* name) {
-      const auto grad = ctx->saved_data[name].toTensor();
-      return grad.defined() ? grad * upstream : torch::Tensor();
-    };
-    return {scaled("hidden"), scaled("weight"), scaled("bias"), torch::Tensor(), torch::Tensor(), torch::Tensor(),
+    const auto saved = ctx->get_saved_variables();
+    auto scaled = [&](const torch::Tensor& grad) { return grad.defined() ? grad * upstream : torch::Tensor(); };
+    return {scaled(saved[0]), scaled(saved[1]), scaled(saved[2]), torch::Tensor(), torch::Tensor(), torch::Tensor(),
             torch::Tensor()};
   }
 };
