@@ -40,10 +40,8 @@ constexpr int64_t kGrain = 1 << 15;
 // out = in × (kept ? scale : 0), kept → mask, for elements [begin, end) of a call (numbered from
 // 0). Written plainly, with local offsets and __restrict, so that the compiler vectorises it
 // (AVX2 where the CPU has it: eight hashes per instruction).
-TRAFO_VECTOR_CLONES void masked_scale(const float* __restrict in,
-                                                                   float* __restrict out,
-                                                                   uint8_t* __restrict mask, int64_t begin,
-                                                                   int64_t end, MaskKey key, float scale) {
+TRAFO_VECTOR_CLONES void masked_scale(const float* __restrict in, float* __restrict out, uint8_t* __restrict mask,
+                                      int64_t begin, int64_t end, MaskKey key, float scale) {
   const auto first = static_cast<uint32_t>(begin);
   in += begin;
   out += begin;
@@ -56,8 +54,7 @@ TRAFO_VECTOR_CLONES void masked_scale(const float* __restrict in,
 }
 
 TRAFO_VECTOR_CLONES void apply_mask(const float* __restrict in, float* __restrict out,
-                                                                 const uint8_t* __restrict mask, int64_t begin,
-                                                                 int64_t end, float scale) {
+                                    const uint8_t* __restrict mask, int64_t begin, int64_t end, float scale) {
   for (int64_t i = begin; i < end; ++i) out[i] = in[i] * (mask[i] != 0 ? scale : 0.0f);
 }
 

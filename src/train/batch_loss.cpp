@@ -39,22 +39,14 @@ Projected project_chunks(const torch::Tensor& hidden, const torch::Tensor& weigh
     const auto t = target.narrow(0, start, m).unsqueeze(1);      // [m,1]
     const auto logits = bias.defined() ? torch::addmm(bias, h, weight_t) : torch::mm(h, weight_t);  // [m,V]
     auto log_probs = torch::_log_softmax(logits, 1, false);
-    auto target_log_prob = log_probs.gather(1, t);  // [m,1]
-    auto mean_log_prob = log_probs.mean(1, true);   // [m,1]
-    const auto padding = any_padding ? t.eq(pad_id) : torch::Tensor();
-    if (any_padding) {
-      target_log_prob.masked_fill_(padding, 0.0);
-      mean_log_prob.masked_fill_(padding, 0.0);
-    }
-    const auto target_sum = target_log_prob.sum();
-    out.nll.sub_(target_sum);
-    // As label_smoothed_loss: no smoothing term at ε = 0 (a −inf log-probability would make it NaN).
-    out.smoothed.sub_(epsilon > 0.0 ? (1.0 - epsilon) * target_sum + epsilon * mean_log_prob.sum() : target_sum);
+    const auto sums = label_smoothed_sums(log_probs, t.squeeze(1), epsilon, pad_id);
+    out.smoothed.add_(sums.smoothed);
+    out.nll.add_(sums.nll);
     if (!gradients) continue;
 
     auto grad = log_probs.exp_().sub_(epsilon / static_cast<double>(vocab));  // [m,V], then − (1 − ε) at t
     grad.scatter_add_(1, t, torch::full({m, 1}, epsilon - 1.0, grad.options()));
-    if (any_padding) grad.masked_fill_(padding, 0.0);
+    if (any_padding) grad.masked_fill_(t.eq(pad_id), 0.0);
     auto grad_hidden = out.grad_hidden.narrow(0, start, m);
     torch::mm_out(grad_hidden, grad, weight);
     out.grad_weight.addmm_(grad.t(), h);

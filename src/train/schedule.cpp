@@ -15,7 +15,10 @@ double inverse_sqrt_lr(int64_t step, double peak, int64_t warmup) {
 }
 
 LossSums label_smoothed_loss(const at::Tensor& logits, const at::Tensor& target, double epsilon, int64_t pad_id) {
-  const auto log_probs = torch::log_softmax(logits.to(torch::kFloat), -1);    // [B,T,V]
+  return label_smoothed_sums(torch::log_softmax(logits.to(torch::kFloat), -1), target, epsilon, pad_id);
+}
+
+LossSums label_smoothed_sums(const at::Tensor& log_probs, const at::Tensor& target, double epsilon, int64_t pad_id) {
   const auto nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1);  // [B,T]
   const auto real = target.ne(pad_id);
   const auto nll_sum = nll.masked_fill(real.logical_not(), 0.0).sum();

@@ -22,5 +22,7 @@ struct LossSums {
   at::Tensor tokens;
 };
 LossSums label_smoothed_loss(const at::Tensor& logits, const at::Tensor& target, double epsilon, int64_t pad_id);
+// The same sums from log-probabilities [..., V] (fp32) and target [...].
+LossSums label_smoothed_sums(const at::Tensor& log_probs, const at::Tensor& target, double epsilon, int64_t pad_id);
 
 }  // namespace trafo::train
