@@ -142,5 +142,54 @@ TEST(MultiHeadAttention, SelfAttentionCacheGrowsAndMatchesFullPass) {
   }
 }
 
+// The one-query kernel (d_k a multiple of 8, no gradient) against the plain path: a growing self-
+// attention cache past its first two reallocations, rows dropped on the way, and a cross-attention
+// over padded sources.
+TEST(StepAttention, GrowingCacheWithDroppedRowsMatchesFullPass) {
+  torch::manual_seed(11);
+  MultiHeadAttention attention(32, 2, 0.0, /*self_attention=*/true);  // d_k 16
+  attention->eval();
+  torch::NoGradGuard no_grad;
+  const int64_t steps = 40;
+  auto x = torch::randn({3, steps, 32});
+  const auto full = attention(x, x, causal_mask(steps, torch::kCPU));  // [3,T,32]
+  AttentionCache cache;
+  auto rows = torch::arange(3);
+  for (int64_t t = 0; t < steps; ++t) {
+    if (t == 25) {  // the middle sentence finishes
+      rows = torch::tensor({0, 2});
+      cache.select(torch::tensor({0, 2}));
+    }
+    auto step = x.index_select(0, rows).narrow(1, t, 1);
+    auto out = attention(step, step, torch::Tensor(), &cache);
+    ASSERT_EQ(cache.keys.size(2), t + 1);
+    EXPECT_TRUE(torch::allclose(out, full.index_select(0, rows).narrow(1, t, 1), 1e-5, 1e-5)) << t;
+  }
+}
+
+TEST(StepAttention, CrossAttentionOverPaddedSourcesMatchesPlainPath) {
+  torch::manual_seed(12);
+  MultiHeadAttention attention(64, 4, 0.0, /*self_attention=*/false);  // d_k 16
+  attention->eval();
+  torch::NoGradGuard no_grad;
+  auto memory = torch::randn({3, 13, 64});
+  auto tokens = torch::ones({3, 13}, torch::kLong);
+  tokens.narrow(1, 9, 4)[1].fill_(0);   // row 1: 9 real positions
+  tokens.narrow(1, 1, 12)[2].fill_(0);  // row 2: 1 real position
+  const auto mask = padding_mask(tokens, 0);
+  auto query = torch::randn({3, 2, 64}).narrow(1, 1, 1);  // not contiguous
+  AttentionCache step_cache, plain_cache;
+  const auto stepped = attention(query, memory, mask, &step_cache);
+  attention->set_keep_weights(true);  // the plain path
+  const auto plain = attention(query, memory, mask, &plain_cache);
+  EXPECT_TRUE(torch::allclose(stepped, plain, 1e-5, 1e-5));
+  // again from the filled cache, after dropping row 0
+  attention->set_keep_weights(false);
+  step_cache.select(torch::tensor({1, 2}));
+  const auto again = attention(query.index_select(0, torch::tensor({1, 2})), memory, mask.index_select(0, torch::tensor({1, 2})),
+                               &step_cache);
+  EXPECT_TRUE(torch::allclose(again, plain.index_select(0, torch::tensor({1, 2})), 1e-5, 1e-5));
+}
+
 }  // namespace
 }  // namespace trafo::model

@@ -1,4 +1,7 @@
 // Transformer invariants: causality, padding, the KV cache, gradients, save/load, overfitting.
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -181,6 +184,56 @@ TEST(Dropout, IdentityInEvaluationOrWithoutP) {
   EXPECT_TRUE(module(x).is_same(x));
   module->train();
   EXPECT_GT(module(x).eq(0).sum().item<int64_t>(), 0);
+}
+
+// The packed product (no gradient, at most 64 rows) against at::linear: every remainder of the
+// 6-row tiles, a width that is no multiple of 16, no bias, a 3-D non-contiguous input, 65 rows.
+TEST(Linear, PackedProductMatchesAtLinear) {
+  torch::manual_seed(21);
+  torch::NoGradGuard no_grad;
+  for (const auto& [in, out] : std::vector<std::pair<int64_t, int64_t>>{{8, 16}, {24, 40}, {64, 8}}) {
+    Linear linear(in, out);
+    for (const int64_t rows : {1, 2, 3, 4, 5, 6, 7, 12, 13, 64, 65}) {
+      const auto x = torch::randn({rows, in});
+      const auto expected = torch::nn::functional::linear(x, linear->weight, linear->bias);
+      EXPECT_TRUE(torch::allclose(linear(x), expected, 1e-5, 1e-5)) << in << "x" << out << ", " << rows << " rows";
+    }
+    PackedWeight packed;  // without bias
+    const auto x = torch::randn({5, 2, in}).transpose(0, 1);  // [2,5,in], not contiguous
+    EXPECT_TRUE(torch::allclose(packed.linear(x, linear->weight, torch::Tensor()), torch::matmul(x, linear->weight.t()),
+                                1e-5, 1e-5));
+  }
+}
+
+TEST(Linear, PackedCopyFollowsInPlaceUpdatesAndGradientsTakeAtLinear) {
+  torch::manual_seed(22);
+  Linear linear(16, 32);
+  const auto x = torch::randn({3, 16});
+  {
+    torch::NoGradGuard no_grad;
+    linear(x);                      // packs
+    linear->weight.mul_(-2.0);      // an optimizer step, a checkpoint load
+    EXPECT_TRUE(torch::allclose(linear(x), torch::nn::functional::linear(x, linear->weight, linear->bias), 1e-5, 1e-5));
+  }
+  linear(x).sum().backward();  // with gradients: at::linear
+  ASSERT_TRUE(linear->weight.grad().defined());
+  EXPECT_TRUE(torch::allclose(linear->weight.grad(), x.sum(0).expand({32, 16}), 1e-5, 1e-5));
+}
+
+TEST_P(ModelTest, PackedAndUnpackedInferenceAgree) {
+  for (const bool tied : {true, false}) {
+    torch::manual_seed(23);
+    auto config = tiny_config(GetParam());
+    config.tie_embeddings = tied;
+    Transformer model(config);
+    model->eval();
+    torch::NoGradGuard no_grad;
+    auto src = torch::tensor({{4, 5, 6, 7, 3}, {8, 9, 3, 0, 0}}, torch::kLong);
+    auto tgt = torch::tensor({{2, 8, 9}, {2, 12, 13}}, torch::kLong);
+    const auto packed = model(src, tgt);
+    model->set_packed_inference(false);
+    EXPECT_TRUE(torch::allclose(packed, model(src, tgt), 1e-5, 1e-5)) << (tied ? "tied" : "untied");
+  }
 }
 
 TEST(TokenNll, IgnoresPaddingAndMatchesHandComputation) {

@@ -1,20 +1,50 @@
 #include "trafo/model/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
 
+#include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
+#include "step_attention.h"
 #include "trafo/model/dropout.h"
 
 namespace trafo::model {
 
 void AttentionCache::select(const torch::Tensor& index) {
   if (empty()) return;
-  keys = keys.index_select(0, index);
-  values = values.index_select(0, index);
+  if (!key_storage_.defined()) {
+    keys = keys.index_select(0, index);
+    values = values.index_select(0, index);
+    return;
+  }
+  const int64_t length = keys.size(2);
+  key_storage_ = key_storage_.index_select(0, index);
+  value_storage_ = value_storage_.index_select(0, index);
+  keys = key_storage_.narrow(2, 0, length);
+  values = value_storage_.narrow(2, 0, length);
+}
+
+void AttentionCache::append(const torch::Tensor& k, const torch::Tensor& v) {
+  const int64_t length = empty() ? 0 : keys.size(2);
+  const int64_t steps = k.size(2);
+  if (!key_storage_.defined() || length + steps > key_storage_.size(2)) {
+    const int64_t capacity = std::max<int64_t>(2 * (length + steps), 16);
+    const auto grow = [&](const torch::Tensor& filled, const torch::Tensor& fresh) {
+      auto storage = torch::empty({fresh.size(0), fresh.size(1), capacity, fresh.size(3)}, fresh.options());
+      if (length > 0) storage.narrow(2, 0, length).copy_(filled);
+      return storage;
+    };
+    key_storage_ = grow(keys, k);
+    value_storage_ = grow(values, v);
+  }
+  key_storage_.narrow(2, length, steps).copy_(k);
+  value_storage_.narrow(2, length, steps).copy_(v);
+  keys = key_storage_.narrow(2, 0, length + steps);
+  values = value_storage_.narrow(2, 0, length + steps);
 }
 
 torch::Tensor padding_mask(const torch::Tensor& tokens, int64_t pad_id) {
@@ -37,15 +67,55 @@ torch::Tensor plain_attention(const torch::Tensor& q, const torch::Tensor& k, co
   return torch::matmul(probabilities, v);  // [B,h,Tq,d_k]
 }
 
+namespace {
+
+// The step kernel's conditions: CPU fp32 inference, no autocast, the strides it reads, a mask of
+// shape [B or 1, 1, 1, T] in bool.
+bool step_attention_applies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                            const torch::Tensor& mask) {
+  if (torch::GradMode::is_enabled() || !q.device().is_cpu() || at::autocast::is_autocast_enabled(at::kCPU)) return false;
+  for (const auto* t : {&q, &k, &v}) {
+    if (t->scalar_type() != torch::kFloat || t->stride(3) != 1) return false;
+  }
+  if (mask.defined() && (mask.scalar_type() != torch::kBool || mask.dim() != 4 || mask.size(1) != 1 ||
+                         mask.size(2) != 1 || mask.size(3) != k.size(2))) {
+    return false;
+  }
+  return detail::step_attention_supported(q.size(3));
+}
+
+// One query per row: q [B,h,1,d_k], k and v [B,h,T,d_k], mask as above -> context [B,1,h·d_k].
+torch::Tensor step_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                             const torch::Tensor& mask) {
+  const int64_t batch = q.size(0), heads = q.size(1), d_k = q.size(3);
+  torch::Tensor mask_rows;  // [B,T]
+  if (mask.defined()) mask_rows = mask.expand({batch, 1, 1, k.size(2)}).reshape({batch, k.size(2)}).contiguous();
+  const detail::StepAttentionShape shape{heads,       k.size(2),   d_k,         q.stride(0), q.stride(1),
+                                         k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1),
+                                         v.stride(2), k.size(2),   static_cast<float>(1.0 / std::sqrt(d_k))};
+  auto context = torch::empty({batch, 1, heads * d_k}, q.options());
+  const float* q_data = q.data_ptr<float>();
+  const float* k_data = k.data_ptr<float>();
+  const float* v_data = v.data_ptr<float>();
+  const bool* mask_data = mask_rows.defined() ? mask_rows.data_ptr<bool>() : nullptr;
+  float* out = context.data_ptr<float>();
+  at::parallel_for(0, batch * heads, 8, [&](int64_t begin, int64_t end) {
+    detail::step_attention(q_data, k_data, v_data, mask_data, out, shape, begin, end);
+  });
+  return context;
+}
+
+}  // namespace
+
 MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t heads, double dropout, bool self_attention)
     : d_model_(d_model), heads_(heads), dropout_(dropout), self_attention_(self_attention) {
   if (self_attention) {
-    qkv_proj = register_module("qkv_proj", torch::nn::Linear(d_model, 3 * d_model));
+    qkv_proj = register_module("qkv_proj", Linear(d_model, 3 * d_model));
   } else {
-    q_proj = register_module("q_proj", torch::nn::Linear(d_model, d_model));
-    kv_proj = register_module("kv_proj", torch::nn::Linear(d_model, 2 * d_model));
+    q_proj = register_module("q_proj", Linear(d_model, d_model));
+    kv_proj = register_module("kv_proj", Linear(d_model, 2 * d_model));
   }
-  out_proj = register_module("out_proj", torch::nn::Linear(d_model, d_model));
+  out_proj = register_module("out_proj", Linear(d_model, d_model));
 }
 
 torch::Tensor MultiHeadAttentionImpl::split_heads(const torch::Tensor& x) const {
@@ -61,12 +131,9 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& query, const 
     k = split_heads(qkv[1]);
     v = split_heads(qkv[2]);
     if (cache != nullptr) {
-      if (!cache->empty()) {
-        k = torch::cat({cache->keys, k}, 2);  // [B,h,Tpast+Tq,d_k]
-        v = torch::cat({cache->values, v}, 2);
-      }
-      cache->keys = k;
-      cache->values = v;
+      cache->append(k, v);
+      k = cache->keys;  // [B,h,Tpast+Tq,d_k]
+      v = cache->values;
     }
   } else {
     q = split_heads(q_proj(query));
@@ -84,6 +151,9 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& query, const 
     }
   }
 
+  if (cache != nullptr && query.size(1) == 1 && !keep_weights_ && step_attention_applies(q, k, v, mask)) {
+    return out_proj(step_attention(q, k, v, mask));  // [B,1,d]
+  }
   // SDPA with dropout on the CPU runs its math path with a serial Bernoulli mask: in fp32 the plain
   // path is the same math with model::dropout's mask (under bf16 autocast SDPA computes in fp32).
   const bool cpu_dropout = is_training() && dropout_ > 0.0 && query.device().is_cpu() &&

@@ -37,8 +37,8 @@ torch::Tensor SinusoidalPositionsImpl::forward(const torch::Tensor& x, int64_t o
 
 FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t d_ff, double dropout, const std::string& activation)
     : gelu_(activation == "gelu") {
-  linear1 = register_module("linear1", torch::nn::Linear(d_model, d_ff));
-  linear2 = register_module("linear2", torch::nn::Linear(d_ff, d_model));
+  linear1 = register_module("linear1", Linear(d_model, d_ff));
+  linear2 = register_module("linear2", Linear(d_ff, d_model));
   dropout_ = register_module("dropout", Dropout(dropout));
 }
 

@@ -50,7 +50,7 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
     target_embedding = source_embedding;
   } else {
     target_embedding = register_module("target_embedding", TokenEmbedding(c.vocab_size, c.d_model, c.pad_id));
-    output_projection = register_module("output_projection", torch::nn::Linear(c.d_model, c.vocab_size));
+    output_projection = register_module("output_projection", Linear(c.d_model, c.vocab_size));
   }
   positions = register_module("positions", SinusoidalPositions(c.max_positions, c.d_model));
   embedding_dropout = register_module("embedding_dropout", Dropout(c.dropout));
@@ -69,7 +69,7 @@ void TransformerImpl::initialize() {
   torch::NoGradGuard no_grad;
   // Xavier-uniform for every projection; for the fused QKV/KV matrices, per [d, d] block as if separate.
   for (const auto& module : modules(false)) {
-    if (auto* linear = module->as<torch::nn::Linear>()) {
+    if (auto* linear = module->as<Linear>()) {
       const auto& w = linear->weight;
       const int64_t blocks = std::max<int64_t>(1, w.size(0) / w.size(1));
       for (const auto& block : w.chunk(blocks, 0)) torch::nn::init::xavier_uniform_(block);
@@ -113,7 +113,8 @@ torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const torch::
 
 torch::Tensor TransformerImpl::output_logits(const torch::Tensor& hidden) {
   if (output_projection) return output_projection(hidden);
-  return torch::matmul(hidden, output_weight().t());  // [B,T,V]
+  if (!packed_inference_) return torch::matmul(hidden, output_weight().t());  // [B,T,V]
+  return tied_output_.linear(hidden, output_weight(), torch::Tensor());
 }
 
 const torch::Tensor& TransformerImpl::output_weight() const {
@@ -158,6 +159,14 @@ void TransformerImpl::set_keep_attention_weights(bool keep) {
 
 void TransformerImpl::set_fused_attention(bool fused) {
   for (auto& attention : attention_modules()) attention->set_fused(fused);
+}
+
+void TransformerImpl::set_packed_inference(bool packed) {
+  packed_inference_ = packed;
+  if (!packed) tied_output_.clear();
+  for (const auto& module : modules(false)) {
+    if (auto* linear = module->as<Linear>()) linear->set_packed(packed);
+  }
 }
 
 std::pair<torch::Tensor, torch::Tensor> token_nll(const torch::Tensor& logits, const torch::Tensor& target,

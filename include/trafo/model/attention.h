@@ -3,19 +3,26 @@
 #pragma once
 
 #include <torch/nn/module.h>
-#include <torch/nn/modules/linear.h>
+#include "trafo/model/linear.h"
 #include <torch/nn/pimpl.h>
 
 namespace trafo::model {
 
 // Keys and values already computed: [B, h, T, d_k]. A decoder self-attention cache grows by one
-// step per call; a cross-attention cache is filled once per source batch and reused.
-struct AttentionCache {
-  torch::Tensor keys;
-  torch::Tensor values;
+// step per call (append); a cross-attention cache is filled once per source batch and reused.
+class AttentionCache {
+ public:
+  torch::Tensor keys;    // [B,h,T,d_k]
+  torch::Tensor values;  // [B,h,T,d_k]
   bool empty() const { return !keys.defined(); }
   // Keeps the batch rows in `index` (beam reordering, dropping finished sentences).
   void select(const torch::Tensor& index);
+  // Puts k, v [B,h,steps,d_k] after the positions cached. keys and values are views of a storage
+  // that doubles when full, so a step copies its own keys, not the whole cache.
+  void append(const torch::Tensor& k, const torch::Tensor& v);
+
+ private:
+  torch::Tensor key_storage_, value_storage_;  // [B,h,capacity,d_k]; undefined when keys were set directly
 };
 
 // Boolean "may attend" masks, broadcast to [B, 1, Tq, Tk].
@@ -47,10 +54,10 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
 
   int64_t heads() const { return heads_; }
   bool is_self_attention() const { return self_attention_; }
-  torch::nn::Linear qkv_proj{nullptr};  // self-attention: [3d, d]
-  torch::nn::Linear q_proj{nullptr};    // cross-attention: [d, d]
-  torch::nn::Linear kv_proj{nullptr};   // cross-attention: [2d, d]
-  torch::nn::Linear out_proj{nullptr};  // [d, d]
+  Linear qkv_proj{nullptr};  // self-attention: [3d, d]
+  Linear q_proj{nullptr};    // cross-attention: [d, d]
+  Linear kv_proj{nullptr};   // cross-attention: [2d, d]
+  Linear out_proj{nullptr};  // [d, d]
 
  private:
   torch::Tensor split_heads(const torch::Tensor& x) const;  // [B,T,d] -> [B,h,T,d_k]

@@ -6,11 +6,11 @@
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/embedding.h>
-#include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 
 #include "trafo/model/dropout.h"
+#include "trafo/model/linear.h"
 
 namespace trafo::model {
 
@@ -44,7 +44,7 @@ class FeedForwardImpl : public torch::nn::Module {
  public:
   FeedForwardImpl(int64_t d_model, int64_t d_ff, double dropout, const std::string& activation);
   torch::Tensor forward(const torch::Tensor& x);
-  torch::nn::Linear linear1{nullptr}, linear2{nullptr};
+  Linear linear1{nullptr}, linear2{nullptr};
 
  private:
   bool gelu_;

@@ -68,18 +68,23 @@ class TransformerImpl : public torch::nn::Module {
   // Attention weights for pictures and tests: selects the plain path in every attention module.
   void set_keep_attention_weights(bool keep);
   void set_fused_attention(bool fused);
+  // Inference on the CPU in fp32 through packed weights (model::PackedWeight; on by default). Off:
+  // every product through at::linear, and the packed copies are freed.
+  void set_packed_inference(bool packed);
   std::vector<MultiHeadAttention> attention_modules() const;
 
   TokenEmbedding source_embedding{nullptr}, target_embedding{nullptr};
   SinusoidalPositions positions{nullptr};
   torch::nn::ModuleList encoder_layers, decoder_layers;
   torch::nn::LayerNorm encoder_norm{nullptr}, decoder_norm{nullptr};  // pre-norm only
-  torch::nn::Linear output_projection{nullptr};                       // untied only
+  Linear output_projection{nullptr};                                  // untied only
   Dropout embedding_dropout{nullptr};
 
  private:
   void initialize();
   ModelConfig config_;
+  bool packed_inference_ = true;
+  PackedWeight tied_output_;  // the shared embedding packed as the output projection
 };
 TORCH_MODULE(Transformer);
 
