@@ -95,7 +95,7 @@ std::vector<std::vector<Hypothesis>> beam_search(model::Transformer& model, cons
     active = std::move(next_active);
     if (active.empty()) break;
     histories = std::move(next_histories);
-    decoder.select(detail::device_tensor(index, device));
+    decoder.select(index);
     tokens = detail::device_tensor(next_tokens, device);
     scores = torch::tensor(next_scores, torch::kFloat).to(device);
   }

@@ -39,9 +39,8 @@ std::vector<std::vector<Hypothesis>> greedy_search(model::Transformer& model, co
     for (const int64_t i : keep) still_alive.push_back(alive[i]);
     alive = std::move(still_alive);
     if (alive.empty()) break;
-    const auto index = detail::device_tensor(keep, src.device());
-    decoder.select(index);
-    tokens = tokens.index_select(0, index);
+    decoder.select(keep);
+    tokens = tokens.index_select(0, detail::device_tensor(keep, src.device()));
   }
   return results;
 }

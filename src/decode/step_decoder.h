@@ -20,8 +20,8 @@ class StepDecoder {
   // the piece at position `step`: pad and bos banned, only eos left where the row's limit is reached.
   torch::Tensor next_log_probs(const torch::Tensor& tokens, int64_t step);
 
-  // Keeps rows `index` [N'] (long, on the device): drops finished rows, reorders beams.
-  void select(const torch::Tensor& index);
+  // Keeps decoder rows `rows` in this order: drops finished rows, reorders beams.
+  void select(const std::vector<int64_t>& rows);
 
   const torch::Device& device() const { return device_; }
 
@@ -29,9 +29,10 @@ class StepDecoder {
   model::Transformer& model_;
   torch::Device device_;
   bool use_cache_;
-  torch::Tensor memory_;       // [N,S,d]
+  torch::Tensor memory_;       // [N,S,d]; with the cache, undefined once the cross-attention caches hold it
   torch::Tensor src_mask_;     // [N,1,1,S]
   torch::Tensor max_lengths_;  // [N] long
+  std::vector<int64_t> limits_;  // the same on the host: most steps have no row at its limit
   torch::Tensor prefix_;       // [N,T] bos + pieces so far (no cache only)
   torch::Tensor not_eos_;      // [1,V] bool
   model::DecoderCache cache_;
