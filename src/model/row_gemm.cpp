@@ -44,6 +44,9 @@ TRAFO_AVX2 void tile(const float* x, int64_t k, const float* panel, const float*
   for (int64_t i = 0; i < k; ++i) {
     const __m256 w0 = _mm256_load_ps(panel + i * kPanelWidth);
     const __m256 w1 = _mm256_load_ps(panel + i * kPanelWidth + 8);
+    // 12 cache lines ahead: a bigger model's weights come from DRAM, and the hardware prefetcher
+    // alone left 5-10% of a step on the table at 4-12 rows (measured with d_model 512).
+    _mm_prefetch(reinterpret_cast<const char*>(panel + (i + 12) * kPanelWidth), _MM_HINT_T0);
     TRAFO_ROW(0) TRAFO_ROW(1) TRAFO_ROW(2) TRAFO_ROW(3) TRAFO_ROW(4) TRAFO_ROW(5)
   }
   const __m256 bias0 = bias != nullptr && columns == kPanelWidth ? _mm256_loadu_ps(bias) : zero;
