@@ -198,6 +198,12 @@ TEST(Linear, PackedProductMatchesAtLinear) {
       const auto expected = torch::nn::functional::linear(x, linear->weight, linear->bias);
       EXPECT_TRUE(torch::allclose(linear(x), expected, 1e-5, 1e-5)) << in << "x" << out << ", " << rows << " rows";
     }
+#if defined(__x86_64__)
+    // the packed path itself ran wherever the CPU has AVX2 and FMA (else at::linear did)
+    EXPECT_EQ(linear->packed_weight().holds_copy(), __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+#endif
+    linear->set_packed(false);
+    EXPECT_FALSE(linear->packed_weight().holds_copy());
     PackedWeight packed;  // without bias
     const auto x = torch::randn({5, 2, in}).transpose(0, 1);  // [2,5,in], not contiguous
     EXPECT_TRUE(torch::allclose(packed.linear(x, linear->weight, torch::Tensor()), torch::matmul(x, linear->weight.t()),

@@ -18,6 +18,8 @@ class PackedWeight {
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
   // Forgets the copy; linear() makes a new one when next used.
   void clear();
+  // Whether a packed copy is held (tests: the fast path was taken, not silently skipped).
+  bool holds_copy() const { return packed_.defined(); }
 
  private:
   torch::Tensor source_;  // the weight packed (shares its version counter)
@@ -32,6 +34,7 @@ class LinearImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);  // [..., in] -> [..., out]
   // Off: every product goes through at::linear (tests compare the two paths).
   void set_packed(bool packed);
+  const PackedWeight& packed_weight() const { return packed_; }
 
   torch::Tensor weight;  // [out, in]
   torch::Tensor bias;    // [out]
