@@ -55,7 +55,6 @@ StepDecoder::StepDecoder(model::Transformer& model, const torch::Tensor& src, co
                      .repeat_interleave(repeat);                                   // [B*repeat]
   memory_ = encode_by_length(model, src).index_select(0, rows_of);                 // [N,S,d]
   src_mask_ = model->source_mask(src).index_select(0, rows_of);                     // [N,1,1,S]
-  max_lengths_ = device_tensor(max_lengths, device_).index_select(0, rows_of);      // [N]
   for (const int64_t limit : max_lengths) limits_.insert(limits_.end(), repeat, limit);
   const int64_t vocab = model->config().vocab_size;
   not_eos_ = torch::ones({1, vocab}, torch::TensorOptions().dtype(torch::kBool).device(device_));  // [1,V]
@@ -76,7 +75,7 @@ torch::Tensor StepDecoder::next_log_probs(const torch::Tensor& tokens, int64_t s
   log_probs.select(1, Tokenizer::kPad).fill_(minus_infinity);
   log_probs.select(1, Tokenizer::kBos).fill_(minus_infinity);
   if (std::none_of(limits_.begin(), limits_.end(), [&](int64_t limit) { return limit <= step; })) return log_probs;
-  const auto at_limit = max_lengths_.le(step).unsqueeze(1);  // [N,1]
+  const auto at_limit = device_tensor(limits_, device_).le(step).unsqueeze(1);  // [N,1]
   return log_probs.masked_fill_(at_limit.logical_and(not_eos_), minus_infinity);
 }
 
@@ -87,7 +86,6 @@ void StepDecoder::select(const std::vector<int64_t>& rows) {
   limits_ = std::move(limits);
   if (memory_.defined()) memory_ = memory_.index_select(0, index);
   src_mask_ = src_mask_.index_select(0, index);
-  max_lengths_ = max_lengths_.index_select(0, index);
   if (prefix_.defined()) prefix_ = prefix_.index_select(0, index);
   cache_.select(index);
 }

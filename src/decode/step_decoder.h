@@ -31,8 +31,7 @@ class StepDecoder {
   bool use_cache_;
   torch::Tensor memory_;       // [N,S,d]; with the cache, undefined once the cross-attention caches hold it
   torch::Tensor src_mask_;     // [N,1,1,S]
-  torch::Tensor max_lengths_;  // [N] long
-  std::vector<int64_t> limits_;  // the same on the host: most steps have no row at its limit
+  std::vector<int64_t> limits_;  // [N] each row's length limit, on the host: most steps have none at it
   torch::Tensor prefix_;       // [N,T] bos + pieces so far (no cache only)
   torch::Tensor not_eos_;      // [1,V] bool
   model::DecoderCache cache_;

@@ -90,9 +90,9 @@ torch::Tensor step_attention(const torch::Tensor& q, const torch::Tensor& k, con
   const int64_t batch = q.size(0), heads = q.size(1), d_k = q.size(3);
   torch::Tensor mask_rows;  // [B,T]
   if (mask.defined()) mask_rows = mask.expand({batch, 1, 1, k.size(2)}).reshape({batch, k.size(2)}).contiguous();
-  const detail::StepAttentionShape shape{heads,       k.size(2),   d_k,         q.stride(0), q.stride(1),
-                                         k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1),
-                                         v.stride(2), k.size(2),   static_cast<float>(1.0 / std::sqrt(d_k))};
+  const detail::StepAttentionShape shape{heads,       k.size(2),   d_k,         q.stride(0),
+                                         q.stride(1), k.stride(0), k.stride(1), k.stride(2),
+                                         v.stride(0), v.stride(1), v.stride(2), static_cast<float>(1.0 / std::sqrt(d_k))};
   auto context = torch::empty({batch, 1, heads * d_k}, q.options());
   const float* q_data = q.data_ptr<float>();
   const float* k_data = k.data_ptr<float>();

@@ -2,6 +2,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "avx2.h"
 #endif
 
 namespace trafo::model::detail {
@@ -19,11 +21,9 @@ void pack_panels(const float* w, int64_t n, int64_t k, float* panels) {
 
 #if defined(__x86_64__)
 
-bool row_gemm_supported() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+bool row_gemm_supported() { return cpu_has_avx2_fma(); }
 
 namespace {
-
-#define TRAFO_AVX2 __attribute__((target("avx2,fma")))
 
 // Row r's two accumulators (16 columns) take x[r, i] times the panel's row i.
 #define TRAFO_ROW(r)                                     \

@@ -5,20 +5,17 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "avx2.h"
 #endif
 
 namespace trafo::model::detail {
 
 #if defined(__x86_64__)
 
-bool step_attention_supported(int64_t d_k) {
-  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return avx2 && d_k % 8 == 0 && d_k <= 256;
-}
+bool step_attention_supported(int64_t d_k) { return cpu_has_avx2_fma() && d_k % 8 == 0 && d_k <= 256; }
 
 namespace {
-
-#define TRAFO_AVX2 __attribute__((target("avx2,fma")))
 
 // e^x for x ≤ 0 (Cephes' expf: e^x = 2^n · e^r, n = round(x·log2 e), |r| ≤ ln2/2, a degree-6
 // polynomial for e^r; ~1 ulp). Below −87.3 (and for −∞) the result is 0.
@@ -64,7 +61,7 @@ TRAFO_AVX2 void step_attention(const float* q, const float* k, const float* v, c
     const float* q_row = q + b * s.q_batch + h * s.q_head;
     const float* k_row = k + b * s.k_batch + h * s.k_head;
     const float* v_row = v + b * s.v_batch + h * s.v_head;
-    const bool* mask_row = mask != nullptr ? mask + b * s.mask_batch : nullptr;
+    const bool* mask_row = mask != nullptr ? mask + b * s.length : nullptr;
     float* out_row = out + row * s.d_k;
 
     // scores: q·k_t · scale, −∞ where masked and past the end

@@ -8,13 +8,12 @@
 namespace trafo::model::detail {
 
 // Where the tensors of one call lie, in floats: q [B,h,d_k], k and v [B,h,T,d_k] with d_k
-// contiguous, mask [B,T] (true: may attend) or null, out [B,h·d_k] contiguous (the heads merged).
+// contiguous, mask [B,T] contiguous (true: may attend) or null, out [B,h·d_k] contiguous (the heads merged).
 struct StepAttentionShape {
   int64_t heads, length, d_k;
   int64_t q_batch, q_head;                 // strides of q
   int64_t k_batch, k_head, k_time;         // strides of k
   int64_t v_batch, v_head, v_time;         // strides of v
-  int64_t mask_batch;                      // stride of mask
   float scale;                             // 1/√d_k
 };
 
