@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything trafo needs on Debian 12, idempotently: Debian's libraries and tools,
 # and a pinned LibTorch (the PyPI torch wheel) with sacreBLEU in a git-ignored virtual
-# environment at .venv, made with Debian's /usr/bin/python3.
+# environment at .venv, made with Debian's /usr/bin/python3. clang-14 and its libFuzzer runtime
+# (libclang-rt-14-dev) build the fuzz harnesses (fuzz/, scripts/fuzz.sh).
 # Rerunning takes seconds when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,7 @@ APT_PACKAGES=(
   googletest libgtest-dev libbenchmark-dev
   nlohmann-json3-dev libutfcpp-dev libgloo-dev
   libjs-chart.js chromium
+  clang-14 libclang-rt-14-dev
 )
 
 say() { printf 'setup: %s\n' "$*" >&2; }

@@ -1,0 +1,39 @@
+// The checkpoint loader on arbitrary bytes: checkpoint::load, then checkpoint::make_model
+// and data::Tokenizer::from_bytes on what it returns, as `trafo translate` and `trafo eval` do.
+// Seeds: real tiny checkpoints (fuzz/corpus/checkpoint/, and fresh ones from scripts/fuzz.sh).
+// Input: the file's bytes; the last byte's low bit also chooses with or without training state.
+#include <cstddef>
+#include <cstdint>
+
+#include <ATen/Parallel.h>
+#include <c10/core/Device.h>
+
+#include "fuzz_support.h"
+#include "trafo/checkpoint/checkpoint.h"
+#include "trafo/data/tokenizer.h"
+
+using namespace trafo;
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  at::set_num_threads(1);
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const bool with_training_state = size > 0 && (data[size - 1] & 1);
+  const auto path = fuzz::write_scratch("checkpoint.pt", std::string_view(reinterpret_cast<const char*>(data), size));
+  checkpoint::Checkpoint loaded;
+  if (!fuzz::expect_trafo_errors("checkpoint::load", [&] { loaded = checkpoint::load(path, with_training_state); })) {
+    return 0;
+  }
+  fuzz::check(with_training_state || !loaded.training, "training state read although not asked for");
+  fuzz::expect_trafo_errors("checkpoint::make_model", [&] {
+    const auto model = checkpoint::make_model(loaded, c10::Device(c10::kCPU));
+    fuzz::check(!model->is_training(), "make_model returned a model in training mode");
+  });
+  fuzz::expect_trafo_errors("Tokenizer::from_bytes", [&] {
+    const auto tokenizer = data::Tokenizer::from_bytes(loaded.tokenizer);
+    tokenizer.decode(tokenizer.encode("The man sees the dog."));
+  });
+  return 0;
+}

@@ -1,0 +1,58 @@
+// The corpus reader on arbitrary bytes: data::check_parallel_files and data::Corpus::load.
+// Input: one option byte, then the source file's bytes, a 0xFF byte (never part of UTF-8),
+// and the target file's bytes.
+#include <cstddef>
+#include <cstdint>
+
+#include <ATen/Parallel.h>
+
+#include "fuzz_models.h"
+#include "fuzz_support.h"
+#include "trafo/data/corpus.h"
+
+using namespace trafo;
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  at::set_num_threads(1);
+  fuzz::small_tokenizer();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  static constexpr int64_t kMaxLengths[] = {250, 0, 1, 4};
+  static constexpr double kRatios[] = {0.0, 1.0, 1.5, 3.0};
+  data::CorpusOptions options;
+  options.max_length = kMaxLengths[data[0] & 3];
+  options.max_length_ratio = kRatios[(data[0] >> 2) & 3];
+  const auto [source, target] =
+      fuzz::split_once(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1), '\xff');
+  const auto source_path = fuzz::write_scratch("train.src", source);
+  const auto target_path = fuzz::write_scratch("train.tgt", target);
+
+  int64_t lines = -1;
+  const bool checked = fuzz::expect_trafo_errors("check_parallel_files",
+                                                 [&] { lines = data::check_parallel_files(source_path, target_path); });
+  fuzz::expect_trafo_errors("Corpus::load", [&] {
+    const auto corpus = data::Corpus::load(source_path, target_path, fuzz::small_tokenizer(), options);
+    // Both read the same lines with the same checks.
+    fuzz::check(checked, "Corpus::load accepted files that check_parallel_files rejected");
+    fuzz::check(corpus.lines_read == lines, "Corpus::load read " + std::to_string(corpus.lines_read) +
+                                                " lines, check_parallel_files counted " + std::to_string(lines));
+    fuzz::check(corpus.size() + corpus.skipped_empty + corpus.skipped_too_long + corpus.skipped_ratio == lines,
+                "kept and skipped pairs do not add up to the lines read");
+    int64_t previous_line = 0;
+    for (int64_t i = 0; i < corpus.size(); ++i) {
+      const int64_t longest = std::max(corpus.source_length(i), corpus.target_length(i));
+      fuzz::check(corpus.source_length(i) > 0 && corpus.target_length(i) > 0, "an empty side was kept");
+      fuzz::check(options.max_length == 0 || longest <= options.max_length, "a pair over max_length was kept");
+      fuzz::check(corpus.line_number(i) > previous_line && corpus.line_number(i) <= lines, "line numbers out of order");
+      previous_line = corpus.line_number(i);
+      for (int64_t j = 0; j < corpus.source_length(i); ++j) {
+        fuzz::check(corpus.source(i)[j] >= 0 && corpus.source(i)[j] < fuzz::small_tokenizer().vocab_size(),
+                    "a source id outside the vocabulary");
+      }
+    }
+  });
+  return 0;
+}

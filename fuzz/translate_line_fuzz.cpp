@@ -1,0 +1,66 @@
+// One chunk of `trafo translate` input on arbitrary bytes: lines split at '\n', a trailing
+// '\r' dropped, data::check_utf8 (an invalid line is emptied, as --skip-invalid does), then
+// tokenization and a greedy translation with a tiny random model made once (1 thread,
+// at most 8 output pieces).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include <ATen/Parallel.h>
+#include <utf8.h>
+
+#include "fuzz_models.h"
+#include "fuzz_support.h"
+#include "trafo/data/corpus.h"
+#include "trafo/decode/translator.h"
+
+using namespace trafo;
+
+namespace {
+
+decode::DecodeOptions greedy_options() {
+  decode::DecodeOptions options;
+  options.beam = 1;
+  options.max_length_a = 0.0;
+  options.max_length_b = 8;
+  options.batch_tokens = 256;
+  return options;
+}
+
+decode::Translator& translator() {
+  static decode::Translator instance(fuzz::tiny_random_model(fuzz::small_tokenizer().vocab_size()),
+                                     fuzz::small_tokenizer(), greedy_options());
+  return instance;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  at::set_num_threads(1);
+  translator();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  auto lines = fuzz::split_lines(std::string_view(reinterpret_cast<const char*>(data), size));
+  if (lines.empty()) return 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    auto& text = lines[i];
+    if (!text.empty() && text.back() == '\r') text.pop_back();
+    if (!fuzz::expect_trafo_errors("check_utf8", [&] { data::check_utf8(text, "input", static_cast<int64_t>(i) + 1); })) {
+      text.clear();
+    }
+  }
+  fuzz::expect_trafo_errors("Translator::translate", [&] {
+    const auto results = translator().translate(lines);
+    fuzz::check(results.size() == lines.size(), "one result per input line");
+    for (size_t i = 0; i < results.size(); ++i) {
+      fuzz::check(results[i].size() == 1, "greedy search gives exactly one hypothesis");
+      const auto& best = results[i].front();
+      fuzz::check(best.tokens.size() <= 8, "more output pieces than max_length_b");
+      fuzz::check(lines[i].empty() || !best.tokens.empty() || best.text.empty(), "text without tokens");
+      fuzz::check(utf8::is_valid(best.text.begin(), best.text.end()), "the translation is not valid UTF-8");
+    }
+  });
+  return 0;
+}
