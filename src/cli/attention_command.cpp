@@ -10,7 +10,9 @@
 #include <spdlog/spdlog.h>
 
 #include "commands.h"
+#include "config_file.h"
 #include "decode_flags.h"
+#include "trafo/data/corpus.h"
 #include "trafo/errors.h"
 #include "trafo/report/attention_maps.h"
 #include "trafo/report/attention_svg.h"
@@ -35,6 +37,9 @@ bool ends_with(const std::string& text, const std::string& suffix) {
 
 int run_attention(const AttentionOptions& options) {
   decode::validate(options.decode);
+  // The sentences end up in HTML, SVG or JSON, none of which may carry invalid UTF-8.
+  data::check_utf8(options.source, "--src");
+  data::check_utf8(options.target, "--tgt");
   const std::string out = options.out.empty() && !options.json ? "attention.html" : options.out;
   if (!out.empty() && !ends_with(out, ".html") && !ends_with(out, ".svg")) {
     throw InputError("--out must end in .html or .svg, not " + out);
@@ -71,6 +76,7 @@ CommandRunner add_attention_command(CLI::App& app) {
   command->add_flag("--json", options->json,
                     "print the weights as one JSON object on one line (with --out, draw the picture too)");
   add_decode_flags(*command, options->decode, /*with_n_best=*/false);
+  add_number_checks(*command);
   return [options] { return run_attention(*options); };
 }
 

@@ -47,22 +47,38 @@ const std::set<std::string> kFileKeys = {"vocab-size", "d-model", "heads", "enco
                                          "d-ff", "dropout", "activation", "norm", "tie-embeddings",
                                          "max-positions", "threads"};
 
-// Reads a `trafo train` config file: bench takes the keys above and passes over the other keys
-// `trafo train` knows; a key neither knows is an error.
+// Reads a `trafo train` config file: every key and value is checked as `trafo train` reads it
+// (on a scratch copy of its options), then bench takes the keys above.
 void apply_bench_config(CLI::App& command, const std::string& path) {
   CLI::App train_keys;
   add_train_command(train_keys);
-  const auto* train = train_keys.get_subcommand("train");
-  apply_config_file(command, path, [train](const std::string& key) {
-    return kFileKeys.count(key) == 0 && train->get_option_no_throw("--" + key) != nullptr;
-  });
+  apply_config_file(*train_keys.get_subcommand("train"), path);
+  apply_config_file(command, path, [](const std::string& key) { return kFileKeys.count(key) == 0; });
+}
+
+// Bounds far beyond any real measurement; larger values only fail later, allocating.
+void validate(const BenchOptions& o) {
+  auto require_between = [](int64_t value, int64_t low, int64_t high, const std::string& name) {
+    if (value < low || value > high) {
+      throw InputError("--" + name + " must be between " + std::to_string(low) + " and " + std::to_string(high) +
+                       ", not " + std::to_string(value));
+    }
+  };
+  model::validate(o.model);
+  util::resolve_threads(o.threads);
+  require_between(o.batch_tokens, 1, int64_t{1} << 24, "batch-tokens");
+  require_between(o.train_steps, 0, 1000000, "train-steps");
+  require_between(o.warmup_steps, -1, 1000000, "warmup-steps");
+  require_between(o.rounds, 1, 1000, "rounds");
+  require_between(o.decode_sentences, 0, 100000, "decode-sentences");
+  require_between(o.leak_steps, 0, 1000000, "leak-steps");
 }
 
 void add_options(CLI::App& cmd, BenchOptions& o) {
   auto& m = o.model;
   cmd.add_option("--config", o.config,
                  "TOML config of trafo train (configs/toy.toml): its model keys and threads apply, the command line "
-                 "wins; its other keys (batch-tokens, lr, warmup-steps, ...) are ignored");
+                 "wins; its other keys (batch-tokens, lr, warmup-steps, ...) are checked, then ignored");
   cmd.add_flag("--json", o.json, "one JSON object per line instead of a table");
   cmd.add_option("--threads", o.threads, "intra-op threads (0: all cores)")->capture_default_str();
   cmd.add_option("--precision", o.precision,
@@ -70,16 +86,14 @@ void add_options(CLI::App& cmd, BenchOptions& o) {
                  "amx_bf16), else fp32 (emulated bf16 matmuls are tens of times slower); decoding runs in fp32")
       ->check(CLI::IsMember({"fp32", "bf16", "both", "auto"}))->capture_default_str();
   cmd.add_option("--batch-tokens", o.batch_tokens, "token budget of the synthetic batches, padding included")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  cmd.add_option("--train-steps", o.train_steps, "timed training steps per round (default 30, or 8 for d-model ≥ 512)")
-      ->check(CLI::PositiveNumber);
-  cmd.add_option("--warmup-steps", o.warmup_steps, "untimed training steps first (default 5, or 2 for d-model ≥ 512)")
-      ->check(CLI::NonNegativeNumber);
-  cmd.add_option("--rounds", o.rounds, "timed rounds; figures are medians")->check(CLI::PositiveNumber)->capture_default_str();
+      ->capture_default_str();
+  cmd.add_option("--train-steps", o.train_steps, "timed training steps per round (default 30, or 8 for d-model ≥ 512)");
+  cmd.add_option("--warmup-steps", o.warmup_steps, "untimed training steps first (default 5, or 2 for d-model ≥ 512)");
+  cmd.add_option("--rounds", o.rounds, "timed rounds; figures are medians")->capture_default_str();
   cmd.add_option("--decode-sentences", o.decode_sentences, "sentences per decoding round (0: no decoding)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->capture_default_str();
   cmd.add_option("--leak-steps", o.leak_steps, "training steps of the memory trend (RSS at 1/5 vs at the end; 0: off)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->capture_default_str();
   cmd.add_option("--seed", o.seed, "seed of the weights and the synthetic batches")->capture_default_str();
   cmd.add_option("--vocab-size", m.vocab_size, "vocabulary size")->capture_default_str()->group("Model");
   add_model_options(cmd, m);
@@ -120,7 +134,7 @@ model::Transformer make_model(const model::ModelConfig& config, uint64_t seed) {
 }
 
 int run_bench(BenchOptions o) {
-  model::validate(o.model);
+  validate(o);
   const bool large = o.model.d_model >= 512;
   if (o.train_steps == 0) o.train_steps = large ? 8 : 30;
   if (o.warmup_steps < 0) o.warmup_steps = large ? 2 : 5;
@@ -240,8 +254,9 @@ CommandRunner add_bench_command(CLI::App& app) {
       "bench", "measure training and decoding speed, matmul peak, MFU and memory on synthetic batches");
   auto options = std::make_shared<BenchOptions>();
   add_options(*cmd, *options);
+  add_number_checks(*cmd);
   return [cmd, options]() -> int {
-    if (!options->config.empty()) apply_bench_config(*cmd, options->config);
+    if (cmd->count("--config") > 0) apply_bench_config(*cmd, options->config);
     return run_bench(*options);
   };
 }

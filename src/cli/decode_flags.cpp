@@ -40,9 +40,8 @@ void add_runtime_flags(CLI::App& command, RuntimeOptions& options) {
   command.add_option("--device", options.device, "cpu, cuda, or auto (cuda when available)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
       ->capture_default_str();
-  command.add_option("--threads", options.threads, "CPU threads for LibTorch; 0 means all cores")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  // Range-checked by util::resolve_threads, as for every command.
+  command.add_option("--threads", options.threads, "CPU threads for LibTorch; 0 means all cores")->capture_default_str();
 }
 
 LoadedModel load_for_translation(const RuntimeOptions& options) {

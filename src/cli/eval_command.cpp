@@ -17,6 +17,7 @@
 #include <torch/torch.h>
 
 #include "commands.h"
+#include "config_file.h"
 #include "decode_flags.h"
 #include "trafo/data/batcher.h"
 #include "trafo/data/corpus.h"
@@ -146,6 +147,7 @@ CommandRunner add_eval_command(CLI::App& app) {
   command->add_option("--output,-o", options->output, "also write the translations to this file");
   command->add_flag("--json", options->json, "print one JSON object on one line");
   add_decode_flags(*command, options->decode, /*with_n_best=*/false);
+  add_number_checks(*command);
   return [options] { return run_eval(*options); };
 }
 

@@ -113,8 +113,9 @@ CommandRunner add_train_command(CLI::App& app) {
   cmd->add_option("--config", *config_path, "TOML config file; keys are the long option names, the command line wins");
   cmd->add_flag("--dump-config", *print_config, "print the effective config (TOML) and exit");
   add_options(*cmd, *config);
+  add_number_checks(*cmd);
   return [cmd, config, config_path, print_config]() -> int {
-    if (!config_path->empty()) apply_config_file(*cmd, *config_path);
+    if (cmd->count("--config") > 0) apply_config_file(*cmd, *config_path);  // --config "" is an error too
     const std::string text = dump_config(*cmd);
     if (*print_config) {
       std::cout << text;

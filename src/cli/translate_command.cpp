@@ -19,6 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include "commands.h"
+#include "config_file.h"
 #include "decode_flags.h"
 #include "trafo/data/corpus.h"
 #include "trafo/errors.h"
@@ -189,6 +190,7 @@ CommandRunner add_translate_command(CLI::App& app) {
       ->capture_default_str();
   command->add_flag("--skip-invalid", options->skip_invalid,
                     "write an empty line (and warn) for a line that is not UTF-8, instead of stopping with an error");
+  add_number_checks(*command);
   return [options] { return run_translate(*options); };
 }
 

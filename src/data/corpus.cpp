@@ -12,7 +12,7 @@ namespace trafo::data {
 namespace {
 
 std::ifstream open_text(const std::filesystem::path& path) {
-  if (!std::filesystem::exists(path)) throw InputError("missing data file " + path.string());
+  check_text_file(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read data file " + path.string());
   return in;
@@ -35,7 +35,24 @@ void strip_carriage_return(std::string& line) {
   if (!line.empty() && line.back() == '\r') line.pop_back();
 }
 
+bool has_text(const std::string& line) { return line.find_first_not_of(" \t\r\f\v") != std::string::npos; }
+
 }  // namespace
+
+void check_text_file(const std::filesystem::path& path) {
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (status.type() == std::filesystem::file_type::not_found) throw InputError("missing data file " + path.string());
+  if (error) throw InputError("cannot read data file " + path.string() + ": " + error.message());
+  if (std::filesystem::is_directory(status)) throw InputError(path.string() + " is a directory, not a text file");
+  if (!std::filesystem::is_regular_file(status)) {
+    throw InputError(path.string() + " is not a regular file (data files are read more than once)");
+  }
+}
+
+void check_utf8(const std::string& text, const std::string& name) {
+  if (!utf8::is_valid(text.begin(), text.end())) throw InputError(name + " is not valid UTF-8");
+}
 
 void check_utf8(const std::string& line, const std::string& file, int64_t line_number) {
   if (!utf8::is_valid(line.begin(), line.end())) {
@@ -48,10 +65,15 @@ int64_t check_parallel_files(const std::filesystem::path& source, const std::fil
   auto tgt = open_text(target);
   std::string src_line, tgt_line;
   int64_t lines = 0;
+  bool src_text = false, tgt_text = false;
   while (true) {
     const bool has_src = static_cast<bool>(std::getline(src, src_line));
     const bool has_tgt = static_cast<bool>(std::getline(tgt, tgt_line));
-    if (!has_src && !has_tgt) return lines;
+    if (!has_src && !has_tgt) {
+      if (!src_text) throw InputError(source.string() + " holds no text");
+      if (!tgt_text) throw InputError(target.string() + " holds no text");
+      return lines;
+    }
     if (has_src != has_tgt) {
       const int64_t src_total = lines + (has_src ? 1 + count_rest(src) : 0);
       const int64_t tgt_total = lines + (has_tgt ? 1 + count_rest(tgt) : 0);
@@ -60,6 +82,8 @@ int64_t check_parallel_files(const std::filesystem::path& source, const std::fil
     ++lines;
     check_utf8(src_line, source.string(), lines);
     check_utf8(tgt_line, target.string(), lines);
+    src_text = src_text || has_text(src_line);
+    tgt_text = tgt_text || has_text(tgt_line);
   }
 }
 

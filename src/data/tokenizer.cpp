@@ -1,17 +1,23 @@
 #include "trafo/data/tokenizer.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <unordered_map>
 
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
+#include <spdlog/spdlog.h>
 
+#include "trafo/data/corpus.h"
 #include "trafo/errors.h"
 
 namespace trafo::data {
 namespace {
 
-// Streams the lines of several files to the SentencePiece trainer without loading them whole.
+// Streams the lines of several files to the SentencePiece trainer without loading them whole,
+// and notes the files that hold no text.
 class FileLines : public sentencepiece::SentenceIterator {
  public:
   explicit FileLines(std::vector<std::filesystem::path> files) : files_(std::move(files)) { advance(); }
@@ -19,17 +25,23 @@ class FileLines : public sentencepiece::SentenceIterator {
   void Next() override { advance(); }
   const std::string& value() const override { return line_; }
   sentencepiece::util::Status status() const override { return status_; }
+  const std::vector<std::filesystem::path>& empty_files() const { return empty_files_; }
 
  private:
   void advance() {
     while (true) {
-      if (stream_.is_open() && std::getline(stream_, line_)) return;
+      if (stream_.is_open() && std::getline(stream_, line_)) {
+        if (line_.find_first_not_of(" \t\r\f\v") != std::string::npos) current_has_text_ = true;
+        return;
+      }
+      if (stream_.is_open() && !current_has_text_) empty_files_.push_back(files_[next_file_ - 1]);
       if (next_file_ == files_.size()) {
         done_ = true;
         return;
       }
       stream_.close();
       stream_.open(files_[next_file_++]);
+      current_has_text_ = false;
       if (!stream_) {
         status_ = sentencepiece::util::Status(sentencepiece::util::StatusCode::kNotFound,
                                               "cannot read " + files_[next_file_ - 1].string());
@@ -43,8 +55,29 @@ class FileLines : public sentencepiece::SentenceIterator {
   std::ifstream stream_;
   std::string line_;
   bool done_ = false;
+  bool current_has_text_ = false;
+  std::vector<std::filesystem::path> empty_files_;
   sentencepiece::util::Status status_;
 };
+
+// SentencePiece's reason, on one line, without the source location and expression of the check
+// that failed, and with the fix in trafo's option names.
+std::string training_failure(std::string message, int64_t vocab_size) {
+  const auto location = message.find(".cc(");
+  const auto check_end = location == std::string::npos ? location : message.find("] ", location);
+  if (check_end != std::string::npos) message.erase(0, check_end + 2);
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  const std::string prefix = "cannot train the vocabulary (--vocab-size " + std::to_string(vocab_size) + "): ";
+  long asked = 0, needed = 0;
+  const auto required = message.find("required_chars. ");
+  if (required != std::string::npos && std::sscanf(message.c_str() + required, "required_chars. %ld vs %ld", &asked,
+                                                   &needed) == 2) {
+    return prefix + "the text's characters, the 256 byte pieces and the specials need " + std::to_string(needed) +
+           " pieces; use a larger --vocab-size or a smaller --vocab-character-coverage";
+  }
+  if (message.find("too high") != std::string::npos) message += "; try a smaller --vocab-size";
+  return prefix + message;
+}
 
 }  // namespace
 
@@ -66,21 +99,41 @@ Tokenizer Tokenizer::train(const std::vector<std::filesystem::path>& files, cons
   if (options.model_type != "unigram" && options.model_type != "bpe") {
     throw InputError("vocab type must be unigram or bpe, not '" + options.model_type + "'");
   }
-  std::ostringstream args;
-  args << "--model_type=" << options.model_type << " --vocab_size=" << options.vocab_size
-       << " --normalization_rule_name=" << options.normalization
-       << " --character_coverage=" << options.character_coverage
-       << " --input_sentence_size=" << options.max_sentences << " --shuffle_input_sentence=true"
-       << " --byte_fallback=true --split_digits=true --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3"
-       << " --num_threads=" << std::max(1, options.threads) << " --minloglevel=2";
+  for (const auto& file : files) check_text_file(file);
+  // The map form of Train, unlike the command-line form, logs no "Running command" line, and it
+  // sets minloglevel before anything else is logged. A soft vocabulary limit lets a small corpus
+  // train a smaller vocabulary instead of failing; the size obtained is reported below.
+  const std::unordered_map<std::string, std::string> args = {
+      {"minloglevel", "2"},
+      {"model_type", options.model_type},
+      {"vocab_size", std::to_string(options.vocab_size)},
+      {"hard_vocab_limit", "false"},
+      {"normalization_rule_name", options.normalization},
+      {"character_coverage", fmt::format("{}", options.character_coverage)},
+      {"input_sentence_size", std::to_string(options.max_sentences)},
+      {"shuffle_input_sentence", "true"},
+      {"byte_fallback", "true"},
+      {"split_digits", "true"},
+      {"pad_id", "0"},
+      {"unk_id", "1"},
+      {"bos_id", "2"},
+      {"eos_id", "3"},
+      {"num_threads", std::to_string(std::max(1, options.threads))}};
   FileLines lines(files);
   std::string model;
-  const auto status = sentencepiece::SentencePieceTrainer::Train(args.str(), &lines, &model);
+  const auto status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &model);
   if (!status.ok()) {
-    throw InputError("cannot train the vocabulary (vocab size " + std::to_string(options.vocab_size) +
-                     "): " + status.message() + "; try a smaller --vocab-size");
+    if (!lines.empty_files().empty()) {
+      throw InputError("cannot train the vocabulary: " + lines.empty_files().front().string() + " holds no text");
+    }
+    throw InputError(training_failure(status.message(), options.vocab_size));
   }
-  return Tokenizer(std::move(model));
+  Tokenizer tokenizer(std::move(model));
+  if (tokenizer.vocab_size() < options.vocab_size) {
+    spdlog::warn("the training text supports a vocabulary of {} pieces, not the {} asked for (--vocab-size)",
+                 tokenizer.vocab_size(), options.vocab_size);
+  }
+  return tokenizer;
 }
 
 Tokenizer Tokenizer::from_bytes(const std::string& model) { return Tokenizer(model); }
@@ -115,6 +168,7 @@ std::string Tokenizer::decode(const std::vector<int>& ids) const {
   std::vector<int> kept;
   kept.reserve(ids.size());
   for (const int id : ids) {
+    check_id(id);
     if (id != kPad && id != kBos && id != kEos) kept.push_back(id);
   }
   std::string text;
@@ -122,7 +176,19 @@ std::string Tokenizer::decode(const std::vector<int>& ids) const {
   return text;
 }
 
-std::string Tokenizer::piece(int id) const { return processor_->IdToPiece(id); }
+std::string Tokenizer::piece(int id) const {
+  check_id(id);
+  return processor_->IdToPiece(id);
+}
+
+void Tokenizer::check_id(int id) const {
+  // SentencePiece reads out of bounds for such ids; a model with more outputs than its
+  // tokenizer has pieces (a mismatched checkpoint) would otherwise crash here.
+  if (id < 0 || id >= vocab_size()) {
+    throw InputError("token id " + std::to_string(id) + " is outside the vocabulary of " +
+                     std::to_string(vocab_size()) + " pieces: the model does not match its tokenizer");
+  }
+}
 
 int Tokenizer::vocab_size() const { return processor_->GetPieceSize(); }
 

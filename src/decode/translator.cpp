@@ -31,7 +31,13 @@ class EvalMode {
 }  // namespace
 
 void validate(const DecodeOptions& options) {
-  if (options.beam < 1) throw InputError("beam size must be 1 or more, not " + std::to_string(options.beam));
+  // Beams and batches far beyond any real use would only fail later, allocating.
+  constexpr int kMaxBeam = 1024;
+  constexpr int64_t kMaxBatchTokens = int64_t{1} << 24;
+  if (options.beam < 1 || options.beam > kMaxBeam) {
+    throw InputError("beam size must be between 1 and " + std::to_string(kMaxBeam) + ", not " +
+                     std::to_string(options.beam));
+  }
   if (options.n_best < 1 || options.n_best > options.beam) {
     throw InputError("n-best must be between 1 and the beam size (" + std::to_string(options.beam) + "), not " +
                      std::to_string(options.n_best));
@@ -42,8 +48,9 @@ void validate(const DecodeOptions& options) {
   if (!std::isfinite(options.max_length_a) || options.max_length_a < 0.0) {
     throw InputError("max-length-a must be 0 or more, not " + std::to_string(options.max_length_a));
   }
-  if (options.batch_tokens < 1) {
-    throw InputError("batch tokens must be 1 or more, not " + std::to_string(options.batch_tokens));
+  if (options.batch_tokens < 1 || options.batch_tokens > kMaxBatchTokens) {
+    throw InputError("batch tokens must be between 1 and " + std::to_string(kMaxBatchTokens) + ", not " +
+                     std::to_string(options.batch_tokens));
   }
 }
 

@@ -1,5 +1,7 @@
 #include "trafo/model/config.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "trafo/errors.h"
@@ -11,21 +13,42 @@ void require(bool condition, const std::string& message) {
   if (!condition) throw InputError("invalid model config: " + message);
 }
 
+// "d-model must be between 1 and 16384, not 0".
+void require_between(int64_t value, int64_t low, int64_t high, const std::string& name) {
+  require(value >= low && value <= high, name + " must be between " + std::to_string(low) + " and " +
+                                             std::to_string(high) + ", not " + std::to_string(value));
+}
+
+// Weights of the matrices and embeddings, biases and norms left out: close enough for a limit.
+double approximate_parameters(const ModelConfig& c) {
+  const auto d = static_cast<double>(c.d_model), ff = static_cast<double>(c.d_ff);
+  const double embeddings = static_cast<double>(c.vocab_size) * d * (c.tie_embeddings ? 1.0 : 3.0);
+  const double encoder_layer = 4 * d * d + 2 * d * ff;  // self-attention, feed-forward
+  const double decoder_layer = 8 * d * d + 2 * d * ff;  // self- and cross-attention, feed-forward
+  return embeddings + static_cast<double>(c.encoder_layers) * encoder_layer +
+         static_cast<double>(c.decoder_layers) * decoder_layer;
+}
+
 }  // namespace
 
 void validate(const ModelConfig& c) {
-  require(c.vocab_size >= 5, "vocab-size must be at least 5 (pad, unk, bos, eos and one piece)");
-  require(c.d_model > 0, "d-model must be positive");
-  require(c.heads > 0, "heads must be positive");
+  require_between(c.vocab_size, 5, kMaxVocabSize, "vocab-size");  // pad, unk, bos, eos and one piece at least
+  require_between(c.d_model, 1, kMaxDModel, "d-model");
+  require_between(c.heads, 1, kMaxHeads, "heads");
   require(c.d_model % c.heads == 0, "heads (" + std::to_string(c.heads) + ") must divide d-model (" +
                                         std::to_string(c.d_model) + ")");
-  require(c.encoder_layers > 0 && c.decoder_layers > 0, "encoder-layers and decoder-layers must be positive");
-  require(c.d_ff > 0, "d-ff must be positive");
+  require_between(c.encoder_layers, 1, kMaxLayers, "encoder-layers");
+  require_between(c.decoder_layers, 1, kMaxLayers, "decoder-layers");
+  require_between(c.d_ff, 1, kMaxDFF, "d-ff");
   require(c.dropout >= 0.0 && c.dropout < 1.0, "dropout must be in [0, 1)");
   require(c.activation == "relu" || c.activation == "gelu", "activation must be relu or gelu");
   require(c.norm == "pre" || c.norm == "post", "norm must be pre or post");
-  require(c.max_positions > 1, "max-positions must be greater than 1");
+  require_between(c.max_positions, 2, kMaxPositions, "max-positions");
   require(c.pad_id >= 0 && c.pad_id < c.vocab_size, "pad id outside the vocabulary");
+  const double parameters = approximate_parameters(c);
+  require(parameters <= kMaxParameters, "the model would have about " + std::to_string(std::llround(parameters / 1e9)) +
+                                            " billion parameters; at most " +
+                                            std::to_string(std::llround(kMaxParameters / 1e9)) + " billion");
 }
 
 nlohmann::json to_json(const ModelConfig& c) {

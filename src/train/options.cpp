@@ -1,8 +1,11 @@
 #include "trafo/train/options.h"
 
 #include <cctype>
+#include <charconv>
+#include <cmath>
 
 #include "trafo/errors.h"
+#include "trafo/util/device.h"
 
 namespace trafo::train {
 namespace {
@@ -11,25 +14,56 @@ void require(bool condition, const std::string& message) {
   if (!condition) throw InputError(message);
 }
 
+// A floating option: finite and within [low, high].
+void require_range(double value, double low, double high, const std::string& message) {
+  require(std::isfinite(value) && value >= low && value <= high, message);
+}
+
+// A token budget far above any real batch; larger ones only fail later, allocating.
+constexpr int64_t kMaxBatchTokens = int64_t{1} << 24;
+
 }  // namespace
 
 double parse_duration(const std::string& text) {
   if (text.empty()) return 0.0;
+  auto invalid = [&text] { return InputError("invalid --max-time '" + text + "' (use e.g. 90, 90s, 20m, 1h30m)"); };
+  // NUMBER UNIT groups with the units h, m, s in that order, each at most once; a bare
+  // number alone is seconds.
+  const std::string units = "hms";
+  size_t next_unit = 0;
   double total = 0.0;
   size_t i = 0;
   while (i < text.size()) {
-    size_t digits = i;
-    while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.')) {
-      ++digits;
+    size_t end = i;
+    int digits = 0, points = 0;
+    for (; end < text.size(); ++end) {
+      const char c = text[end];
+      if (std::isdigit(static_cast<unsigned char>(c))) {
+        ++digits;
+      } else if (c == '.') {
+        ++points;
+      } else {
+        break;
+      }
     }
-    if (digits == i) throw InputError("invalid duration '" + text + "' (use e.g. 90s, 20m, 1h30m)");
-    const double value = std::stod(text.substr(i, digits - i));
-    const char unit = digits < text.size() ? text[digits] : 's';
-    const double scale = unit == 'h' ? 3600.0 : unit == 'm' ? 60.0 : unit == 's' ? 1.0 : -1.0;
-    if (scale < 0) throw InputError("invalid duration '" + text + "' (use e.g. 90s, 20m, 1h30m)");
+    if (digits == 0 || points > 1) throw invalid();
+    double value = 0.0;
+    const auto parsed = std::from_chars(text.data() + i, text.data() + end, value);
+    if (parsed.ec != std::errc() || parsed.ptr != text.data() + end) throw invalid();
+    double scale = 1.0;
+    if (end == text.size()) {
+      if (i != 0) throw invalid();  // "1h30": minutes or seconds? say which
+    } else {
+      const auto unit = units.find(text[end], next_unit);
+      if (unit == std::string::npos) throw invalid();
+      next_unit = unit + 1;
+      scale = unit == 0 ? 3600.0 : unit == 1 ? 60.0 : 1.0;
+      ++end;
+    }
     total += value * scale;
-    i = digits + 1;
+    i = end;
   }
+  if (!std::isfinite(total)) throw invalid();
   return total;
 }
 
@@ -38,20 +72,32 @@ void validate(const TrainConfig& c) {
   require(!c.data_dir.empty() || (!c.train_src.empty() && !c.train_tgt.empty() && !c.dev_src.empty() &&
                                   !c.dev_tgt.empty()),
           "give --data-dir DIR (with --src-lang/--tgt-lang) or --train-src/--train-tgt/--dev-src/--dev-tgt");
-  require(c.vocab.vocab_size >= 300, "vocab-size must be at least 300 (256 byte pieces, specials and subwords)");
+  require(c.vocab.vocab_size >= 300 && c.vocab.vocab_size <= model::kMaxVocabSize,
+          "vocab-size must be between 300 (256 byte pieces, specials and subwords) and " +
+              std::to_string(model::kMaxVocabSize) + ", not " + std::to_string(c.vocab.vocab_size));
+  require(c.vocab.model_type == "unigram" || c.vocab.model_type == "bpe", "vocab-type must be unigram or bpe");
+  require(c.vocab.normalization == "nmt_nfkc" || c.vocab.normalization == "nfkc" ||
+              c.vocab.normalization == "nmt_nfkc_cf" || c.vocab.normalization == "nfkc_cf" ||
+              c.vocab.normalization == "identity",
+          "vocab-normalization must be nmt_nfkc, nfkc, nmt_nfkc_cf, nfkc_cf or identity");
+  require(std::isfinite(c.vocab.character_coverage) && c.vocab.character_coverage > 0 &&
+              c.vocab.character_coverage <= 1,
+          "vocab-character-coverage must be in (0, 1]");
+  require(c.vocab.max_sentences >= 0, "the vocabulary's sentence sample must not be negative");
   require(c.optimizer == "adam" || c.optimizer == "adamw", "optimizer must be adam or adamw");
-  require(c.lr > 0, "lr must be positive");
+  require(std::isfinite(c.lr) && c.lr > 0, "lr must be positive and finite");
   require(c.warmup_steps >= 0, "warmup-steps must not be negative");
   require(c.adam_beta1 >= 0 && c.adam_beta1 < 1 && c.adam_beta2 >= 0 && c.adam_beta2 < 1, "adam betas must be in [0, 1)");
-  require(c.adam_eps > 0, "adam-eps must be positive");
-  require(c.weight_decay >= 0, "weight-decay must not be negative");
-  require(c.clip_norm >= 0, "clip-norm must not be negative");
+  require(std::isfinite(c.adam_eps) && c.adam_eps > 0, "adam-eps must be positive and finite");
+  require_range(c.weight_decay, 0.0, HUGE_VAL, "weight-decay must be finite and not negative");
+  require_range(c.clip_norm, 0.0, HUGE_VAL, "clip-norm must be finite and not negative");
   require(c.label_smoothing >= 0 && c.label_smoothing < 1, "label-smoothing must be in [0, 1)");
-  require(c.batch_tokens > 0, "batch-tokens must be positive");
+  require(c.batch_tokens > 0 && c.batch_tokens <= kMaxBatchTokens,
+          "batch-tokens must be between 1 and " + std::to_string(kMaxBatchTokens));
   require(c.accumulate >= 1, "accumulate must be at least 1");
   require(c.max_steps >= 0, "max-steps must not be negative");
   require(c.max_epochs >= 0, "max-epochs must not be negative");
-  require(parse_duration(c.max_time) >= 0, "max-time must not be negative");
+  require(c.max_time.empty() || parse_duration(c.max_time) > 0, "max-time must be positive, not '" + c.max_time + "'");
   require(c.max_steps > 0 || c.max_epochs > 0 || !c.max_time.empty() || c.early_stopping > 0,
           "set a limit: --max-steps, --max-epochs, --max-time or --early-stopping");
   require(c.early_stopping >= 0, "early-stopping must not be negative");
@@ -60,13 +106,15 @@ void validate(const TrainConfig& c) {
   require(c.valid_every >= 0 && c.checkpoint_every >= 0 && c.log_every >= 0, "frequencies must not be negative");
   require(c.valid_max_sentences >= 0 && c.valid_samples >= 0, "valid-max-sentences and valid-samples must not be negative");
   require(c.keep_checkpoints >= 0, "keep-checkpoints must not be negative");
-  require(c.max_length >= 0 && c.max_length_ratio >= 0, "max-length and max-length-ratio must not be negative");
+  require(c.max_length >= 0, "max-length must not be negative");
+  require_range(c.max_length_ratio, 0.0, HUGE_VAL, "max-length-ratio must be finite and not negative");
   require(c.device == "cpu" || c.device == "cuda" || c.device == "auto", "device must be cpu, cuda or auto");
-  require(c.threads >= 0 && c.threads <= 1024, "threads must be between 0 (all cores) and 1024");
+  util::resolve_threads(c.threads);  // the one check of --threads, shared with the other commands
   require(c.precision == "fp32" || c.precision == "bf16", "precision must be fp32 or bf16");
   require(!c.run_dir.empty(), "run-dir must not be empty");
   require(c.nproc >= 1 && c.nproc <= 1024, "nproc must be between 1 and 1024");
-  require(c.dist_timeout > 0 && c.dist_timeout <= 86400, "dist-timeout must be between 0 and 86400 seconds");
+  require(std::isfinite(c.dist_timeout) && c.dist_timeout > 0 && c.dist_timeout <= 86400,
+          "dist-timeout must be more than 0 and at most 86400 seconds");
 }
 
 }  // namespace trafo::train

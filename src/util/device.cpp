@@ -1,6 +1,7 @@
 #include "trafo/util/device.h"
 
 #include <algorithm>
+#include <string>
 #include <thread>
 
 #include <torch/cuda.h>
@@ -17,6 +18,12 @@ c10::Device resolve_device(const std::string& name) {
 }
 
 int resolve_threads(int requested) {
+  // More threads than any machine has cores only spawns threads until the system refuses.
+  constexpr int kMaxThreads = 1024;
+  if (requested < 0 || requested > kMaxThreads) {
+    throw InputError("--threads must be between 0 (all cores) and " + std::to_string(kMaxThreads) + ", not " +
+                     std::to_string(requested));
+  }
   return requested > 0 ? requested : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 

@@ -15,12 +15,19 @@ struct CorpusOptions {
   double max_length_ratio = 0.0; // skip pairs whose token-length ratio exceeds this (0: off)
 };
 
-// Line counts of both files; throws InputError for a missing file, different line counts
-// (naming both files and counts) or invalid UTF-8 (naming the file and line).
+// Line counts of both files; throws InputError for a file check_text_file refuses, different line
+// counts (naming both files and counts), invalid UTF-8 (naming the file and line) or a file that
+// holds no text (no line with anything but white space).
 int64_t check_parallel_files(const std::filesystem::path& source, const std::filesystem::path& target);
+
+// Throws InputError unless `path` is an existing regular file: a directory, a device or a pipe is
+// refused by name (data files are read more than once).
+void check_text_file(const std::filesystem::path& path);
 
 // Throws InputError "FILE:LINE: invalid UTF-8" when `line` is not valid UTF-8.
 void check_utf8(const std::string& line, const std::string& file, int64_t line_number);
+// Throws InputError "NAME is not valid UTF-8" (for text given on the command line).
+void check_utf8(const std::string& text, const std::string& name);
 
 // Every kept pair's token ids (no bos/eos), stored back to back as int32:
 // memory is 4 bytes per token plus 16 bytes per pair, so about 2^31 tokens at most.

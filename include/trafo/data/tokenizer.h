@@ -25,8 +25,10 @@ class Tokenizer {
  public:
   static constexpr int kPad = 0, kUnk = 1, kBos = 2, kEos = 3;
 
-  // Trains on every line of `files` (train source and target); throws InputError when the text
-  // cannot support the vocabulary size.
+  // Trains on every line of `files` (train source and target). A text too small for
+  // `options.vocab_size` gives a smaller vocabulary (with a warning): read vocab_size() for the
+  // size obtained. Throws InputError for a file that is missing, not a regular file or holds no
+  // text, or when SentencePiece cannot train.
   static Tokenizer train(const std::vector<std::filesystem::path>& files, const TokenizerOptions& options);
   // Loads a serialised model (the bytes of a .model file, as stored in checkpoints).
   static Tokenizer from_bytes(const std::string& model);
@@ -38,6 +40,7 @@ class Tokenizer {
 
   std::vector<int> encode(const std::string& text) const;         // no bos/eos
   std::vector<std::string> pieces(const std::string& text) const;  // the pieces `encode` gives
+  // decode and piece throw InputError for an id outside the vocabulary.
   std::string decode(const std::vector<int>& ids) const;           // pad/bos/eos are dropped
   std::string piece(int id) const;
   int vocab_size() const;
@@ -46,6 +49,7 @@ class Tokenizer {
 
  private:
   explicit Tokenizer(std::string model);
+  void check_id(int id) const;
   std::string model_;
   std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
 };

@@ -23,6 +23,16 @@ struct ModelConfig {
   int64_t pad_id = 0;              // padding id; the tokenizer fixes pad=0 unk=1 bos=2 eos=3
 };
 
+// Upper limits far above any real translation model: they stop absurd sizes (a typo, a fuzzer)
+// with a clear message before LibTorch tries to allocate them.
+inline constexpr int64_t kMaxVocabSize = int64_t{1} << 20;
+inline constexpr int64_t kMaxDModel = 16384;
+inline constexpr int64_t kMaxDFF = 65536;
+inline constexpr int64_t kMaxHeads = 256;
+inline constexpr int64_t kMaxLayers = 256;          // encoder and decoder each
+inline constexpr int64_t kMaxPositions = 65536;
+inline constexpr double kMaxParameters = 10e9;
+
 // Throws trafo::InputError naming the first invalid field.
 void validate(const ModelConfig& config);
 

@@ -68,7 +68,9 @@ struct TrainConfig {
 // Throws trafo::InputError naming the first invalid value.
 void validate(const TrainConfig& config);
 
-// "90s", "20m", "1h30m", "2h" → seconds; "" → 0 (no limit). InputError on anything else.
+// "90", "90s", "20m", "1h30m", "2h", "1.5h" → seconds; "" → 0 (no limit). Units h, m, s come in
+// that order, each at most once; a number without a unit is seconds only alone. InputError on
+// anything else.
 double parse_duration(const std::string& text);
 
 }  // namespace trafo::train
