@@ -9,6 +9,7 @@
 #include "test_support.h"
 #include "trafo/model/dropout.h"
 #include "trafo/model/transformer.h"
+#include "trafo/train/optimizer.h"
 
 namespace trafo::model {
 namespace {
@@ -186,6 +187,21 @@ TEST(Dropout, IdentityInEvaluationOrWithoutP) {
   EXPECT_GT(module(x).eq(0).sum().item<int64_t>(), 0);
 }
 
+// A bare PackedWeight for a scope to open (tests of the product without bias).
+class PackedOnly : public torch::nn::Module, public PackedWeightOwner {
+ public:
+  std::vector<PackedWeight*> packed_weights() override { return {&packed}; }
+  PackedWeight packed;
+};
+
+bool packed_kernel_available() {
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+
 // The packed product (no gradient, at most 64 rows) against at::linear: every remainder of the
 // 6-row tiles, a width that is no multiple of 16, no bias, a 3-D non-contiguous input, 65 rows.
 TEST(Linear, PackedProductMatchesAtLinear) {
@@ -193,37 +209,54 @@ TEST(Linear, PackedProductMatchesAtLinear) {
   torch::NoGradGuard no_grad;
   for (const auto& [in, out] : std::vector<std::pair<int64_t, int64_t>>{{8, 16}, {24, 40}, {64, 8}}) {
     Linear linear(in, out);
-    for (const int64_t rows : {1, 2, 3, 4, 5, 6, 7, 12, 13, 64, 65}) {
-      const auto x = torch::randn({rows, in});
-      const auto expected = torch::nn::functional::linear(x, linear->weight, linear->bias);
-      EXPECT_TRUE(torch::allclose(linear(x), expected, 1e-5, 1e-5)) << in << "x" << out << ", " << rows << " rows";
+    {
+      const PackedInference scope(*linear);
+      for (const int64_t rows : {1, 2, 3, 4, 5, 6, 7, 12, 13, 64, 65}) {
+        const auto x = torch::randn({rows, in});
+        const auto expected = torch::nn::functional::linear(x, linear->weight, linear->bias);
+        EXPECT_TRUE(torch::allclose(linear(x), expected, 1e-5, 1e-5)) << in << "x" << out << ", " << rows << " rows";
+      }
+      // the packed path itself ran wherever the CPU has AVX2 and FMA (else at::linear did)
+      EXPECT_EQ(linear->packed_weight().holds_copy(), packed_kernel_available());
     }
-#if defined(__x86_64__)
-    // the packed path itself ran wherever the CPU has AVX2 and FMA (else at::linear did)
-    EXPECT_EQ(linear->packed_weight().holds_copy(), __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
-#endif
-    linear->set_packed(false);
-    EXPECT_FALSE(linear->packed_weight().holds_copy());
-    PackedWeight packed;  // without bias
+    EXPECT_FALSE(linear->packed_weight().holds_copy());  // gone with its scope
+    auto owner = std::make_shared<PackedOnly>();
+    const PackedInference scope(*owner);
     const auto x = torch::randn({5, 2, in}).transpose(0, 1);  // [2,5,in], not contiguous
-    EXPECT_TRUE(torch::allclose(packed.linear(x, linear->weight, torch::Tensor()), torch::matmul(x, linear->weight.t()),
-                                1e-5, 1e-5));
+    EXPECT_TRUE(torch::allclose(owner->packed.linear(x, linear->weight, torch::Tensor()),
+                                torch::matmul(x, linear->weight.t()), 1e-5, 1e-5));
+    EXPECT_EQ(owner->packed.holds_copy(), packed_kernel_available());
   }
 }
 
-TEST(Linear, PackedCopyFollowsInPlaceUpdatesAndGradientsTakeAtLinear) {
+// The fused Adam updates weights in place without bumping their version counters: a copy packed
+// before such a step must never be used after it. Scopes nest; the copy lives as long as the outermost.
+TEST(Linear, NoPackedCopyOutlivesItsScopeWhateverUpdatesTheWeights) {
   torch::manual_seed(22);
   Linear linear(16, 32);
   const auto x = torch::randn({3, 16});
+  auto expected = [&] { return torch::nn::functional::linear(x, linear->weight, linear->bias); };
   {
     torch::NoGradGuard no_grad;
-    linear(x);                      // packs
-    linear->weight.mul_(-2.0);      // an optimizer step, a checkpoint load
-    EXPECT_TRUE(torch::allclose(linear(x), torch::nn::functional::linear(x, linear->weight, linear->bias), 1e-5, 1e-5));
+    const PackedInference outer(*linear);
+    {
+      const PackedInference inner(*linear);
+      EXPECT_TRUE(torch::allclose(linear(x), expected(), 1e-5, 1e-5));
+    }
+    EXPECT_EQ(linear->packed_weight().holds_copy(), packed_kernel_available());
   }
+  EXPECT_FALSE(linear->packed_weight().holds_copy());
+  // A real fused Adam step, as the trainer takes it.
   linear(x).sum().backward();  // with gradients: at::linear
   ASSERT_TRUE(linear->weight.grad().defined());
   EXPECT_TRUE(torch::allclose(linear->weight.grad(), x.sum(0).expand({32, 16}), 1e-5, 1e-5));
+  const auto version = linear->weight._version();
+  auto optimizer = train::make_optimizer("adam", linear->parameters(), 0.1, 0.9, 0.98, 1e-9, 0.0);
+  optimizer->step();
+  EXPECT_EQ(linear->weight._version(), version) << "the fused step bumps versions now: this test lost its point";
+  torch::NoGradGuard no_grad;
+  const PackedInference again(*linear);
+  EXPECT_TRUE(torch::allclose(linear(x), expected(), 1e-5, 1e-5));
 }
 
 TEST_P(ModelTest, PackedAndUnpackedInferenceAgree) {
@@ -236,7 +269,14 @@ TEST_P(ModelTest, PackedAndUnpackedInferenceAgree) {
     torch::NoGradGuard no_grad;
     auto src = torch::tensor({{4, 5, 6, 7, 3}, {8, 9, 3, 0, 0}}, torch::kLong);
     auto tgt = torch::tensor({{2, 8, 9}, {2, 12, 13}}, torch::kLong);
-    const auto packed = model(src, tgt);
+    torch::Tensor packed;
+    {
+      const PackedInference scope(*model);
+      packed = model(src, tgt);
+      EXPECT_EQ(model->output_projection ? model->output_projection->packed_weight().holds_copy()
+                                         : model->packed_weights().front()->holds_copy(),
+                packed_kernel_available());
+    }
     model->set_packed_inference(false);
     EXPECT_TRUE(torch::allclose(packed, model(src, tgt), 1e-5, 1e-5)) << (tied ? "tied" : "untied");
   }

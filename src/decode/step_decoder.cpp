@@ -49,7 +49,7 @@ torch::Tensor encode_by_length(model::Transformer& model, const torch::Tensor& s
 
 StepDecoder::StepDecoder(model::Transformer& model, const torch::Tensor& src, const std::vector<int64_t>& max_lengths,
                          bool use_cache, int64_t repeat)
-    : model_(model), device_(src.device()), use_cache_(use_cache), cache_(model->make_cache()) {
+    : model_(model), packed_(*model), device_(src.device()), use_cache_(use_cache), cache_(model->make_cache()) {
   const int64_t rows = src.size(0);
   auto rows_of = torch::arange(rows, torch::TensorOptions().dtype(torch::kLong).device(device_))
                      .repeat_interleave(repeat);                                   // [B*repeat]

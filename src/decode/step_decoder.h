@@ -27,6 +27,7 @@ class StepDecoder {
 
  private:
   model::Transformer& model_;
+  model::PackedInference packed_;  // weights packed for this batch's steps, made fresh from the current weights
   torch::Device device_;
   bool use_cache_;
   torch::Tensor memory_;       // [N,S,d]; with the cache, undefined once the cross-attention caches hold it

@@ -25,15 +25,16 @@ bool packable(const torch::Tensor& x, const torch::Tensor& weight) {
 }  // namespace
 
 torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-  if (x.dim() == 0 || x.numel() == 0 || !packable(x, weight)) return torch::nn::functional::linear(x, weight, bias);
+  if (scopes_ == 0 || x.dim() == 0 || x.numel() == 0 || !packable(x, weight)) {
+    return torch::nn::functional::linear(x, weight, bias);
+  }
   const int64_t n = weight.size(0), k = weight.size(1);
   const int64_t panels = (n + detail::kPanelWidth - 1) / detail::kPanelWidth;
-  if (!packed_.defined() || !source_.is_same(weight) || version_ != static_cast<int64_t>(weight._version())) {
+  if (!packed_.defined() || !source_.is_same(weight)) {
     const auto w = weight.contiguous();
     packed_ = torch::empty({panels, k, detail::kPanelWidth}, w.options());
     detail::pack_panels(w.data_ptr<float>(), n, k, packed_.data_ptr<float>());
     source_ = weight;
-    version_ = static_cast<int64_t>(weight._version());
   }
   const auto rows = x.reshape({-1, k}).contiguous();  // [m, k]
   const auto b = bias.defined() ? bias.contiguous() : bias;
@@ -50,10 +51,22 @@ torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& 
   return y.view(sizes);  // [..., n]
 }
 
-void PackedWeight::clear() {
-  packed_ = torch::Tensor();
-  source_ = torch::Tensor();
-  version_ = -1;
+PackedInference::PackedInference(torch::nn::Module& root) {
+  for (const auto& module : root.modules(/*include_self=*/true)) {
+    if (auto* owner = dynamic_cast<PackedWeightOwner*>(module.get())) {
+      for (auto* weight : owner->packed_weights()) weights_.push_back(weight);
+      owners_.push_back(module);  // kept alive until the scope closes
+    }
+  }
+  for (auto* weight : weights_) ++weight->scopes_;
+}
+
+PackedInference::~PackedInference() {
+  for (auto* weight : weights_) {
+    if (--weight->scopes_ > 0) continue;
+    weight->packed_ = torch::Tensor();
+    weight->source_ = torch::Tensor();
+  }
 }
 
 LinearImpl::LinearImpl(int64_t in_features, int64_t out_features) {
@@ -69,11 +82,6 @@ LinearImpl::LinearImpl(int64_t in_features, int64_t out_features) {
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
   if (!use_packed_) return torch::nn::functional::linear(x, weight, bias);
   return packed_.linear(x, weight, bias);
-}
-
-void LinearImpl::set_packed(bool packed) {
-  use_packed_ = packed;
-  if (!packed) packed_.clear();
 }
 
 }  // namespace trafo::model

@@ -163,7 +163,6 @@ void TransformerImpl::set_fused_attention(bool fused) {
 
 void TransformerImpl::set_packed_inference(bool packed) {
   packed_inference_ = packed;
-  if (!packed) tied_output_.clear();
   for (const auto& module : modules(false)) {
     if (auto* linear = module->as<Linear>()) linear->set_packed(packed);
   }

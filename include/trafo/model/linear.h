@@ -1,40 +1,69 @@
 // y = x Wᵀ + b, with inference on the CPU through a copy of W packed once (src/model/row_gemm.h).
 // at::linear goes to MKL's sgemm, which repacks W on every call: at the 1-64 rows of a decoding
 // step that costs more than the product itself.
+//
+// A packed copy lives only inside a PackedInference scope: it is made from W as it is at its first
+// use in the scope and dropped when the scope closes. Nothing that updates weights between two
+// scopes (an optimizer step, which the fused Adam does without bumping version counters, an average,
+// a moving average, a checkpoint load) can meet a stale copy; weights do not change inside a scope.
 #pragma once
+
+#include <memory>
+#include <vector>
 
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
 namespace trafo::model {
 
-// W packed for inference. The copy is remade when W is another tensor or its version counter has
-// moved (every in-place update does that: optimizer steps, checkpoint loads, zero_()).
+// W packed for inference while a PackedInference scope over its owner is open.
 class PackedWeight {
  public:
-  // x [..., in] · Wᵀ + b; bias may be undefined. Through the packed copy when x is a CPU fp32
-  // tensor of at most 64 rows, no gradient is wanted, autocast is off and the CPU has AVX2 and
-  // FMA; else at::linear.
+  // x [..., in] · Wᵀ + b; bias may be undefined. Through the packed copy when a scope is open, x is a
+  // CPU fp32 tensor of at most 64 rows, no gradient is wanted, autocast is off and the CPU has AVX2
+  // and FMA; else at::linear.
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
-  // Forgets the copy; linear() makes a new one when next used.
-  void clear();
   // Whether a packed copy is held (tests: the fast path was taken, not silently skipped).
   bool holds_copy() const { return packed_.defined(); }
 
  private:
-  torch::Tensor source_;  // the weight packed (shares its version counter)
-  int64_t version_ = -1;  // its version then
+  friend class PackedInference;
+  int scopes_ = 0;        // PackedInference scopes open over this weight
+  torch::Tensor source_;  // the weight packed
   torch::Tensor packed_;
 };
 
+// A module that holds PackedWeights (model::Linear, the Transformer's tied output projection).
+class PackedWeightOwner {
+ public:
+  virtual ~PackedWeightOwner() = default;
+  virtual std::vector<PackedWeight*> packed_weights() = 0;
+};
+
+// Opens packed inference over every PackedWeightOwner in `root` (itself included) for the scope's
+// lifetime: decoding, validation, a benchmark's decoding round. Scopes nest; the copies go when the
+// outermost one closes. The weights must not change while a scope is open.
+class PackedInference {
+ public:
+  explicit PackedInference(torch::nn::Module& root);
+  ~PackedInference();
+  PackedInference(const PackedInference&) = delete;
+  PackedInference& operator=(const PackedInference&) = delete;
+
+ private:
+  std::vector<std::shared_ptr<torch::nn::Module>> owners_;
+  std::vector<PackedWeight*> weights_;
+};
+
 // torch::nn::Linear's parameters, initialization and state-dict names, with PackedWeight inside.
-class LinearImpl : public torch::nn::Module {
+class LinearImpl : public torch::nn::Module, public PackedWeightOwner {
  public:
   LinearImpl(int64_t in_features, int64_t out_features);
   torch::Tensor forward(const torch::Tensor& x);  // [..., in] -> [..., out]
   // Off: every product goes through at::linear (tests compare the two paths).
-  void set_packed(bool packed);
+  void set_packed(bool packed) { use_packed_ = packed; }
   const PackedWeight& packed_weight() const { return packed_; }
+  std::vector<PackedWeight*> packed_weights() override { return {&packed_}; }
 
   torch::Tensor weight;  // [out, in]
   torch::Tensor bias;    // [out]

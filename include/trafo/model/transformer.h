@@ -44,7 +44,7 @@ class DecoderLayerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(DecoderLayer);
 
-class TransformerImpl : public torch::nn::Module {
+class TransformerImpl : public torch::nn::Module, public PackedWeightOwner {
  public:
   explicit TransformerImpl(const ModelConfig& config);
 
@@ -68,9 +68,10 @@ class TransformerImpl : public torch::nn::Module {
   // Attention weights for pictures and tests: selects the plain path in every attention module.
   void set_keep_attention_weights(bool keep);
   void set_fused_attention(bool fused);
-  // Inference on the CPU in fp32 through packed weights (model::PackedWeight; on by default). Off:
-  // every product through at::linear, and the packed copies are freed.
+  // Inference on the CPU in fp32 through packed weights inside a PackedInference scope (on by
+  // default). Off: every product through at::linear.
   void set_packed_inference(bool packed);
+  std::vector<PackedWeight*> packed_weights() override { return {&tied_output_}; }
   std::vector<MultiHeadAttention> attention_modules() const;
 
   TokenEmbedding source_embedding{nullptr}, target_embedding{nullptr};
