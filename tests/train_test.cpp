@@ -232,5 +232,34 @@ TEST(Checkpoint, CorruptOrTruncatedFilesAreClearErrors) {
   EXPECT_THROW(checkpoint::load(dir / "missing.pt"), InputError);
 }
 
+// A byte changed anywhere in a checkpoint either makes the load fail with InputError or changes
+// nothing that is read (zip padding, an unused header field): never a silently different model.
+TEST(Checkpoint, NoChangedByteLoadsSilently) {
+  const auto dir = make_temp_dir("flip");
+  const auto path = dir / "c.pt";
+  auto original = small_checkpoint(16);
+  original.tokenizer = "tokenizer bytes";
+  original.config = "d-model=16";
+  checkpoint::save(path, original);
+  const auto bytes = trafo::testing::read_text(path);
+  int refused = 0;
+  for (size_t at = 0; at < bytes.size(); at += 211) {
+    auto changed = bytes;
+    changed[at] = static_cast<char>(changed[at] ^ 0x5a);
+    trafo::testing::write_text(path, changed);
+    try {
+      const auto loaded = checkpoint::load(path);
+      EXPECT_EQ(loaded.tokenizer, original.tokenizer) << "byte " << at;
+      EXPECT_EQ(loaded.config, original.config) << "byte " << at;
+      for (const auto& [name, tensor] : original.weights) {
+        EXPECT_TRUE(torch::equal(tensor, loaded.weights.at(name))) << name << ", byte " << at;
+      }
+    } catch (const InputError& e) {
+      ++refused;
+    }
+  }
+  EXPECT_GT(refused, 0);
+}
+
 }  // namespace
 }  // namespace trafo::train

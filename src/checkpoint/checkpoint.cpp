@@ -1,43 +1,128 @@
 #include "trafo/checkpoint/checkpoint.h"
 
+#include <cstdio>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
+#include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
 #include "trafo/util/files.h"
 
 namespace trafo::checkpoint {
 namespace {
 
-void write_tensors(torch::serialize::OutputArchive& archive, const std::string& prefix,
-                   const std::map<std::string, at::Tensor>& tensors) {
-  std::vector<std::string> names;
-  for (const auto& [name, tensor] : tensors) {
-    archive.write(prefix + "/" + name, tensor.detach().cpu(), /*is_buffer=*/true);
-    names.push_back(name);
-  }
-  archive.write(prefix + "/names", c10::IValue(nlohmann::json(names).dump()));
+// XXH3-64 of a record, as 16 hex digits. A tensor's covers its dtype, shape and bytes.
+std::string hex(uint64_t hash) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+  return text;
 }
 
-std::map<std::string, at::Tensor> read_tensors(torch::serialize::InputArchive& archive, const std::string& prefix) {
-  c10::IValue names_value;
-  archive.read(prefix + "/names", names_value);
-  std::map<std::string, at::Tensor> tensors;
-  for (const auto& name : nlohmann::json::parse(names_value.toStringRef())) {
-    at::Tensor tensor;
-    archive.read(prefix + "/" + name.get<std::string>(), tensor, /*is_buffer=*/true);
-    tensors.emplace(name.get<std::string>(), tensor);
-  }
-  return tensors;
+std::string checksum(const std::string& bytes) { return hex(XXH3_64bits(bytes.data(), bytes.size())); }
+
+std::string checksum(const at::Tensor& tensor) {
+  const auto data = tensor.contiguous();
+  std::string header = std::string(c10::toString(data.scalar_type())) + ":";
+  for (const auto size : data.sizes()) header += std::to_string(size) + ",";
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  XXH3_64bits_update(state, header.data(), header.size());
+  XXH3_64bits_update(state, data.data_ptr(), data.nbytes());
+  const uint64_t hash = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return hex(hash);
 }
 
-std::string read_string(torch::serialize::InputArchive& archive, const std::string& key) {
-  c10::IValue value;
-  archive.read(key, value);
-  return value.toStringRef();
-}
+// Writes records and notes each one's checksum; finish() stores them all as one more record.
+class RecordWriter {
+ public:
+  void string(const std::string& key, const std::string& value) {
+    archive_.write(key, c10::IValue(value));
+    checksums_[key] = checksum(value);
+  }
+  void tensor(const std::string& key, const at::Tensor& value) {
+    const auto cpu = value.detach().cpu().contiguous();
+    archive_.write(key, cpu, /*is_buffer=*/true);
+    checksums_[key] = checksum(cpu);
+  }
+  void flag(const std::string& key, bool value) {
+    archive_.write(key, c10::IValue(value));
+    checksums_[key] = checksum(std::to_string(value));
+  }
+  void tensors(const std::string& prefix, const std::map<std::string, at::Tensor>& tensors) {
+    std::vector<std::string> names;
+    for (const auto& [name, tensor] : tensors) {
+      this->tensor(prefix + "/" + name, tensor);
+      names.push_back(name);
+    }
+    string(prefix + "/names", nlohmann::json(names).dump());
+  }
+  std::string finish() {
+    archive_.write("checksums", c10::IValue(checksums_.dump()));
+    std::ostringstream bytes;
+    archive_.save_to(bytes);
+    return bytes.str();
+  }
+  torch::serialize::OutputArchive& archive() { return archive_; }
+
+ private:
+  torch::serialize::OutputArchive archive_;
+  nlohmann::json checksums_ = nlohmann::json::object();
+};
+
+// Reads records and checks each against its checksum (format 1 files have none).
+class RecordReader {
+ public:
+  RecordReader(torch::serialize::InputArchive& archive, std::string path, bool checked)
+      : archive_(archive), path_(std::move(path)) {
+    if (checked) checksums_ = nlohmann::json::parse(raw_string("checksums"));
+  }
+  std::string string(const std::string& key) {
+    auto value = raw_string(key);
+    verify(key, checksum(value));
+    return value;
+  }
+  at::Tensor tensor(const std::string& key) {
+    at::Tensor value;
+    archive_.read(key, value, /*is_buffer=*/true);
+    verify(key, checksum(value));
+    return value;
+  }
+  bool flag(const std::string& key) {
+    c10::IValue value;
+    archive_.read(key, value);
+    verify(key, checksum(std::to_string(value.toBool())));
+    return value.toBool();
+  }
+  std::map<std::string, at::Tensor> tensors(const std::string& prefix) {
+    std::map<std::string, at::Tensor> result;
+    for (const auto& name : nlohmann::json::parse(string(prefix + "/names"))) {
+      result.emplace(name.get<std::string>(), tensor(prefix + "/" + name.get<std::string>()));
+    }
+    return result;
+  }
+
+ private:
+  std::string raw_string(const std::string& key) {
+    c10::IValue value;
+    archive_.read(key, value);
+    return value.toStringRef();
+  }
+  void verify(const std::string& key, const std::string& actual) const {
+    if (checksums_.is_null()) return;
+    const auto expected = checksums_.find(key);
+    if (expected == checksums_.end() || *expected != actual) {
+      throw InputError("corrupt checkpoint " + path_ + ": its record '" + key + "' fails its checksum");
+    }
+  }
+  torch::serialize::InputArchive& archive_;
+  std::string path_;
+  nlohmann::json checksums_;  // null: format 1, unchecked
+};
 
 }  // namespace
 
@@ -49,20 +134,18 @@ std::map<std::string, at::Tensor> model_weights(const model::Transformer& model)
 }
 
 void save(const std::filesystem::path& path, const Checkpoint& checkpoint) {
-  torch::serialize::OutputArchive archive;
-  archive.write("format_version", c10::IValue(kFormatVersion));
-  archive.write("model_config", c10::IValue(model::to_json(checkpoint.model_config).dump()));
-  archive.write("tokenizer", c10::IValue(checkpoint.tokenizer));
-  archive.write("config", c10::IValue(checkpoint.config));
-  write_tensors(archive, "weights", checkpoint.weights);
-  archive.write("has_training_state", c10::IValue(checkpoint.training.has_value()));
+  RecordWriter records;
+  records.archive().write("format_version", c10::IValue(kFormatVersion));
+  records.string("model_config", model::to_json(checkpoint.model_config).dump());
+  records.string("tokenizer", checkpoint.tokenizer);
+  records.string("config", checkpoint.config);
+  records.tensors("weights", checkpoint.weights);
+  records.flag("has_training_state", checkpoint.training.has_value());
   if (checkpoint.training) {
-    write_tensors(archive, "training", checkpoint.training->tensors);
-    archive.write("training_json", c10::IValue(checkpoint.training->json));
+    records.tensors("training", checkpoint.training->tensors);
+    records.string("training_json", checkpoint.training->json);
   }
-  std::ostringstream bytes;
-  archive.save_to(bytes);
-  util::write_file_atomically(path, bytes.str());
+  util::write_file_atomically(path, records.finish());
 }
 
 Checkpoint load(const std::filesystem::path& path, bool with_training_state) {
@@ -76,20 +159,32 @@ Checkpoint load(const std::filesystem::path& path, bool with_training_state) {
     if (!archive.try_read("format_version", version) || !version.isInt()) {
       throw InputError("not a trafo checkpoint: " + path.string());
     }
-    if (version.toInt() != kFormatVersion) {
+    if (version.toInt() < 1 || version.toInt() > kFormatVersion) {
       throw InputError("checkpoint " + path.string() + " has format version " + std::to_string(version.toInt()) +
-                       "; this trafo reads version " + std::to_string(kFormatVersion));
+                       "; this trafo reads versions 1 to " + std::to_string(kFormatVersion));
     }
-    checkpoint.model_config = model::model_config_from_json(nlohmann::json::parse(read_string(archive, "model_config")));
-    checkpoint.tokenizer = read_string(archive, "tokenizer");
-    checkpoint.config = read_string(archive, "config");
-    checkpoint.weights = read_tensors(archive, "weights");
-    c10::IValue has_training;
-    archive.read("has_training_state", has_training);
-    if (with_training_state && has_training.toBool()) {
+    RecordReader records(archive, path.string(), /*checked=*/version.toInt() >= 2);
+    checkpoint.model_config = model::model_config_from_json(nlohmann::json::parse(records.string("model_config")));
+    checkpoint.tokenizer = records.string("tokenizer");
+    if (!checkpoint.tokenizer.empty()) {
+      int pieces = 0;
+      try {
+        pieces = data::Tokenizer::from_bytes(checkpoint.tokenizer).vocab_size();
+      } catch (const InputError& e) {
+        throw InputError("checkpoint " + path.string() + ": " + e.what());
+      }
+      if (pieces != checkpoint.model_config.vocab_size) {
+        throw InputError("checkpoint " + path.string() + " is inconsistent: its model has " +
+                         std::to_string(checkpoint.model_config.vocab_size) + " pieces, its tokenizer " +
+                         std::to_string(pieces));
+      }
+    }
+    checkpoint.config = records.string("config");
+    checkpoint.weights = records.tensors("weights");
+    if (records.flag("has_training_state") && with_training_state) {
       TrainingState state;
-      state.tensors = read_tensors(archive, "training");
-      state.json = read_string(archive, "training_json");
+      state.tensors = records.tensors("training");
+      state.json = records.string("training_json");
       checkpoint.training = std::move(state);
     }
   } catch (const InputError&) {

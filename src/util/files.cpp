@@ -4,11 +4,12 @@
 #include <ftw.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "trafo/errors.h"
 
@@ -23,9 +24,14 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
   const std::string temporary = path.string() + ".tmp-" + std::to_string(::getpid());
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw RunError("cannot write " + temporary + ": " + std::strerror(errno));
+  // Test hook (tests/kill_test.cpp): write in 64 KB pieces, pausing this many ms after each, so that
+  // a SIGKILL lands inside a write.
+  static const char* slow = std::getenv("TRAFO_TEST_SLOW_WRITES_MS");
+  const size_t piece = slow != nullptr ? size_t{1} << 16 : bytes.size();
   size_t written = 0;
   while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (slow != nullptr && written > 0) ::usleep(static_cast<useconds_t>(std::atoi(slow)) * 1000);
+    const ssize_t n = ::write(fd, bytes.data() + written, std::min(piece, bytes.size() - written));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       const std::string reason = std::strerror(errno);
@@ -45,11 +51,22 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
 }
 
 std::string read_file(const std::filesystem::path& path) {
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (error || !std::filesystem::exists(status)) throw InputError("cannot read " + path.string() + ": no such file");
+  if (std::filesystem::is_directory(status)) throw InputError("cannot read " + path.string() + ": it is a folder");
+  // A device or a pipe has no size to bound the read by (/dev/zero never ends).
+  if (!std::filesystem::is_regular_file(status)) {
+    throw InputError("cannot read " + path.string() + ": not a regular file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read " + path.string());
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
+  const auto size = std::filesystem::file_size(path, error);
+  if (error) throw InputError("cannot read " + path.string() + ": " + error.message());
+  std::string bytes(size, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  bytes.resize(static_cast<size_t>(in.gcount()));  // a file that shrank while read
+  return bytes;
 }
 
 }  // namespace trafo::util

@@ -16,7 +16,8 @@
 
 namespace trafo::checkpoint {
 
-inline constexpr int64_t kFormatVersion = 1;
+// 2: every record carries an XXH3-64 checksum, checked on load. Version 1 files (none) still load.
+inline constexpr int64_t kFormatVersion = 2;
 
 struct TrainingState {
   std::map<std::string, at::Tensor> tensors;  // optimizer moments, RNG states, ...
@@ -37,8 +38,9 @@ std::map<std::string, at::Tensor> model_weights(const model::Transformer& model)
 // Writes atomically: a temporary file in the same folder, flushed, then renamed over `path`.
 void save(const std::filesystem::path& path, const Checkpoint& checkpoint);
 
-// Reads and validates (format version, model config, tokenizer, weights' names and shapes).
-// A missing, truncated or corrupt file, or an unknown version, throws trafo::InputError.
+// Reads and validates (format version, every record's checksum, model config, tokenizer, weights'
+// names and shapes). A missing, truncated or corrupt file, one that is no regular file (a folder,
+// /dev/zero), or an unknown version throws trafo::InputError naming the file.
 // `with_training_state` false skips the training state (translation needs none of it).
 Checkpoint load(const std::filesystem::path& path, bool with_training_state = true);
 

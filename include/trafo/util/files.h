@@ -18,7 +18,8 @@ void remove_tree(const std::filesystem::path& path);
 // Throws trafo::RunError when the disk refuses (full, read-only), leaving `path` untouched.
 void write_file_atomically(const std::filesystem::path& path, const std::string& bytes);
 
-// The whole file; throws trafo::InputError when it cannot be read.
+// The whole file; throws trafo::InputError when it cannot be read or is no regular file (a folder,
+// a device, a pipe): what is read is bounded by the file's size.
 std::string read_file(const std::filesystem::path& path);
 
 }  // namespace trafo::util
