@@ -135,7 +135,7 @@ TEST_F(TrainCli, BadInputIsOneLineAndExitTwo) {
       base() + " --max-steps -5",
       base() + " --heads 3",
       base() + " --no-such-option 1",
-      base() + " --vocab-size 60000 --max-steps 1",
+      base() + " --max-steps 1 --max-positions 10000000000",
       "train --data-dir /nonexistent --src-lang en --tgt-lang de --run-dir '" + run_.string() + "'",
       base() + " --max-time soon",
       base() + " --precision fp8",

@@ -9,17 +9,20 @@
 #include <malloc.h>
 #endif
 
+#include <c10/util/Exception.h>
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "commands.h"
+#include "config_file.h"
 #include "trafo/errors.h"
 
 namespace {
 
+// One line on stderr, whatever the message holds.
 int fail(int code, const std::string& message) {
-  std::fprintf(stderr, "trafo: error: %s\n", message.c_str());
+  std::fprintf(stderr, "trafo: error: %s\n", message.substr(0, message.find('\n')).c_str());
   return code;
 }
 
@@ -54,6 +57,7 @@ int main(int argc, char** argv) {
   add(trafo::cli::add_report_command);
   add(trafo::cli::add_attention_command);
   add(trafo::cli::add_bench_command);
+  trafo::cli::add_number_checks(app);  // decimal integers, finite floats: every option of every command
 
   try {
     app.parse(argc, argv);
@@ -80,6 +84,11 @@ int main(int argc, char** argv) {
     return fail(1, e.what());
   } catch (const CLI::ParseError& e) {  // a config file read after parsing
     return fail(2, e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(1, "out of memory");
+  } catch (const c10::Error& e) {
+    // LibTorch's message carries a C++ backtrace.
+    return fail(1, e.what_without_backtrace());
   } catch (const std::exception& e) {
     return fail(1, e.what());
   }

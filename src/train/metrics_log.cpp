@@ -1,11 +1,14 @@
 #include "trafo/train/metrics_log.h"
 
+#include <cerrno>
+#include <cstring>
+
 #include "trafo/errors.h"
 
 namespace trafo::train {
 
-MetricsLog::MetricsLog(const std::filesystem::path& path) : out_(path, std::ios::app) {
-  if (!out_) throw RunError("cannot write " + path.string());
+MetricsLog::MetricsLog(const std::filesystem::path& path) : path_(path.string()), out_(path, std::ios::app) {
+  if (!out_) throw RunError("cannot write " + path_);
 }
 
 void MetricsLog::write(const std::string& event, int64_t step, int64_t epoch, double time_s, nlohmann::json fields) {
@@ -13,6 +16,8 @@ void MetricsLog::write(const std::string& event, int64_t step, int64_t epoch, do
   if (fields.is_object()) line.update(fields);
   out_ << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   out_.flush();
+  // A full disk: the run fails (exit 1) rather than going on without its log.
+  if (!out_) throw RunError("cannot write " + path_ + ": " + std::strerror(errno));
 }
 
 }  // namespace trafo::train

@@ -1,33 +1,97 @@
 #include "trafo/train/run_folder.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <regex>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "trafo/errors.h"
+#include "trafo/util/files.h"
 
 namespace trafo::train {
+namespace {
 
-bool RunFolder::prepare(bool no_resume, bool overwrite) const {
+bool is_checkpoint(const std::string& name) {
+  static const std::regex pattern("checkpoint-(last|best|[0-9]+)\\.pt");
+  return std::regex_match(name, pattern);
+}
+
+// util::write_file_atomically's temporaries: NAME.tmp-PID.
+bool is_temporary(const std::string& name) { return name.find(".tmp-") != std::string::npos; }
+
+}  // namespace
+
+RunFolder::RunFolder(std::filesystem::path path, bool lock) : path_(std::move(path)) {
   std::error_code error;
   std::filesystem::create_directories(path_, error);
   if (error || !std::filesystem::is_directory(path_)) {
     throw InputError("cannot create the run folder " + path_.string());
   }
-  const bool has_run = std::filesystem::exists(last());
-  if (!has_run) return false;
-  if (!no_resume) return true;
-  if (!overwrite) {
-    throw InputError("run folder " + path_.string() +
-                     " already holds a run: drop --no-resume to continue it, or add --overwrite to start over");
+  if (!lock) return;
+  const auto lock_path = path_ / ".lock";
+  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0) throw InputError("cannot open " + lock_path.string() + ": " + std::strerror(errno));
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    char holder[32] = {0};
+    const ssize_t n = ::pread(lock_fd_, holder, sizeof holder - 1, 0);
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+    throw InputError("run folder " + path_.string() + " is in use by another trafo train" +
+                     (n > 0 ? " (process " + std::string(holder, static_cast<size_t>(n)) + ")" : std::string()) +
+                     "; wait for it to end or use another --run-dir");
   }
+  const std::string pid = std::to_string(::getpid());
+  if (::ftruncate(lock_fd_, 0) != 0 || ::pwrite(lock_fd_, pid.data(), pid.size(), 0) < 0) {
+    spdlog::debug("cannot note the process id in {}", lock_path.string());
+  }
+  // Holding the lock, no other trafo writes here: every temporary is a killed run's.
   for (const auto& entry : std::filesystem::directory_iterator(path_)) {
     const auto name = entry.path().filename().string();
-    if (name.rfind("checkpoint-", 0) == 0 || name == "metrics.jsonl" || name == "train.log" || name == "config.toml") {
-      std::filesystem::remove(entry.path());
+    if (entry.is_regular_file() && is_temporary(name)) {
+      spdlog::info("removing {}, left by a run that was killed while writing it", entry.path().string());
+      std::filesystem::remove(entry.path(), error);
     }
   }
-  return false;
+}
+
+RunFolder::~RunFolder() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
+}
+
+std::vector<std::filesystem::path> RunFolder::checkpoints() const {
+  std::vector<std::pair<std::filesystem::file_time_type, std::filesystem::path>> found;
+  for (const auto& entry : std::filesystem::directory_iterator(path_)) {
+    std::error_code error;
+    if (!entry.is_regular_file(error) || !is_checkpoint(entry.path().filename().string())) continue;
+    const auto time = entry.last_write_time(error);
+    if (!error) found.emplace_back(time, entry.path());
+  }
+  // Newest first; at equal times checkpoint-last.pt, which every save path writes, before the others.
+  std::sort(found.begin(), found.end(), [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first > b.first;
+    return (a.second == last()) > (b.second == last());
+  });
+  std::vector<std::filesystem::path> paths;
+  for (auto& item : found) paths.push_back(std::move(item.second));
+  return paths;
+}
+
+void RunFolder::replace_old_run() const {
+  for (const auto& entry : std::filesystem::directory_iterator(path_)) {
+    const auto name = entry.path().filename().string();
+    if (is_checkpoint(name) || name == "metrics.jsonl" || name == "train.log" || name == "config.toml") {
+      std::filesystem::remove(entry.path());
+    } else if (name == "tensorboard") {
+      util::remove_tree(entry.path());
+    }
+  }
 }
 
 void RunFolder::save_numbered(int64_t step, const checkpoint::Checkpoint& checkpoint, int64_t keep) const {

@@ -1,11 +1,15 @@
 #include "trafo/train/trainer.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
 #include <optional>
 
-#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -58,11 +62,40 @@ bool improved(const std::string& metric, double value, const Progress& progress)
   return metric == "loss" ? value < progress.best_metric : value > progress.best_metric;
 }
 
+// A file sink that notices failed writes (a full disk): spdlog's own would report them on stderr
+// and go on, leaving train.log silently empty.
+class CheckedFileSink : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit CheckedFileSink(const std::filesystem::path& path) : path_(path.string()) {
+    file_ = std::fopen(path_.c_str(), "a");
+    if (file_ == nullptr) throw RunError("cannot write " + path_ + ": " + std::strerror(errno));
+  }
+  ~CheckedFileSink() override { std::fclose(file_); }
+  std::string error() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return error_;
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& message) override {
+    spdlog::memory_buf_t line;
+    formatter_->format(message, line);
+    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
+      if (error_.empty()) error_ = "cannot write " + path_ + ": " + std::strerror(errno);
+    }
+  }
+  void flush_() override { std::fflush(file_); }
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  std::string error_;  // the first failed write
+};
+
 // Copies the log to RUN_DIR/train.log while the run lasts.
 class LogFileCopy {
  public:
-  explicit LogFileCopy(const std::filesystem::path& path)
-      : sink_(std::make_shared<spdlog::sinks::basic_file_sink_mt>(path.string())) {
+  explicit LogFileCopy(const std::filesystem::path& path) : sink_(std::make_shared<CheckedFileSink>(path)) {
     sink_->set_pattern("[%Y-%m-%d %H:%M:%S] [%l] %v");
     spdlog::default_logger()->sinks().push_back(sink_);
   }
@@ -70,10 +103,38 @@ class LogFileCopy {
     auto& sinks = spdlog::default_logger()->sinks();
     sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
   }
+  // A line that could not be written is a run-time failure: RunError.
+  void check() const {
+    const auto error = sink_->error();
+    if (!error.empty()) throw RunError(error);
+  }
 
  private:
-  std::shared_ptr<spdlog::sinks::basic_file_sink_mt> sink_;
+  std::shared_ptr<CheckedFileSink> sink_;
 };
+
+// The newest checkpoint of `folder` that loads whole with its training state; a damaged one is
+// passed over with a warning. Empty when the folder holds none. A folder whose checkpoints all fail
+// is an error: starting over would write over them.
+std::optional<checkpoint::Checkpoint> newest_complete_checkpoint(const RunFolder& folder,
+                                                                 std::filesystem::path& found) {
+  const auto candidates = folder.checkpoints();
+  std::string first_error;
+  for (const auto& path : candidates) {
+    try {
+      auto saved = checkpoint::load(path);
+      if (!saved.training) throw InputError(path.string() + " holds no training state to resume from");
+      found = path;
+      return saved;
+    } catch (const InputError& e) {
+      spdlog::warn("cannot resume from {}: {}", path.string(), e.what());
+      if (first_error.empty()) first_error = e.what();
+    }
+  }
+  if (candidates.empty()) return std::nullopt;
+  throw InputError("run folder " + folder.path().string() + " holds checkpoints but none can be resumed (" +
+                   first_error + "); use --no-resume --overwrite to start over, or another --run-dir");
+}
 
 }  // namespace
 
@@ -106,18 +167,28 @@ TrainResult Trainer::run() {
   const bool main_rank = replicas.is_main();
   if (!main_rank) spdlog::set_level(spdlog::level::warn);  // rank 0 speaks for the job
 
-  const RunFolder folder(c.run_dir);
-  const bool resume = replicas.share("resume", main_rank && folder.prepare(c.no_resume, c.overwrite) ? "1" : "0") == "1";
-  std::optional<LogFileCopy> log_file;
-  if (main_rank) log_file.emplace(folder.log());
+  // Rank 0 owns the folder: its lock, and which checkpoint (if any) the run resumes from.
+  const RunFolder folder(c.run_dir, /*lock=*/main_rank);
   std::optional<checkpoint::Checkpoint> saved;
-  c.model.vocab_size = c.vocab.vocab_size;
+  bool replaces_old_run = false;
+  std::filesystem::path resume_path;
+  if (main_rank) {
+    const bool has_run = !folder.checkpoints().empty();
+    if (has_run && c.no_resume && !c.overwrite) {
+      throw InputError("run folder " + folder.path().string() +
+                       " already holds a run: drop --no-resume to continue it, or add --overwrite to start over");
+    }
+    replaces_old_run = has_run && c.no_resume;
+    if (!c.no_resume) saved = newest_complete_checkpoint(folder, resume_path);
+  }
+  resume_path = replicas.share("resume", resume_path.string());
+  const bool resume = !resume_path.empty();
+  if (resume && !saved) saved = checkpoint::load(resume_path);
   if (resume) {
-    saved = checkpoint::load(folder.last());
-    if (!saved->training) throw InputError(folder.last().string() + " holds no training state to resume from");
+    c.model.vocab_size = saved->model_config.vocab_size;  // the checkpoint's tokenizer is kept
     const auto differences = model::describe_differences(saved->model_config, c.model);
     if (!differences.empty()) {
-      throw InputError("cannot resume " + folder.path().string() + ": its model differs (checkpoint vs now: " +
+      throw InputError("cannot resume " + resume_path.string() + ": its model differs (checkpoint vs now: " +
                        differences + "); use another --run-dir or --no-resume --overwrite");
     }
   }
@@ -131,11 +202,15 @@ TrainResult Trainer::run() {
     tokenizer_bytes = replicas.share("tokenizer", tokenizer_bytes);
   }
   const auto tokenizer = data::Tokenizer::from_bytes(tokenizer_bytes);
+  c.model.vocab_size = tokenizer.vocab_size();  // a small corpus may give fewer pieces than asked for
+  // + eos (source) or bos (target) must fit the model's positions, whatever --max-length says.
+  const int64_t longest = c.max_length > 0 ? std::min(c.max_length, c.model.max_positions - 1) : c.model.max_positions - 1;
   const auto corpus = data::Corpus::load(paths.train_src, paths.train_tgt, tokenizer,
-                                         data::CorpusOptions{c.max_length, c.max_length_ratio});
+                                         data::CorpusOptions{longest, c.max_length_ratio});
   std::optional<Validator> validator;
   if (main_rank) {
-    validator.emplace(paths.dev_src, paths.dev_tgt, tokenizer, c.batch_tokens, c.valid_max_sentences, c.valid_samples);
+    validator.emplace(paths.dev_src, paths.dev_tgt, tokenizer, c.batch_tokens, c.valid_max_sentences, c.valid_samples,
+                      c.model.max_positions);
   }
 
   model::Transformer model = saved ? checkpoint::make_model(*saved, device) : model::Transformer(c.model);
@@ -147,6 +222,12 @@ TrainResult Trainer::run() {
   Progress progress;
   if (saved) progress = unpack_training_state(*saved->training, *optimizer);
   saved.reset();
+  if (resume) spdlog::info("resuming from {}", resume_path.string());
+
+  // Everything is read and checked: only now may a new run replace an old one.
+  if (replaces_old_run) folder.replace_old_run();
+  std::optional<LogFileCopy> log_file;
+  if (main_rank) log_file.emplace(folder.log());
 
   data::BatcherOptions batch_options;
   batch_options.batch_tokens = c.batch_tokens;
@@ -169,6 +250,7 @@ TrainResult Trainer::run() {
   const double elapsed_before = progress.elapsed_s;
   auto elapsed = [&] { return elapsed_before + std::chrono::duration<double>(Clock::now() - started).count(); };
   auto record = [&](const std::string& event, const nlohmann::json& fields) {
+    if (log_file) log_file->check();
     if (log) log->write(event, progress.step, epoch_now, elapsed(), fields);
     if (tensorboard && (event == "train" || event == "valid")) tensorboard->scalars(event, fields, progress.step);
   };
@@ -213,7 +295,14 @@ TrainResult Trainer::run() {
 
   // Rank 0's: validation, the early-stopping record and the checkpoints.
   auto validate_and_checkpoint = [&] {
-    const auto result = validator->run(model, device);
+    ValidationResult result;
+    try {
+      result = validator->run(model, device);
+    } catch (...) {
+      // The steps since the last checkpoint are not lost to a failed validation.
+      save(make_checkpoint(), folder.last(), false);
+      throw;
+    }
     last_validated = progress.step;
     const double value = c.early_stopping_metric == "loss" ? result.loss
                          : c.early_stopping_metric == "chrf" ? result.chrf : result.bleu;
@@ -287,7 +376,8 @@ TrainResult Trainer::run() {
       if (skipped_in_a_row >= kMaxSkippedUpdatesInARow) {
         record("end", {{"reason", "nan"}});
         throw RunError("training diverged: " + std::to_string(skipped_in_a_row) +
-                       " updates in a row had a non-finite loss; the last good checkpoint is " + folder.last().string());
+                       " updates in a row had a non-finite loss; the newest checkpoint is " +
+                       (folder.checkpoints().empty() ? std::string("none") : folder.checkpoints().front().string()));
       }
       continue;
     }

@@ -1,5 +1,6 @@
 #include "trafo/train/validator.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -27,10 +28,12 @@ std::vector<std::string> read_lines(const std::string& path, int64_t limit) {
 }  // namespace
 
 Validator::Validator(const std::string& source_path, const std::string& target_path,
-                     const data::Tokenizer& tokenizer, int64_t batch_tokens, int64_t max_sentences, int64_t samples)
+                     const data::Tokenizer& tokenizer, int64_t batch_tokens, int64_t max_sentences, int64_t samples,
+                     int64_t max_positions)
     : tokenizer_(tokenizer),
-      corpus_(data::Corpus::load(source_path, target_path, tokenizer, data::CorpusOptions{0, 0.0})),
-      batch_tokens_(batch_tokens),
+      // + eos (source) or bos (target) must fit the positions
+      corpus_(data::Corpus::load(source_path, target_path, tokenizer, data::CorpusOptions{max_positions - 1, 0.0})),
+      batch_tokens_(std::max(batch_tokens, max_positions)),  // every pair the model takes fits a batch
       samples_(samples),
       sources_(read_lines(source_path, max_sentences)),
       references_(read_lines(target_path, max_sentences)) {}

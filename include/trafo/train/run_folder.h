@@ -1,9 +1,10 @@
 // The run folder: checkpoint-last.pt, checkpoint-best.pt, checkpoint-STEP.pt (the last N),
-// metrics.jsonl, train.log, config.toml.
+// metrics.jsonl, train.log, config.toml, and .lock, which one `trafo train` at a time holds.
 #pragma once
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "trafo/checkpoint/checkpoint.h"
 
@@ -11,11 +12,19 @@ namespace trafo::train {
 
 class RunFolder {
  public:
-  explicit RunFolder(std::filesystem::path path) : path_(std::move(path)) {}
+  // Creates the folder if needed. With `lock`, takes the folder's lock (flock on RUN_DIR/.lock,
+  // held while this object lives) and removes temporary files a killed run left behind; a folder
+  // another process holds throws trafo::InputError.
+  RunFolder(std::filesystem::path path, bool lock);
+  ~RunFolder();
+  RunFolder(const RunFolder&) = delete;
+  RunFolder& operator=(const RunFolder&) = delete;
 
-  // Prepares the folder: true when it holds a run to resume. Refuses to replace an existing run
-  // with --no-resume unless `overwrite` (then the old run's files are removed).
-  bool prepare(bool no_resume, bool overwrite) const;
+  // Every checkpoint of the folder, whatever its name, newest first (by modification time).
+  std::vector<std::filesystem::path> checkpoints() const;
+  // The old run's files (checkpoints, logs, config): removed by replace_old_run(), which a new run
+  // calls only once everything it needs has been read and checked.
+  void replace_old_run() const;
 
   std::filesystem::path last() const { return path_ / "checkpoint-last.pt"; }
   std::filesystem::path best() const { return path_ / "checkpoint-best.pt"; }
@@ -32,6 +41,7 @@ class RunFolder {
 
  private:
   std::filesystem::path path_;
+  int lock_fd_ = -1;
 };
 
 }  // namespace trafo::train

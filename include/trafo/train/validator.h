@@ -23,9 +23,10 @@ struct ValidationResult {
 
 class Validator {
  public:
-  // Reads the dev pair once; decodes at most `max_sentences` of it (0: all).
+  // Reads the dev pair once; decodes at most `max_sentences` of it (0: all). Pairs longer than the
+  // model's `max_positions` are left out of the loss (with a warning); their sources are cut for decoding.
   Validator(const std::string& source_path, const std::string& target_path, const data::Tokenizer& tokenizer,
-            int64_t batch_tokens, int64_t max_sentences, int64_t samples);
+            int64_t batch_tokens, int64_t max_sentences, int64_t samples, int64_t max_positions);
   ValidationResult run(model::Transformer& model, const at::Device& device);
 
  private:

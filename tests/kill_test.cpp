@@ -1,0 +1,80 @@
+// SIGKILL at random moments, many inside checkpoint writes: after every kill the run folder holds
+// only whole checkpoints, the rerun resumes from the newest, and the weights it finally reaches are
+// bitwise those of a run that was never interrupted.
+#include <signal.h>
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "data_support.h"
+#include "trafo/checkpoint/checkpoint.h"
+#include "trafo/errors.h"
+
+namespace trafo::testing {
+namespace {
+
+constexpr int kKills = 22;
+constexpr int kSteps = 160;
+
+std::string train_command(const std::filesystem::path& data, const std::filesystem::path& run) {
+  return "'" + std::string(TRAFO_BINARY) + "' train --data-dir '" + data.string() +
+         "' --src-lang en --tgt-lang de --run-dir '" + run.string() +
+         "' --vocab-size 300 --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64"
+         " --dropout 0.1 --batch-tokens 200 --threads 1 --valid-every 0 --checkpoint-every 1 --keep-checkpoints 2"
+         " --log-every 10 --early-stopping 0 --max-steps " +
+         std::to_string(kSteps);
+}
+
+TEST(KillTest, EveryKillResumesAndTheFinalWeightsEqualAnUninterruptedRun) {
+  const auto data = make_temp_dir("kill-data");
+  write_synthetic_corpus(data, "train", 120, 1);
+  write_synthetic_corpus(data, "dev", 6, 2);
+  const auto root = make_temp_dir("kill-runs");
+
+  const auto whole = run_command(train_command(data, root / "whole"));
+  ASSERT_EQ(whole.exit_code, 0) << whole.errors;
+
+  // Every checkpoint write takes ~100 ms in 64 KB pieces, so most kills land inside one.
+  const auto run = root / "killed";
+  const std::string slow_command = "env TRAFO_TEST_SLOW_WRITES_MS=25 " + train_command(data, run);
+  std::mt19937 rng(2024);
+  std::uniform_int_distribution<int> delay_ms(300, 2500);
+  int kills = 0, inside_writes = 0;
+  while (kills < kKills) {
+    const auto log = root / ("attempt-" + std::to_string(kills) + ".log");
+    const int pid = spawn_command(slow_command + " 2>'" + log.string() + "'");
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));
+    if (wait_for_exit(pid, 0) != -1) break;  // it finished before the kill
+    ::kill(pid, SIGKILL);
+    ASSERT_EQ(wait_for_exit(pid, 60), 128 + SIGKILL);
+    ++kills;
+    // Whole checkpoints only; a killed write leaves a temporary, which the next run removes.
+    for (const auto& entry : std::filesystem::directory_iterator(run)) {
+      const auto name = entry.path().filename().string();
+      if (name.find(".tmp-") != std::string::npos) {
+        ++inside_writes;
+      } else if (entry.path().extension() == ".pt") {
+        EXPECT_NO_THROW(checkpoint::load(entry.path())) << name << " after kill " << kills;
+      }
+    }
+  }
+  EXPECT_EQ(kills, kKills) << "the run ended before every kill: raise kSteps";
+  const auto last = run_command(slow_command);
+  ASSERT_EQ(last.exit_code, 0) << last.errors;
+  EXPECT_NE(last.errors.find("resuming from"), std::string::npos) << last.errors;
+  EXPECT_GT(inside_writes, 0) << "no kill landed inside a checkpoint write";
+
+  const auto a = checkpoint::load(root / "whole" / "checkpoint-last.pt");
+  const auto b = checkpoint::load(run / "checkpoint-last.pt");
+  ASSERT_EQ(a.weights.size(), b.weights.size());
+  for (const auto& [name, tensor] : a.weights) EXPECT_TRUE(torch::equal(tensor, b.weights.at(name))) << name;
+  EXPECT_EQ(a.tokenizer, b.tokenizer);
+  std::cerr << kills << " kills, " << inside_writes << " inside checkpoint writes\n";
+}
+
+}  // namespace
+}  // namespace trafo::testing

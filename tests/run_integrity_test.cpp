@@ -1,0 +1,248 @@
+// What trafo reports and keeps, end to end through the binary: in-training validation equals a
+// fresh `trafo eval`, damaged checkpoints are refused, and no saved run is lost (resume from the
+// newest checkpoint whatever its name, the folder lock, --overwrite only once the new run is checked,
+// stale temporaries, a full disk).
+#include <signal.h>
+
+#include <chrono>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "data_support.h"
+#include "trafo/util/files.h"
+
+namespace trafo::testing {
+namespace {
+
+const char* kTinyModel =
+    " --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64"
+    " --batch-tokens 200 --threads 1 --valid-max-sentences 0 --log-every 1";
+
+std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path) {
+  std::vector<nlohmann::json> events;
+  std::istringstream in(read_text(path));
+  for (std::string line; std::getline(in, line);) events.push_back(nlohmann::json::parse(line));
+  return events;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+int count_lines(const std::string& text) { return static_cast<int>(lines_of(text).size()); }
+
+std::string quoted(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
+
+class RunIntegrity : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    data_ = make_temp_dir("integrity-data");
+    write_synthetic_corpus(data_, "train", 80, 1);
+    write_synthetic_corpus(data_, "dev", 8, 2);
+    run_ = make_temp_dir("integrity-run") / "run";
+  }
+  std::string base() const {
+    return "train --data-dir " + quoted(data_) + " --src-lang en --tgt-lang de --run-dir " + quoted(run_) + kTinyModel +
+           " --vocab-size " + std::to_string(vocab_size_);
+  }
+  std::filesystem::path data_, run_;
+  int vocab_size_ = 300;
+};
+
+// The stale-weights bug: decoding packs weights, and the fused Adam updates them without bumping
+// version counters, so later validations decoded with old copies. Every validation's loss, BLEU, chrF
+// and every hypothesis must equal what a fresh process computes from the checkpoint of that step.
+TEST_F(RunIntegrity, ValidationEqualsAFreshEvalOfTheCheckpointOfThatStep) {
+  // The toy pair with a barely trained model: outputs that change with every update.
+  const auto toy = make_temp_dir("integrity-toy");
+  ASSERT_EQ(run_trafo("toy-corpus --out " + quoted(toy) + " --train 300 --dev 10 --test 10").exit_code, 0);
+  data_ = toy;
+  vocab_size_ = 400;
+  const auto trained = run_trafo(base() + " --max-steps 40 --valid-every 10 --valid-samples 10"
+                                          " --keep-checkpoints 5 --lr 1e-3 --warmup-steps 1 --dropout 0"
+                                          " --early-stopping 0");
+  ASSERT_EQ(trained.exit_code, 0) << trained.errors;
+  std::vector<std::vector<std::string>> hypotheses;
+  for (const auto& event : read_jsonl(run_ / "metrics.jsonl")) {
+    if (event["event"] != "valid") continue;
+    const int64_t step = event["step"];
+    const auto output = run_.parent_path() / ("hyp-" + std::to_string(step) + ".txt");
+    const auto eval = run_trafo("eval --checkpoint " + quoted(run_ / ("checkpoint-" + std::to_string(step) + ".pt")) +
+                                " --src " + quoted(data_ / "dev.en") + " --ref " + quoted(data_ / "dev.de") +
+                                " --batch-tokens 256 --threads 1 --json --output " + quoted(output));
+    ASSERT_EQ(eval.exit_code, 0) << eval.errors;
+    const auto fresh = nlohmann::json::parse(eval.output);
+    EXPECT_NEAR(event["loss"].get<double>(), fresh["loss"].get<double>(), 1e-5) << "step " << step;
+    EXPECT_NEAR(event["bleu"].get<double>(), fresh["bleu"].get<double>(), 1e-9) << "step " << step;
+    EXPECT_NEAR(event["chrf"].get<double>(), fresh["chrf"].get<double>(), 1e-9) << "step " << step;
+    const auto fresh_lines = lines_of(read_text(output));
+    ASSERT_EQ(event["samples"].size(), fresh_lines.size());
+    std::vector<std::string> in_training;
+    for (size_t i = 0; i < fresh_lines.size(); ++i) {
+      in_training.push_back(event["samples"][i]["hyp"]);
+      EXPECT_EQ(in_training.back(), fresh_lines[i]) << "step " << step << ", sentence " << i;
+    }
+    hypotheses.push_back(in_training);
+  }
+  ASSERT_EQ(hypotheses.size(), 4u);
+  bool changed = false;
+  for (size_t i = 1; i < hypotheses.size(); ++i) changed |= hypotheses[i] != hypotheses[i - 1];
+  EXPECT_TRUE(changed) << "the outputs never changed: the test cannot tell stale weights from fresh ones";
+}
+
+// 1 KB of random bytes inside a valid checkpoint: every command that loads it says so in one line
+// (exit 2, naming the file) instead of translating garbage; a resume neither starts over nor runs on.
+TEST_F(RunIntegrity, DamagedCheckpointsAreRefusedInOneLine) {
+  ASSERT_EQ(run_trafo(base() + " --max-steps 2").exit_code, 0);
+  const auto good = read_text(run_ / "checkpoint-last.pt");
+  const auto dir = make_temp_dir("damaged");
+  write_text(dir / "input.txt", "the cat\n");
+  const std::string input = " < " + quoted(dir / "input.txt");
+  auto translate = [&](const std::filesystem::path& checkpoint) {
+    return std::vector<CommandResult>{
+        run_trafo("translate --threads 1 --checkpoint " + quoted(checkpoint) + input),
+        run_trafo("translate --threads 1 --n-best 2 --beam 2 --checkpoint " + quoted(checkpoint) + input)};
+  };
+  const auto expected = translate(run_ / "checkpoint-last.pt");
+  std::mt19937 rng(7);
+  int refused = 0;
+  for (const double at : {0.02, 0.1, 0.3, 0.5, 0.7, 0.9}) {
+    std::string bytes = good;
+    const size_t offset = static_cast<size_t>(at * static_cast<double>(bytes.size()));
+    for (size_t i = offset; i < std::min(bytes.size(), offset + 1024); ++i) bytes[i] = static_cast<char>(rng());
+    const auto damaged = dir / "damaged.pt";
+    write_text(damaged, bytes);
+    const auto results = translate(damaged);
+    for (size_t i = 0; i < results.size(); ++i) {
+      const auto& result = results[i];
+      if (result.exit_code == 0) {  // the damage hit nothing a translation reads (the optimizer state)
+        EXPECT_EQ(result.output, expected[i].output) << "damage at " << at << " changed the translation silently";
+        continue;
+      }
+      ++refused;
+      EXPECT_EQ(result.exit_code, 2) << at << ": " << result.errors;
+      EXPECT_EQ(count_lines(result.errors), 1) << result.errors;
+      EXPECT_NE(result.errors.find(damaged.string()), std::string::npos) << result.errors;
+      EXPECT_TRUE(result.output.empty()) << result.output;
+    }
+  }
+  EXPECT_GE(refused, 8);
+  // A resume from a folder whose only checkpoint is damaged: exit 2, the file left as it was.
+  std::string bytes = good;
+  for (size_t i = bytes.size() / 2; i < bytes.size() / 2 + 1024; ++i) bytes[i] = static_cast<char>(rng());
+  for (const auto& entry : std::filesystem::directory_iterator(run_)) {
+    if (entry.path().extension() == ".pt") std::filesystem::remove(entry.path());
+  }
+  write_text(run_ / "checkpoint-last.pt", bytes);
+  const auto resumed = run_trafo(base() + " --max-steps 4");
+  EXPECT_EQ(resumed.exit_code, 2) << resumed.errors;
+  EXPECT_NE(resumed.errors.find("none can be resumed"), std::string::npos) << resumed.errors;
+  EXPECT_EQ(read_text(run_ / "checkpoint-last.pt"), bytes);
+}
+
+TEST_F(RunIntegrity, LoadersRefuseWhatIsNoRegularFile) {
+  for (const std::string& path : std::vector<std::string>{"/dev/zero", "/dev/null", make_temp_dir("folder").string()}) {
+    const auto result = run_trafo("translate --threads 1 --checkpoint '" + path + "' < /dev/null");
+    EXPECT_EQ(result.exit_code, 2) << path << ": " << result.errors;
+    EXPECT_EQ(count_lines(result.errors), 1) << result.errors;
+  }
+}
+
+// --no-resume --overwrite that fails on its own input (here: training files with no text) leaves
+// the old run whole: it is replaced only once the new run has read and checked everything.
+TEST_F(RunIntegrity, OverwriteKeepsTheOldRunUntilTheNewOneIsChecked) {
+  ASSERT_EQ(run_trafo(base() + " --max-steps 2").exit_code, 0);
+  const auto checkpoint = read_text(run_ / "checkpoint-last.pt");
+  const auto metrics = read_text(run_ / "metrics.jsonl");
+  write_text(data_ / "train.en", "\n\n");
+  write_text(data_ / "train.de", "\n\n");
+  const auto failed = run_trafo(base() + " --max-steps 2 --no-resume --overwrite");
+  EXPECT_EQ(failed.exit_code, 2) << failed.errors;
+  EXPECT_EQ(read_text(run_ / "checkpoint-last.pt"), checkpoint);
+  EXPECT_EQ(read_text(run_ / "metrics.jsonl"), metrics);
+}
+
+// A folder holding only checkpoint-best.pt (a user continuing from their best model), or only
+// numbered checkpoints (killed before a validation wrote checkpoint-last.pt): the run continues
+// from the newest of them instead of starting over on top of them.
+TEST_F(RunIntegrity, ResumesFromTheNewestCheckpointWhateverItsName) {
+  ASSERT_EQ(run_trafo(base() + " --max-steps 4 --checkpoint-every 2 --valid-every 0").exit_code, 0);
+  std::filesystem::remove(run_ / "checkpoint-last.pt");
+  std::filesystem::remove(run_ / "checkpoint-best.pt");
+  ASSERT_TRUE(std::filesystem::exists(run_ / "checkpoint-4.pt"));
+  auto resumed = run_trafo(base() + " --max-steps 6 --checkpoint-every 2 --valid-every 0");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.errors;
+  EXPECT_NE(resumed.errors.find("resuming from " + (run_ / "checkpoint-4.pt").string()), std::string::npos)
+      << resumed.errors;
+  auto events = read_jsonl(run_ / "metrics.jsonl");
+  EXPECT_EQ(events.back()["step"], 6);
+
+  for (const auto& entry : std::filesystem::directory_iterator(run_)) {
+    if (entry.path().filename() != "checkpoint-best.pt" && entry.path().extension() == ".pt") {
+      std::filesystem::remove(entry.path());
+    }
+  }
+  resumed = run_trafo(base() + " --max-steps 8 --valid-every 0");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.errors;
+  EXPECT_NE(resumed.errors.find("resuming from " + (run_ / "checkpoint-best.pt").string()), std::string::npos)
+      << resumed.errors;
+  events = read_jsonl(run_ / "metrics.jsonl");
+  EXPECT_EQ(events.back()["step"], 8);
+}
+
+TEST_F(RunIntegrity, OneTrainerPerRunFolderAndNoStaleTemporaries) {
+  std::filesystem::create_directories(run_);
+  write_text(run_ / "checkpoint-last.pt.tmp-999999", "half a checkpoint");
+  const auto log = run_.parent_path() / "first.log";
+  const int first = spawn_command("'" + std::string(TRAFO_BINARY) + "' " + base() +
+                                  " --max-steps 100000 --valid-every 0 2>" + quoted(log));
+  for (int i = 0; i < 1200 && read_text(run_ / "metrics.jsonl").find("\"train\"") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const auto second = run_trafo(base() + " --max-steps 2");
+  EXPECT_EQ(second.exit_code, 2) << second.errors;
+  EXPECT_NE(second.errors.find("in use"), std::string::npos) << second.errors;
+  EXPECT_EQ(count_lines(second.errors), 1) << second.errors;
+  EXPECT_FALSE(std::filesystem::exists(run_ / "checkpoint-last.pt.tmp-999999"));
+  ::kill(first, SIGTERM);
+  EXPECT_EQ(wait_for_exit(first, 120), 0) << read_text(log);
+  for (const auto& event : read_jsonl(run_ / "metrics.jsonl")) EXPECT_TRUE(event.contains("event"));
+}
+
+// A log that cannot be written (a full disk) is a run-time failure, not silence.
+TEST_F(RunIntegrity, AFullDiskForTheLogsIsExitOne) {
+  for (const char* name : {"metrics.jsonl", "train.log"}) {
+    util::remove_tree(run_);
+    std::filesystem::create_directories(run_);
+    std::filesystem::create_symlink("/dev/full", run_ / name);
+    const auto result = run_trafo(base() + " --max-steps 2");
+    EXPECT_EQ(result.exit_code, 1) << name << ": " << result.errors;
+    EXPECT_NE(result.errors.find("trafo: error: cannot write " + (run_ / name).string()), std::string::npos)
+        << result.errors;
+  }
+}
+
+// Dev sentences longer than the model's positions, and training pairs longer than them, are left out
+// or cut with a warning; the run trains and validates.
+TEST_F(RunIntegrity, SentencesLongerThanThePositionsDoNotEndTheRun) {
+  std::string long_line;
+  for (int i = 0; i < 60; ++i) long_line += "the cat sees a dog ";
+  write_text(data_ / "dev.en", read_text(data_ / "dev.en") + long_line + "\n");
+  write_text(data_ / "dev.de", read_text(data_ / "dev.de") + long_line + "\n");
+  write_text(data_ / "train.en", read_text(data_ / "train.en") + long_line + "\n");
+  write_text(data_ / "train.de", read_text(data_ / "train.de") + long_line + "\n");
+  const auto result = run_trafo(base() + " --max-steps 2 --max-positions 64");
+  ASSERT_EQ(result.exit_code, 0) << result.errors;
+  EXPECT_EQ(result.errors.find("Exception raised from"), std::string::npos) << result.errors;
+  EXPECT_TRUE(std::filesystem::exists(run_ / "checkpoint-last.pt"));
+}
+
+}  // namespace
+}  // namespace trafo::testing
