@@ -22,7 +22,29 @@ std::string hex(uint64_t hash) {
   return text;
 }
 
-std::string checksum(const std::string& bytes) { return hex(XXH3_64bits(bytes.data(), bytes.size())); }
+std::string checksum(const char* data, size_t size) { return hex(XXH3_64bits(data, size)); }
+std::string checksum(const std::string& bytes) { return checksum(bytes.data(), bytes.size()); }
+
+// A format 2 file: this magic, the checksum of the rest (16 hex digits), a newline, then the
+// archive. Checked before LibTorch unpickles anything: a changed byte in a pickle could ask it for
+// any amount of memory (fuzz/findings/checkpoint/huge-alloc-unpickler).
+constexpr char kMagic[] = "trafo-checkpoint xxh3-64 ";
+constexpr size_t kMagicSize = sizeof kMagic - 1;
+constexpr size_t kHeaderSize = kMagicSize + 16 + 1;
+
+std::string with_header(const std::string& archive) {
+  return kMagic + checksum(archive) + "\n" + archive;
+}
+
+// The archive's bytes: past the header, checked, for format 2; the whole file for format 1.
+std::pair<const char*, size_t> checked_archive(const std::string& bytes, const std::string& path) {
+  if (bytes.compare(0, kMagicSize, kMagic) != 0) return {bytes.data(), bytes.size()};
+  if (bytes.size() < kHeaderSize || bytes[kHeaderSize - 1] != '\n' ||
+      bytes.compare(kMagicSize, 16, checksum(bytes.data() + kHeaderSize, bytes.size() - kHeaderSize)) != 0) {
+    throw InputError("corrupt checkpoint " + path + ": its bytes fail their checksum");
+  }
+  return {bytes.data() + kHeaderSize, bytes.size() - kHeaderSize};
+}
 
 std::string checksum(const at::Tensor& tensor) {
   const auto data = tensor.contiguous();
@@ -145,7 +167,7 @@ void save(const std::filesystem::path& path, const Checkpoint& checkpoint) {
     records.tensors("training", checkpoint.training->tensors);
     records.string("training_json", checkpoint.training->json);
   }
-  util::write_file_atomically(path, records.finish());
+  util::write_file_atomically(path, with_header(records.finish()));
 }
 
 Checkpoint load(const std::filesystem::path& path, bool with_training_state) {
@@ -154,7 +176,8 @@ Checkpoint load(const std::filesystem::path& path, bool with_training_state) {
   Checkpoint checkpoint;
   try {
     torch::serialize::InputArchive archive;
-    archive.load_from(bytes.data(), bytes.size());
+    const auto [archive_data, archive_size] = checked_archive(bytes, path.string());
+    archive.load_from(archive_data, archive_size);
     c10::IValue version;
     if (!archive.try_read("format_version", version) || !version.isInt()) {
       throw InputError("not a trafo checkpoint: " + path.string());

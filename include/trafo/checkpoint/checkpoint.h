@@ -16,7 +16,8 @@
 
 namespace trafo::checkpoint {
 
-// 2: every record carries an XXH3-64 checksum, checked on load. Version 1 files (none) still load.
+// 2: a header with the XXH3-64 checksum of the whole archive, checked before anything is unpickled,
+// and one per record. Version 1 files (a bare archive, no checksums) still load.
 inline constexpr int64_t kFormatVersion = 2;
 
 struct TrainingState {
