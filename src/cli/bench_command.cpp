@@ -51,7 +51,7 @@ const std::set<std::string> kFileKeys = {"vocab-size", "d-model", "heads", "enco
 // (on a scratch copy of its options), then bench takes the keys above.
 void apply_bench_config(CLI::App& command, const std::string& path) {
   CLI::App train_keys;
-  add_train_command(train_keys);
+  const auto train_runner = add_train_command(train_keys);  // owns the TrainConfig its options write into
   apply_config_file(*train_keys.get_subcommand("train"), path);
   apply_config_file(command, path, [](const std::string& key) { return kFileKeys.count(key) == 0; });
 }
