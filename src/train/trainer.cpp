@@ -1,15 +1,10 @@
 #include "trafo/train/trainer.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <mutex>
 #include <optional>
 
-#include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -30,6 +25,7 @@
 #include "trafo/train/validator.h"
 #include "trafo/util/device.h"
 #include "trafo/util/files.h"
+#include "log_file_copy.h"
 #include "replicas.h"
 
 namespace trafo::train {
@@ -61,57 +57,6 @@ bool improved(const std::string& metric, double value, const Progress& progress)
   if (progress.best_step < 0) return true;
   return metric == "loss" ? value < progress.best_metric : value > progress.best_metric;
 }
-
-// A file sink that notices failed writes (a full disk): spdlog's own would report them on stderr
-// and go on, leaving train.log silently empty.
-class CheckedFileSink : public spdlog::sinks::base_sink<std::mutex> {
- public:
-  explicit CheckedFileSink(const std::filesystem::path& path) : path_(path.string()) {
-    file_ = std::fopen(path_.c_str(), "a");
-    if (file_ == nullptr) throw RunError("cannot write " + path_ + ": " + std::strerror(errno));
-  }
-  ~CheckedFileSink() override { std::fclose(file_); }
-  std::string error() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return error_;
-  }
-
- protected:
-  void sink_it_(const spdlog::details::log_msg& message) override {
-    spdlog::memory_buf_t line;
-    formatter_->format(message, line);
-    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
-      if (error_.empty()) error_ = "cannot write " + path_ + ": " + std::strerror(errno);
-    }
-  }
-  void flush_() override { std::fflush(file_); }
-
- private:
-  std::string path_;
-  std::FILE* file_ = nullptr;
-  std::string error_;  // the first failed write
-};
-
-// Copies the log to RUN_DIR/train.log while the run lasts.
-class LogFileCopy {
- public:
-  explicit LogFileCopy(const std::filesystem::path& path) : sink_(std::make_shared<CheckedFileSink>(path)) {
-    sink_->set_pattern("[%Y-%m-%d %H:%M:%S] [%l] %v");
-    spdlog::default_logger()->sinks().push_back(sink_);
-  }
-  ~LogFileCopy() {
-    auto& sinks = spdlog::default_logger()->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  // A line that could not be written is a run-time failure: RunError.
-  void check() const {
-    const auto error = sink_->error();
-    if (!error.empty()) throw RunError(error);
-  }
-
- private:
-  std::shared_ptr<CheckedFileSink> sink_;
-};
 
 // The newest checkpoint of `folder` that loads whole with its training state; a damaged one is
 // passed over with a warning. Empty when the folder holds none. A folder whose checkpoints all fail
