@@ -5,7 +5,6 @@
 #include <torch/torch.h>
 
 #include "fuzz_support.h"
-#include "model_support.h"  // tests/: the tests' tiny model config
 #include "trafo/data/toy_corpus.h"
 
 namespace trafo::fuzz {
@@ -28,9 +27,9 @@ const data::Tokenizer& small_tokenizer() {
   return tokenizer;
 }
 
-model::Transformer tiny_random_model(int64_t vocab_size) {
+model::Transformer tiny_random_model(const model::ModelConfig& config) {
   torch::manual_seed(1);
-  model::Transformer model(testing::tiny_model_config(vocab_size));
+  model::Transformer model(config);
   model->eval();
   return model;
 }

@@ -10,8 +10,7 @@ namespace trafo::fuzz {
 // A 400-piece SentencePiece model (byte fallback) trained on 2000 toy-corpus sentences.
 const data::Tokenizer& small_tokenizer();
 
-// A random model of the tests' tiny config (tests/model_support.h: d_model 16, 2+2 layers,
-// 64 positions) over `vocab_size` pieces, in eval mode, on the CPU.
-model::Transformer tiny_random_model(int64_t vocab_size);
+// A random model of `config` (seed 1), in eval mode, on the CPU.
+model::Transformer tiny_random_model(const model::ModelConfig& config);
 
 }  // namespace trafo::fuzz

@@ -54,6 +54,8 @@ fi
 limits() {
   case $1 in
     metrics) echo "-rss_limit_mb=2048 -malloc_limit_mb=256 -timeout=10" ;;
+    # An input of many lines is many decoding batches; 1 KiB holds lines of every kind.
+    translate_line) echo "-rss_limit_mb=4096 -malloc_limit_mb=256 -timeout=30 -max_len=1024" ;;
     *) echo "-rss_limit_mb=4096 -malloc_limit_mb=256 -timeout=30" ;;
   esac
 }
