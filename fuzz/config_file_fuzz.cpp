@@ -1,58 +1,41 @@
-// The TOML config reader on arbitrary bytes: cli::apply_config_file on the `trafo train`
-// subcommand's real options, then train::validate on the config they fill.
-// Also checks DESIGN.md's promise that `--dump-config` output reads back unchanged.
-//
-// add_train_command keeps its TrainConfig inside the runner it returns, so this harness
-// compiles src/cli/train_command.cpp into itself and builds the subcommand the way
-// add_train_command does: --config, --dump-config, add_options() (the same options, defaults
-// and help) and add_number_checks(). Keep TrainCommand below in step with add_train_command.
-#include "../src/cli/train_command.cpp"
-
+// The TOML config reader on arbitrary bytes: train::read_config_text into a TrainConfig, then
+// train::validate on it. Also checks DESIGN.md's promise that `--dump-config` output
+// (train::to_toml) reads back unchanged, and that keys the command line gives are checked
+// but left as they are.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "fuzz_support.h"
+#include "trafo/train/config_file.h"
 
 using namespace trafo;
 
-namespace {
-
-struct TrainCommand {
-  CLI::App app{"trafo"};
-  CLI::App* command = nullptr;
-  train::TrainConfig config;
-  std::string config_path;
-  bool dump = false;
-
-  TrainCommand() {
-    command = app.add_subcommand("train", "train a model on parallel text");
-    command->add_option("--config", config_path, "TOML config file");
-    command->add_flag("--dump-config", dump, "print the effective config (TOML) and exit");
-    cli::add_options(*command, config);
-    cli::add_number_checks(*command);
-    app.parse(std::vector<std::string>{"train"});  // as trafo parses its command line first
-  }
-};
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const auto path = fuzz::write_scratch("config.toml", std::string_view(reinterpret_cast<const char*>(data), size));
-  TrainCommand first;
-  if (!fuzz::expect_trafo_errors("apply_config_file", [&] { cli::apply_config_file(*first.command, path); })) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  train::TrainConfig config;
+  if (!fuzz::expect_trafo_errors("read_config_text", [&] { train::read_config_text(text, "fuzz.toml", config); })) {
     return 0;
   }
-  fuzz::expect_trafo_errors("train::validate", [&] { train::validate(first.config); });
+  fuzz::expect_trafo_errors("train::validate", [&] { train::validate(config); });
+
+  // As if the command line gave these keys: the file's values are checked, not taken.
+  const train::TrainConfig defaults;
+  train::TrainConfig kept;
+  fuzz::check(fuzz::expect_trafo_errors("read_config_text with kept keys",
+                                        [&] { train::read_config_text(text, "fuzz.toml", kept, {"lr", "seed", "run-dir"}); }),
+              "a file read once is refused when some of its keys are kept");
+  fuzz::check(kept.lr == defaults.lr && kept.seed == defaults.seed && kept.run_dir == defaults.run_dir,
+              "a kept key took the file's value");
 
   // What --dump-config prints must read back to the same config.
-  const std::string dumped = cli::dump_config(*first.command);
-  const auto dumped_path = fuzz::write_scratch("dumped.toml", dumped);
-  TrainCommand second;
-  if (!fuzz::expect_trafo_errors("apply_config_file on --dump-config output",
-                                 [&] { cli::apply_config_file(*second.command, dumped_path); })) {
+  const std::string dumped = train::to_toml(config);
+  train::TrainConfig again;
+  if (!fuzz::expect_trafo_errors("read_config_text on --dump-config output",
+                                 [&] { train::read_config_text(dumped, "dumped.toml", again); })) {
     fuzz::finding("--dump-config output does not read back:\n" + dumped);
   }
-  const std::string again = cli::dump_config(*second.command);
-  fuzz::check(again == dumped, "--dump-config output reads back changed:\n" + dumped + "---- read back as:\n" + again);
+  const std::string twice = train::to_toml(again);
+  fuzz::check(twice == dumped, "--dump-config output reads back changed:\n" + dumped + "---- read back as:\n" + twice);
   return 0;
 }

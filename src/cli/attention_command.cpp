@@ -10,7 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "commands.h"
-#include "config_file.h"
+#include "config_options.h"
 #include "decode_flags.h"
 #include "trafo/data/corpus.h"
 #include "trafo/errors.h"

@@ -6,7 +6,6 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -18,20 +17,22 @@
 #include <torch/torch.h>
 
 #include "commands.h"
-#include "config_file.h"
-#include "model_options.h"
+#include "config_options.h"
 #include "trafo/bench/measure.h"
 #include "trafo/errors.h"
+#include "trafo/train/config_file.h"
+#include "trafo/train/config_keys.h"
 #include "trafo/util/device.h"
 
 namespace trafo::cli {
 namespace {
 
 struct BenchOptions {
-  model::ModelConfig model;
+  train::TrainConfig shape;       // the keys below, bound and read from config files as trafo train does
+  model::ModelConfig model;       // from `shape`: its model keys and vocab-size
+  int threads = 0;                // from `shape`: intra-op threads (0: all cores)
   std::string config;             // TOML file: the model keys and `threads` apply, other train keys are ignored
   bool json = false;              // one JSON object per line instead of a table
-  int threads = 0;                // intra-op threads (0: all cores)
   std::string precision = "auto"; // fp32 | bf16 | both | auto (both where the CPU has native bf16); decoding is fp32
   int64_t batch_tokens = 4096;    // token budget of the synthetic training batches
   int64_t train_steps = 0;        // timed steps per round (0: 30, or 8 for d-model ≥ 512)
@@ -42,18 +43,9 @@ struct BenchOptions {
   uint64_t seed = 1;              // weights and synthetic batches
 };
 
-// Keys of a config file that `trafo bench` takes; every other `trafo train` key is ignored.
-const std::set<std::string> kFileKeys = {"vocab-size", "d-model", "heads", "encoder-layers", "decoder-layers",
-                                         "d-ff", "dropout", "activation", "norm", "tie-embeddings",
-                                         "max-positions", "threads"};
-
-// Reads a `trafo train` config file: every key and value is checked as `trafo train` reads it
-// (on a scratch copy of its options), then bench takes the keys above.
-void apply_bench_config(CLI::App& command, const std::string& path) {
-  CLI::App train_keys;
-  const auto train_runner = add_train_command(train_keys);  // owns the TrainConfig its options write into
-  apply_config_file(*train_keys.get_subcommand("train"), path);
-  apply_config_file(command, path, [](const std::string& key) { return kFileKeys.count(key) == 0; });
+// `trafo train`'s keys that bench takes: the model's shape, vocab-size and threads.
+bool takes(const train::ConfigKey& key) {
+  return std::string(key.group) == "Model" || std::string(key.name) == "vocab-size" || std::string(key.name) == "threads";
 }
 
 // Bounds far beyond any real measurement; larger values only fail later, allocating.
@@ -75,12 +67,10 @@ void validate(const BenchOptions& o) {
 }
 
 void add_options(CLI::App& cmd, BenchOptions& o) {
-  auto& m = o.model;
   cmd.add_option("--config", o.config,
                  "TOML config of trafo train (configs/toy.toml): its model keys and threads apply, the command line "
                  "wins; its other keys (batch-tokens, lr, warmup-steps, ...) are checked, then ignored");
   cmd.add_flag("--json", o.json, "one JSON object per line instead of a table");
-  cmd.add_option("--threads", o.threads, "intra-op threads (0: all cores)")->capture_default_str();
   cmd.add_option("--precision", o.precision,
                  "training precision: fp32, bf16, both, or auto: both where the CPU has native bf16 (avx512_bf16 or "
                  "amx_bf16), else fp32 (emulated bf16 matmuls are tens of times slower); decoding runs in fp32")
@@ -95,8 +85,7 @@ void add_options(CLI::App& cmd, BenchOptions& o) {
   cmd.add_option("--leak-steps", o.leak_steps, "training steps of the memory trend (RSS at 1/5 vs at the end; 0: off)")
       ->capture_default_str();
   cmd.add_option("--seed", o.seed, "seed of the weights and the synthetic batches")->capture_default_str();
-  cmd.add_option("--vocab-size", m.vocab_size, "vocabulary size")->capture_default_str()->group("Model");
-  add_model_options(cmd, m);
+  bind_config_keys(cmd, o.shape, takes);
 }
 
 // Prints each record as it is measured: a JSON line, or a table row.
@@ -254,9 +243,13 @@ CommandRunner add_bench_command(CLI::App& app) {
       "bench", "measure training and decoding speed, matmul peak, MFU and memory on synthetic batches");
   auto options = std::make_shared<BenchOptions>();
   add_options(*cmd, *options);
-  add_number_checks(*cmd);
   return [cmd, options]() -> int {
-    if (cmd->count("--config") > 0) apply_bench_config(*cmd, options->config);
+    // A `trafo train` config file, every key and value checked as trafo train reads it; bench
+    // takes its own keys from it (the command line wins) and ignores the rest (lr, warmup-steps, ...).
+    if (cmd->count("--config") > 0) train::read_config_file(options->config, options->shape, given_config_keys(*cmd));
+    options->model = options->shape.model;
+    options->model.vocab_size = options->shape.vocab.vocab_size;
+    options->threads = options->shape.threads;
     return run_bench(*options);
   };
 }

@@ -17,7 +17,7 @@
 #include <torch/torch.h>
 
 #include "commands.h"
-#include "config_file.h"
+#include "config_options.h"
 #include "decode_flags.h"
 #include "trafo/data/batcher.h"
 #include "trafo/data/corpus.h"

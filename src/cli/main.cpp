@@ -15,7 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "commands.h"
-#include "config_file.h"
+#include "config_options.h"
 #include "trafo/errors.h"
 
 namespace {

@@ -2,9 +2,11 @@
 
 #include <cctype>
 #include <charconv>
+#include <algorithm>
 #include <cmath>
 
 #include "trafo/errors.h"
+#include "trafo/train/config_keys.h"
 #include "trafo/util/device.h"
 
 namespace trafo::train {
@@ -115,6 +117,18 @@ void validate(const TrainConfig& c) {
   require(c.nproc >= 1 && c.nproc <= 1024, "nproc must be between 1 and 1024");
   require(std::isfinite(c.dist_timeout) && c.dist_timeout > 0 && c.dist_timeout <= 86400,
           "dist-timeout must be more than 0 and at most 86400 seconds");
+  // Every text must go into config.toml and read back: one line, quoted with " or '.
+  TrainConfig texts = c;
+  for (const auto& key : config_keys()) {
+    const Field field = key.field(texts);
+    if (!std::holds_alternative<std::string*>(field)) continue;
+    const std::string& text = *std::get<std::string*>(field);
+    const bool control = std::any_of(text.begin(), text.end(), [](char ch) {
+      return (static_cast<unsigned char>(ch) < 0x20 && ch != '\t') || ch == 0x7f;
+    });
+    require(!control && (text.find('"') == std::string::npos || text.find('\'') == std::string::npos),
+            std::string(key.name) + " must not hold control characters, nor both \" and '");
+  }
 }
 
 }  // namespace trafo::train

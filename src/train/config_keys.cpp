@@ -1,0 +1,191 @@
+#include "trafo/train/config_keys.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+#include "trafo/errors.h"
+
+namespace trafo::train {
+namespace {
+
+// The member a row reads and writes: a function, so that nested members (model.d_model) work.
+#define TRAFO_MEMBER(member) [](TrainConfig& c) -> Field { return &c.member; }
+
+const std::vector<ConfigKey> kKeys = {
+    {"data-dir", "Data", "folder holding train.SRC, train.TGT, dev.SRC, dev.TGT", TRAFO_MEMBER(data_dir), false, false},
+    {"src-lang", "Data", "source language suffix", TRAFO_MEMBER(src_lang)},
+    {"tgt-lang", "Data", "target language suffix", TRAFO_MEMBER(tgt_lang)},
+    {"train-src", "Data", "training source file (instead of --data-dir)", TRAFO_MEMBER(train_src), false, false},
+    {"train-tgt", "Data", "training target file", TRAFO_MEMBER(train_tgt), false, false},
+    {"dev-src", "Data", "dev source file", TRAFO_MEMBER(dev_src), false, false},
+    {"dev-tgt", "Data", "dev target file", TRAFO_MEMBER(dev_tgt), false, false},
+    {"max-length", "Data", "skip pairs longer than this many pieces (0: no limit)", TRAFO_MEMBER(max_length)},
+    {"max-length-ratio", "Data", "skip pairs whose length ratio exceeds this (0: off)", TRAFO_MEMBER(max_length_ratio)},
+
+    {"vocab-size", "Vocabulary", "joint SentencePiece vocabulary size", TRAFO_MEMBER(vocab.vocab_size)},
+    {"vocab-type", "Vocabulary", "unigram or bpe", TRAFO_MEMBER(vocab.model_type)},
+    {"vocab-normalization", "Vocabulary",
+     "SentencePiece normalisation rule (default nmt_nfkc: NFKC plus whitespace clean-up)",
+     TRAFO_MEMBER(vocab.normalization)},
+    {"vocab-character-coverage", "Vocabulary", "share of characters given own pieces",
+     TRAFO_MEMBER(vocab.character_coverage)},
+
+    {"d-model", "Model", "model width", TRAFO_MEMBER(model.d_model)},
+    {"heads", "Model", "attention heads (must divide d-model)", TRAFO_MEMBER(model.heads)},
+    {"encoder-layers", "Model", "encoder layers", TRAFO_MEMBER(model.encoder_layers)},
+    {"decoder-layers", "Model", "decoder layers", TRAFO_MEMBER(model.decoder_layers)},
+    {"d-ff", "Model", "feed-forward inner width", TRAFO_MEMBER(model.d_ff)},
+    {"dropout", "Model", "dropout rate", TRAFO_MEMBER(model.dropout)},
+    {"activation", "Model", "relu or gelu", TRAFO_MEMBER(model.activation)},
+    {"norm", "Model", "pre or post (LayerNorm position)", TRAFO_MEMBER(model.norm)},
+    {"tie-embeddings", "Model", "share source, target and output embeddings", TRAFO_MEMBER(model.tie_embeddings)},
+    {"max-positions", "Model", "longest sequence in pieces", TRAFO_MEMBER(model.max_positions)},
+
+    {"optimizer", "Optimisation", "adam or adamw", TRAFO_MEMBER(optimizer)},
+    {"lr", "Optimisation", "peak learning rate", TRAFO_MEMBER(lr)},
+    {"warmup-steps", "Optimisation", "linear warmup steps, then inverse square root decay", TRAFO_MEMBER(warmup_steps)},
+    {"adam-beta1", "Optimisation", "Adam beta1", TRAFO_MEMBER(adam_beta1)},
+    {"adam-beta2", "Optimisation", "Adam beta2", TRAFO_MEMBER(adam_beta2)},
+    {"adam-eps", "Optimisation", "Adam epsilon", TRAFO_MEMBER(adam_eps)},
+    {"weight-decay", "Optimisation", "weight decay", TRAFO_MEMBER(weight_decay)},
+    {"clip-norm", "Optimisation", "gradient norm clip (0: off)", TRAFO_MEMBER(clip_norm)},
+    {"label-smoothing", "Optimisation", "label smoothing", TRAFO_MEMBER(label_smoothing)},
+    {"batch-tokens", "Optimisation",
+     "token budget per batch, padding included; with several ranks, of the global batch they share",
+     TRAFO_MEMBER(batch_tokens)},
+    {"accumulate", "Optimisation", "batches per update", TRAFO_MEMBER(accumulate)},
+
+    {"max-steps", "Stopping", "stop after this many updates (0: no limit)", TRAFO_MEMBER(max_steps)},
+    {"max-epochs", "Stopping", "stop after this many epochs (0: no limit)", TRAFO_MEMBER(max_epochs)},
+    {"max-time", "Stopping", "wall-clock budget, e.g. 90s, 20m, 1h30m", TRAFO_MEMBER(max_time), false, false},
+    {"early-stopping", "Stopping", "stop after this many validations without improvement (0: off)",
+     TRAFO_MEMBER(early_stopping)},
+    {"early-stopping-metric", "Stopping", "bleu, chrf or loss", TRAFO_MEMBER(early_stopping_metric)},
+
+    {"valid-every", "Run", "steps between validations", TRAFO_MEMBER(valid_every)},
+    {"valid-max-sentences", "Run", "dev sentences decoded per validation (0: all)", TRAFO_MEMBER(valid_max_sentences)},
+    {"valid-samples", "Run", "sample translations logged per validation", TRAFO_MEMBER(valid_samples)},
+    {"checkpoint-every", "Run", "steps between numbered checkpoints (0: at validations)",
+     TRAFO_MEMBER(checkpoint_every)},
+    {"keep-checkpoints", "Run", "numbered checkpoints kept", TRAFO_MEMBER(keep_checkpoints)},
+    {"log-every", "Run", "steps between progress lines", TRAFO_MEMBER(log_every)},
+    {"tensorboard", "Run",
+     "also write TensorBoard event files (the train/* and valid/* scalars of metrics.jsonl) under RUN_DIR/tensorboard",
+     TRAFO_MEMBER(tensorboard), true, false},
+    {"run-dir", "Run", "run folder (resumed when it holds checkpoint-last.pt)", TRAFO_MEMBER(run_dir)},
+    {"no-resume", "Run", "start over even if the run folder holds a run", TRAFO_MEMBER(no_resume), true, false},
+    {"overwrite", "Run", "with --no-resume: replace the run folder's run", TRAFO_MEMBER(overwrite), true, false},
+
+    {"device", "Machine", "cpu, cuda or auto", TRAFO_MEMBER(device)},
+    {"threads", "Machine", "intra-op threads (0: all cores)", TRAFO_MEMBER(threads)},
+    {"precision", "Machine", "fp32 or bf16 (autocast, fp32 master weights)", TRAFO_MEMBER(precision)},
+    {"seed", "Machine", "random seed", TRAFO_MEMBER(seed)},
+
+    {"nproc", "Data parallel",
+     "data-parallel processes to start on this machine (Gloo on CPU, NCCL on CUDA); --threads is split among "
+     "them. Under torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set) leave it at 1",
+     TRAFO_MEMBER(nproc)},
+    {"dist-timeout", "Data parallel", "seconds a rank waits for the others before the run fails",
+     TRAFO_MEMBER(dist_timeout)},
+};
+
+#undef TRAFO_MEMBER
+
+// Decimal digits after an optional sign; leading zeros are decimal (CLI11 alone reads 010 as 8).
+template <typename Integer>
+void parse_integer(const std::string& text, Integer& out) {
+  const bool negative = !text.empty() && text[0] == '-';
+  if (negative && std::is_unsigned_v<Integer>) throw InputError("must not be negative, not " + text);
+  const size_t sign = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+  if (sign == text.size() || text.find_first_not_of("0123456789", sign) != std::string::npos) {
+    throw InputError("'" + text + "' is not a whole decimal number");
+  }
+  // from_chars takes a minus sign but no plus sign.
+  const char* first = text.data() + (text[0] == '+' ? 1 : 0);
+  Integer value{};
+  const auto parsed = std::from_chars(first, text.data() + text.size(), value);
+  if (parsed.ec != std::errc() || parsed.ptr != text.data() + text.size()) {
+    throw InputError("'" + text + "' is out of range");
+  }
+  out = value;
+}
+
+void parse_float(const std::string& text, double& out) {
+  const bool decimal = !text.empty() && text.find_first_not_of("0123456789+-.eE") == std::string::npos;
+  char* end = nullptr;
+  const double value = decimal ? std::strtod(text.c_str(), &end) : 0.0;
+  if (!decimal || end != text.c_str() + text.size() || !std::isfinite(value)) {
+    throw InputError("'" + text + "' is not a finite decimal number");
+  }
+  out = value;
+}
+
+void parse_bool(const std::string& text, bool& out) {
+  std::string lower;
+  for (const char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "true" || lower == "1" || lower == "yes" || lower == "on") {
+    out = true;
+  } else if (lower == "false" || lower == "0" || lower == "no" || lower == "off") {
+    out = false;
+  } else {
+    throw InputError("'" + text + "' is not true or false");
+  }
+}
+
+}  // namespace
+
+const std::vector<ConfigKey>& config_keys() { return kKeys; }
+
+const ConfigKey* find_config_key(const std::string& name) {
+  for (const auto& key : kKeys) {
+    if (name == key.name) return &key;
+  }
+  return nullptr;
+}
+
+std::string format_value(const ConfigKey& key, const TrainConfig& config) {
+  // The field accessor takes a mutable config; here it is only read.
+  const Field field = key.field(const_cast<TrainConfig&>(config));
+  return std::visit(
+      [](auto* value) -> std::string {
+        using T = std::remove_pointer_t<decltype(value)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          return (value->find('"') == std::string::npos ? "\"" + *value + "\"" : "'" + *value + "'");
+        } else if constexpr (std::is_same_v<T, bool>) {
+          return *value ? "true" : "false";
+        } else {
+          return fmt::format("{}", *value);  // floats: the shortest text that reads back exactly
+        }
+      },
+      field);
+}
+
+void parse_value(const ConfigKey& key, const std::string& text, TrainConfig& config) {
+  std::visit(
+      [&text](auto* value) {
+        using T = std::remove_pointer_t<decltype(value)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          *value = text;
+        } else if constexpr (std::is_same_v<T, bool>) {
+          parse_bool(text, *value);
+        } else if constexpr (std::is_same_v<T, double>) {
+          parse_float(text, *value);
+        } else {
+          parse_integer(text, *value);
+        }
+      },
+      key.field(config));
+}
+
+const char* type_name(const ConfigKey& key) {
+  static constexpr const char* kNames[] = {"TEXT", "BOOL", "INT", "INT", "UINT", "FLOAT"};  // Field's order
+  TrainConfig scratch;
+  return kNames[key.field(scratch).index()];
+}
+
+}  // namespace trafo::train
