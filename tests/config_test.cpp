@@ -72,6 +72,24 @@ TEST(ConfigFile, KeptKeysAreCheckedButNotTaken) {
   EXPECT_THROW(train::read_config_text("config = \"x.toml\"\n", "c.toml", c), InputError);
 }
 
+TEST(ConfigFile, TextIsQuoted) {
+  // The fuzzer's finding (fuzz/findings/config_file/bare-text-with-quotes): a bare token that
+  // starts with a digit was taken as text, quotes and all, and --dump-config could not write it back.
+  train::TrainConfig c;
+  for (const char* line : {"train-src = 0000005dropout'=1ram\"\n", "src-lang = 1\n", "run-dir = true\n"}) {
+    try {
+      train::read_config_text(line, "a.toml", c);
+      FAIL() << "accepted " << line;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("a.toml:1: "), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("must be quoted"), std::string::npos) << e.what();
+    }
+  }
+  train::read_config_text("src-lang = 'fr'\nlr = \"0.5\"\n", "b.toml", c);
+  EXPECT_EQ(c.src_lang, "fr");
+  EXPECT_EQ(c.lr, 0.5);
+}
+
 TEST(ConfigFile, TextsThatCannotBeWrittenBackAreRefused) {
   train::TrainConfig c;
   c.data_dir = "data";

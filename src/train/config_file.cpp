@@ -22,6 +22,7 @@ struct Entry {
   std::string key;
   std::string value;  // quotes removed
   int64_t line = 0;
+  bool quoted = false;
 };
 
 std::string trim(const std::string& text) {
@@ -111,7 +112,8 @@ std::vector<Entry> parse_config(std::string text, const std::string& path) {
       fail("key '" + key + "' is set twice (first on line " + std::to_string(previous->second) + ")");
     }
     seen.emplace(key, number);
-    entries.push_back({key, value, number});
+    const char first = trim(line.substr(equals + 1)).front();
+    entries.push_back({key, value, number, first == '"' || first == '\''});
   }
   return entries;
 }
@@ -135,6 +137,9 @@ std::set<std::string> read_config_text(std::string text, const std::string& path
     if (is_meta(entry.key)) throw InputError(where + "'" + entry.key + "' cannot be set in a config file");
     const ConfigKey* key = find_config_key(entry.key);
     if (key == nullptr) throw InputError(where + "unknown key '" + entry.key + "'");
+    if (!entry.quoted && std::string(type_name(*key)) == "TEXT") {
+      throw InputError(where + entry.key + ": text must be quoted: \"" + entry.value + "\"");
+    }
     // A key the command line gives is still checked, on a copy.
     TrainConfig scratch;
     try {
