@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "trafo/model/attention.h"
+#include "trafo/ops/eligibility.h"
 
 namespace trafo::model {
 namespace {
@@ -155,6 +156,7 @@ TEST(StepAttention, GrowingCacheWithDroppedRowsMatchesFullPass) {
   const auto full = attention(x, x, causal_mask(steps, torch::kCPU));  // [3,T,32]
   AttentionCache cache;
   auto rows = torch::arange(3);
+  const int64_t runs_before = ops::runs(ops::Kernel::step_attention);
   for (int64_t t = 0; t < steps; ++t) {
     if (t == 25) {  // the middle sentence finishes
       rows = torch::tensor({0, 2});
@@ -165,6 +167,8 @@ TEST(StepAttention, GrowingCacheWithDroppedRowsMatchesFullPass) {
     ASSERT_EQ(cache.keys.size(2), t + 1);
     EXPECT_TRUE(torch::allclose(out, full.index_select(0, rows).narrow(1, t, 1), 1e-5, 1e-5)) << t;
   }
+  // every step through the kernel wherever the CPU has AVX2 and FMA, not silently through SDPA
+  EXPECT_EQ(ops::runs(ops::Kernel::step_attention) - runs_before, ops::cpu_has_avx2_fma() ? steps : 0);
 }
 
 TEST(StepAttention, CrossAttentionOverPaddedSourcesMatchesPlainPath) {
@@ -179,6 +183,7 @@ TEST(StepAttention, CrossAttentionOverPaddedSourcesMatchesPlainPath) {
   const auto mask = padding_mask(tokens, 0);
   auto query = torch::randn({3, 2, 64}).narrow(1, 1, 1);  // not contiguous
   AttentionCache step_cache, plain_cache;
+  const int64_t runs_before = ops::runs(ops::Kernel::step_attention);
   const auto stepped = attention(query, memory, mask, &step_cache);
   attention->set_keep_weights(true);  // the plain path
   const auto plain = attention(query, memory, mask, &plain_cache);
@@ -189,6 +194,8 @@ TEST(StepAttention, CrossAttentionOverPaddedSourcesMatchesPlainPath) {
   const auto again = attention(query.index_select(0, torch::tensor({1, 2})), memory, mask.index_select(0, torch::tensor({1, 2})),
                                &step_cache);
   EXPECT_TRUE(torch::allclose(again, plain.index_select(0, torch::tensor({1, 2})), 1e-5, 1e-5));
+  // the two steps through the kernel, the plain one not
+  EXPECT_EQ(ops::runs(ops::Kernel::step_attention) - runs_before, ops::cpu_has_avx2_fma() ? 2 : 0);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "test_support.h"
 #include "trafo/model/dropout.h"
 #include "trafo/model/transformer.h"
+#include "trafo/ops/eligibility.h"
 #include "trafo/train/optimizer.h"
 
 namespace trafo::model {
@@ -154,6 +155,7 @@ TEST(Dropout, KeepsOneMinusPOfTheElementsScaledByItsInverse) {
 
 TEST(Dropout, SeededRepeatableWhateverTheThreadsAndFreshEachCall) {
   const auto x = torch::ones({300, 700});
+  const int64_t runs_before = ops::runs(ops::Kernel::hashed_dropout);
   torch::manual_seed(12);
   const auto first = model::dropout(x, 0.1, true);
   const auto second = model::dropout(x, 0.1, true);
@@ -164,6 +166,7 @@ TEST(Dropout, SeededRepeatableWhateverTheThreadsAndFreshEachCall) {
   const auto again = model::dropout(x, 0.1, true);
   at::set_num_threads(threads);
   EXPECT_TRUE(torch::equal(first, again));
+  EXPECT_EQ(ops::runs(ops::Kernel::hashed_dropout) - runs_before, 3);  // the hashed mask, not at::dropout
 }
 
 TEST(Dropout, GradientIsTheMaskScaledAndNonContiguousInputsWork) {
@@ -202,6 +205,9 @@ bool packed_kernel_available() {
 #endif
 }
 
+// The ops layer's ISA check, which the step-attention tests rely on, against the CPU's own answer.
+TEST(Linear, KernelsSeeTheCpusAvx2AndFma) { EXPECT_EQ(ops::cpu_has_avx2_fma(), packed_kernel_available()); }
+
 // The packed product (no gradient, at most 64 rows) against at::linear: every remainder of the
 // 6-row tiles, a width that is no multiple of 16, no bias, a 3-D non-contiguous input, 65 rows.
 TEST(Linear, PackedProductMatchesAtLinear) {
@@ -211,13 +217,16 @@ TEST(Linear, PackedProductMatchesAtLinear) {
     Linear linear(in, out);
     {
       const PackedInference scope(*linear);
+      const int64_t runs_before = ops::runs(ops::Kernel::packed_gemm);
       for (const int64_t rows : {1, 2, 3, 4, 5, 6, 7, 12, 13, 64, 65}) {
         const auto x = torch::randn({rows, in});
         const auto expected = torch::nn::functional::linear(x, linear->weight, linear->bias);
         EXPECT_TRUE(torch::allclose(linear(x), expected, 1e-5, 1e-5)) << in << "x" << out << ", " << rows << " rows";
       }
-      // the packed path itself ran wherever the CPU has AVX2 and FMA (else at::linear did)
+      // the packed path itself ran wherever the CPU has AVX2 and FMA (else at::linear did), for
+      // every product of at most 64 rows
       EXPECT_EQ(linear->packed_weight().holds_copy(), packed_kernel_available());
+      EXPECT_EQ(ops::runs(ops::Kernel::packed_gemm) - runs_before, packed_kernel_available() ? 10 : 0);
     }
     EXPECT_FALSE(linear->packed_weight().holds_copy());  // gone with its scope
     auto owner = std::make_shared<PackedOnly>();

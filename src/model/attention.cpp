@@ -1,3 +1,5 @@
+// Scaled dot-product attention, then multi-head attention over it, with the KV cache of step-wise
+// decoding. The one-query kernel of a decoding step is ops::step_attention.
 #include "trafo/model/attention.h"
 
 #include <algorithm>
@@ -5,14 +7,37 @@
 #include <limits>
 #include <optional>
 
-#include <ATen/Parallel.h>
-#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
-#include "step_attention.h"
 #include "trafo/model/dropout.h"
+#include "trafo/ops/eligibility.h"
+#include "trafo/ops/step_attention.h"
 
 namespace trafo::model {
+
+torch::Tensor padding_mask(const torch::Tensor& tokens, int64_t pad_id) {
+  return tokens.ne(pad_id).unsqueeze(1).unsqueeze(1);  // [B,1,1,T]
+}
+
+torch::Tensor causal_mask(int64_t length, const torch::Device& device) {
+  auto options = torch::TensorOptions().dtype(torch::kBool).device(device);
+  return torch::ones({length, length}, options).tril().view({1, 1, length, length});
+}
+
+torch::Tensor plain_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                              const torch::Tensor& mask, double dropout, bool training, torch::Tensor* weights) {
+  // 1. how well each query matches each key, 2. scaled by 1/√d_k so that the softmax does not
+  // saturate as d_k grows; positions that may not be attended to get −∞
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  auto scores = torch::matmul(q, k.transpose(-2, -1)) * scale;  // [B,h,Tq,Tk]
+  if (mask.defined()) scores = scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity());
+  // 3. weights that sum to 1 over the keys
+  auto probabilities = torch::softmax(scores, -1);
+  if (weights != nullptr) *weights = probabilities;
+  if (training && dropout > 0.0) probabilities = model::dropout(probabilities, dropout, true);
+  // 4. each query's context: the values weighted
+  return torch::matmul(probabilities, v);  // [B,h,Tq,d_k]
+}
 
 void AttentionCache::select(const torch::Tensor& index) {
   if (empty()) return;
@@ -46,66 +71,6 @@ void AttentionCache::append(const torch::Tensor& k, const torch::Tensor& v) {
   keys = key_storage_.narrow(2, 0, length + steps);
   values = value_storage_.narrow(2, 0, length + steps);
 }
-
-torch::Tensor padding_mask(const torch::Tensor& tokens, int64_t pad_id) {
-  return tokens.ne(pad_id).unsqueeze(1).unsqueeze(1);  // [B,1,1,T]
-}
-
-torch::Tensor causal_mask(int64_t length, const torch::Device& device) {
-  auto options = torch::TensorOptions().dtype(torch::kBool).device(device);
-  return torch::ones({length, length}, options).tril().view({1, 1, length, length});
-}
-
-torch::Tensor plain_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                              const torch::Tensor& mask, double dropout, bool training, torch::Tensor* weights) {
-  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-  auto scores = torch::matmul(q, k.transpose(-2, -1)) * scale;  // [B,h,Tq,Tk]
-  if (mask.defined()) scores = scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity());
-  auto probabilities = torch::softmax(scores, -1);
-  if (weights != nullptr) *weights = probabilities;
-  if (training && dropout > 0.0) probabilities = model::dropout(probabilities, dropout, true);
-  return torch::matmul(probabilities, v);  // [B,h,Tq,d_k]
-}
-
-namespace {
-
-// The step kernel's conditions: CPU fp32 inference, no autocast, the strides it reads, a mask of
-// shape [B or 1, 1, 1, T] in bool.
-bool step_attention_applies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                            const torch::Tensor& mask) {
-  if (torch::GradMode::is_enabled() || !q.device().is_cpu() || at::autocast::is_autocast_enabled(at::kCPU)) return false;
-  for (const auto* t : {&q, &k, &v}) {
-    if (t->scalar_type() != torch::kFloat || t->stride(3) != 1) return false;
-  }
-  if (mask.defined() && (mask.scalar_type() != torch::kBool || mask.dim() != 4 || mask.size(1) != 1 ||
-                         mask.size(2) != 1 || mask.size(3) != k.size(2))) {
-    return false;
-  }
-  return detail::step_attention_supported(q.size(3));
-}
-
-// One query per row: q [B,h,1,d_k], k and v [B,h,T,d_k], mask as above -> context [B,1,h·d_k].
-torch::Tensor step_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                             const torch::Tensor& mask) {
-  const int64_t batch = q.size(0), heads = q.size(1), d_k = q.size(3);
-  torch::Tensor mask_rows;  // [B,T]
-  if (mask.defined()) mask_rows = mask.expand({batch, 1, 1, k.size(2)}).reshape({batch, k.size(2)}).contiguous();
-  const detail::StepAttentionShape shape{heads,       k.size(2),   d_k,         q.stride(0),
-                                         q.stride(1), k.stride(0), k.stride(1), k.stride(2),
-                                         v.stride(0), v.stride(1), v.stride(2), static_cast<float>(1.0 / std::sqrt(d_k))};
-  auto context = torch::empty({batch, 1, heads * d_k}, q.options());
-  const float* q_data = q.data_ptr<float>();
-  const float* k_data = k.data_ptr<float>();
-  const float* v_data = v.data_ptr<float>();
-  const bool* mask_data = mask_rows.defined() ? mask_rows.data_ptr<bool>() : nullptr;
-  float* out = context.data_ptr<float>();
-  at::parallel_for(0, batch * heads, 8, [&](int64_t begin, int64_t end) {
-    detail::step_attention(q_data, k_data, v_data, mask_data, out, shape, begin, end);
-  });
-  return context;
-}
-
-}  // namespace
 
 MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t heads, double dropout, bool self_attention)
     : d_model_(d_model), heads_(heads), dropout_(dropout), self_attention_(self_attention) {
@@ -151,13 +116,13 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& query, const 
     }
   }
 
-  if (cache != nullptr && query.size(1) == 1 && !keep_weights_ && step_attention_applies(q, k, v, mask)) {
-    return out_proj(step_attention(q, k, v, mask));  // [B,1,d]
+  if (cache != nullptr && query.size(1) == 1 && !keep_weights_ && ops::step_attention_applies(q, k, v, mask)) {
+    return out_proj(ops::step_attention(q, k, v, mask));  // [B,1,d]
   }
-  // SDPA with dropout on the CPU runs its math path with a serial Bernoulli mask: in fp32 the plain
-  // path is the same math with model::dropout's mask (under bf16 autocast SDPA computes in fp32).
-  const bool cpu_dropout = is_training() && dropout_ > 0.0 && query.device().is_cpu() &&
-                           q.scalar_type() == torch::kFloat && !at::autocast::is_autocast_enabled(at::kCPU);
+  // SDPA with dropout on the CPU runs its math path with a serial Bernoulli mask: where the hashed
+  // mask applies the plain path is the same math with it (under bf16 autocast q is bf16 and SDPA
+  // computes in fp32).
+  const bool cpu_dropout = is_training() && dropout_ > 0.0 && ops::cpu_fast_path(ops::Kernel::hashed_dropout, {q});
   torch::Tensor context;  // [B,h,Tq,d_k]
   if (keep_weights_ || !fused_ || cpu_dropout) {
     context = plain_attention(q, k, v, mask, dropout_, is_training(), keep_weights_ ? &last_weights_ : nullptr);

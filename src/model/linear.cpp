@@ -2,53 +2,19 @@
 
 #include <cmath>
 
-#include <ATen/Parallel.h>
-#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
-#include "row_gemm.h"
+#include "trafo/ops/packed_gemm.h"
 
 namespace trafo::model {
-namespace {
-
-// Up to this many rows the packed kernel wins; past it MKL's repacking is amortized and its cache
-// blocking (which the kernel lacks) matters more.
-constexpr int64_t kMaxPackedRows = 64;
-
-bool packable(const torch::Tensor& x, const torch::Tensor& weight) {
-  static const bool supported = detail::row_gemm_supported();
-  return supported && x.device().is_cpu() && weight.device().is_cpu() && x.scalar_type() == torch::kFloat &&
-         weight.scalar_type() == torch::kFloat && !weight.is_inference() && !torch::GradMode::is_enabled() &&
-         !at::autocast::is_autocast_enabled(at::kCPU) && x.numel() <= kMaxPackedRows * x.size(-1);
-}
-
-}  // namespace
 
 torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-  if (scopes_ == 0 || x.dim() == 0 || x.numel() == 0 || !packable(x, weight)) {
-    return torch::nn::functional::linear(x, weight, bias);
-  }
-  const int64_t n = weight.size(0), k = weight.size(1);
-  const int64_t panels = (n + detail::kPanelWidth - 1) / detail::kPanelWidth;
+  if (scopes_ == 0 || !ops::packed_gemm_applies(x, weight)) return torch::nn::functional::linear(x, weight, bias);
   if (!packed_.defined() || !source_.is_same(weight)) {
-    const auto w = weight.contiguous();
-    packed_ = torch::empty({panels, k, detail::kPanelWidth}, w.options());
-    detail::pack_panels(w.data_ptr<float>(), n, k, packed_.data_ptr<float>());
+    packed_ = ops::pack_panels(weight);
     source_ = weight;
   }
-  const auto rows = x.reshape({-1, k}).contiguous();  // [m, k]
-  const auto b = bias.defined() ? bias.contiguous() : bias;
-  auto sizes = x.sizes().vec();
-  sizes.back() = n;
-  auto y = torch::empty({rows.size(0), n}, rows.options());  // [m, n]
-  const float* x_data = rows.data_ptr<float>();
-  const float* panel_data = packed_.data_ptr<float>();
-  const float* bias_data = b.defined() ? b.data_ptr<float>() : nullptr;
-  float* y_data = y.data_ptr<float>();
-  at::parallel_for(0, panels, 4, [&](int64_t begin, int64_t end) {
-    detail::row_gemm(x_data, rows.size(0), k, panel_data, n, bias_data, y_data, begin, end);
-  });
-  return y.view(sizes);  // [..., n]
+  return ops::packed_gemm(x, packed_, weight.size(0), bias);
 }
 
 PackedInference::PackedInference(torch::nn::Module& root) {

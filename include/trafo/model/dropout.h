@@ -1,8 +1,6 @@
-// Dropout with a counter-based mask. LibTorch's CPU dropout draws one Bernoulli sample per element
-// from a serial generator (14% of a training step here); this hashes (seed, element index) on all
-// threads instead. Same semantics: each element kept with probability 1 − p and scaled by
-// 1 / (1 − p). One seed per call comes from LibTorch's default CPU generator, so
-// torch::manual_seed makes runs repeatable, whatever the thread count.
+// Dropout: each element kept with probability 1 − p and scaled by 1 / (1 − p). On the CPU in fp32
+// through ops::hashed_dropout (a counter-based mask, parallel, seeded from LibTorch's default CPU
+// generator: torch::manual_seed makes runs repeatable, whatever the thread count).
 #pragma once
 
 #include <torch/nn/module.h>
@@ -10,8 +8,8 @@
 
 namespace trafo::model {
 
-// x unchanged unless training and p > 0. CPU float tensors take the hashed mask; any other
-// tensor (CUDA, bf16) goes to torch::dropout.
+// x unchanged unless training and p > 0. Where ops::hashed_dropout_applies (CPU float tensors)
+// the hashed mask; any other tensor (CUDA, bf16) goes to torch::dropout.
 torch::Tensor dropout(const torch::Tensor& x, double p, bool training);
 
 // The module form: dropout(x, p, is_training()).

@@ -1,4 +1,4 @@
-// y = x Wᵀ + b, with inference on the CPU through a copy of W packed once (src/model/row_gemm.h).
+// y = x Wᵀ + b, with inference on the CPU through a copy of W packed once (trafo/ops/packed_gemm.h).
 // at::linear goes to MKL's sgemm, which repacks W on every call: at the 1-64 rows of a decoding
 // step that costs more than the product itself.
 //
@@ -19,9 +19,9 @@ namespace trafo::model {
 // W packed for inference while a PackedInference scope over its owner is open.
 class PackedWeight {
  public:
-  // x [..., in] · Wᵀ + b; bias may be undefined. Through the packed copy when a scope is open, x is a
-  // CPU fp32 tensor of at most 64 rows, no gradient is wanted, autocast is off and the CPU has AVX2
-  // and FMA; else at::linear.
+  // x [..., in] · Wᵀ + b; bias may be undefined. Through the packed copy when a scope is open and
+  // ops::packed_gemm_applies (CPU fp32, at most 64 rows, no gradient, no autocast, AVX2 and FMA);
+  // else at::linear.
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
   // Whether a packed copy is held (tests: the fast path was taken, not silently skipped).
   bool holds_copy() const { return packed_.defined(); }

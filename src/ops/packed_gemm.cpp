@@ -1,29 +1,21 @@
-#include "row_gemm.h"
+#include "trafo/ops/packed_gemm.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include "isa.h"
+#include "trafo/ops/eligibility.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-
-#include "avx2.h"
 #endif
 
-namespace trafo::model::detail {
+namespace trafo::ops {
+namespace {
 
-void pack_panels(const float* w, int64_t n, int64_t k, float* panels) {
-  const int64_t count = (n + kPanelWidth - 1) / kPanelWidth;
-  for (int64_t p = 0; p < count; ++p) {
-    float* panel = panels + p * k * kPanelWidth;
-    for (int64_t j = 0; j < kPanelWidth; ++j) {
-      const int64_t row = p * kPanelWidth + j;
-      for (int64_t i = 0; i < k; ++i) panel[i * kPanelWidth + j] = row < n ? w[row * k + i] : 0.0f;
-    }
-  }
-}
+constexpr int64_t kPanelWidth = 16;
 
 #if defined(__x86_64__)
-
-bool row_gemm_supported() { return cpu_has_avx2_fma(); }
-
-namespace {
 
 // Row r's two accumulators (16 columns) take x[r, i] times the panel's row i.
 #define TRAFO_ROW(r)                                     \
@@ -35,8 +27,8 @@ namespace {
 
 // y[0..Rows, 0..columns) = x[0..Rows, :] · panel + bias, for Rows ≤ 6 and columns ≤ 16.
 template <int Rows>
-TRAFO_AVX2 void tile(const float* x, int64_t k, const float* panel, const float* bias, float* y, int64_t ldy,
-                     int64_t columns) {
+TRAFO_AVX2_FMA void tile(const float* x, int64_t k, const float* panel, const float* bias, float* y, int64_t ldy,
+                         int64_t columns) {
   const __m256 zero = _mm256_setzero_ps();
   __m256 acc00 = zero, acc01 = zero, acc10 = zero, acc11 = zero, acc20 = zero, acc21 = zero;
   __m256 acc30 = zero, acc31 = zero, acc40 = zero, acc41 = zero, acc50 = zero, acc51 = zero;
@@ -68,10 +60,10 @@ TRAFO_AVX2 void tile(const float* x, int64_t k, const float* panel, const float*
 }
 #undef TRAFO_ROW
 
-}  // namespace
-
-TRAFO_AVX2 void row_gemm(const float* x, int64_t m, int64_t k, const float* panels, int64_t n, const float* bias,
-                         float* y, int64_t panel_begin, int64_t panel_end) {
+// Columns [16 · panel_begin, min(16 · panel_end, n)) of y [m, n] = x [m, k] · Wᵀ + bias; x and y
+// row-major, bias [n] or null, `panels` 32-byte aligned.
+TRAFO_AVX2_FMA void row_gemm(const float* x, int64_t m, int64_t k, const float* panels, int64_t n, const float* bias,
+                             float* y, int64_t panel_begin, int64_t panel_end) {
   for (int64_t p = panel_begin; p < panel_end; ++p) {
     const float* panel = panels + p * k * kPanelWidth;
     const int64_t first = p * kPanelWidth;
@@ -96,11 +88,52 @@ TRAFO_AVX2 void row_gemm(const float* x, int64_t m, int64_t k, const float* pane
   }
 }
 
-#else  // not x86-64: callers take at::linear
+#else  // not x86-64: cpu_has_avx2_fma() is false, callers take at::linear
 
-bool row_gemm_supported() { return false; }
 void row_gemm(const float*, int64_t, int64_t, const float*, int64_t, const float*, float*, int64_t, int64_t) {}
 
 #endif
 
-}  // namespace trafo::model::detail
+}  // namespace
+
+bool packed_gemm_applies(const at::Tensor& x, const at::Tensor& weight) {
+  return x.dim() > 0 && x.numel() > 0 && cpu_fast_path(Kernel::packed_gemm, {x, weight}) && !weight.is_inference() &&
+         x.numel() <= kMaxPackedRows * x.size(-1);
+}
+
+at::Tensor pack_panels(const at::Tensor& weight) {
+  const auto w = weight.contiguous();
+  const int64_t n = w.size(0), k = w.size(1);
+  const int64_t count = (n + kPanelWidth - 1) / kPanelWidth;
+  auto panels = at::empty({count, k, kPanelWidth}, w.options());  // [ceil(n/16), k, 16]
+  const float* source = w.data_ptr<float>();
+  float* target = panels.data_ptr<float>();
+  for (int64_t p = 0; p < count; ++p) {
+    float* panel = target + p * k * kPanelWidth;
+    for (int64_t j = 0; j < kPanelWidth; ++j) {
+      const int64_t row = p * kPanelWidth + j;
+      for (int64_t i = 0; i < k; ++i) panel[i * kPanelWidth + j] = row < n ? source[row * k + i] : 0.0f;
+    }
+  }
+  return panels;
+}
+
+at::Tensor packed_gemm(const at::Tensor& x, const at::Tensor& panels, int64_t n, const at::Tensor& bias) {
+  note_run(Kernel::packed_gemm);
+  const int64_t k = panels.size(1);
+  const auto rows = x.reshape({-1, k}).contiguous();  // [m, k]
+  const auto b = bias.defined() ? bias.contiguous() : bias;
+  auto sizes = x.sizes().vec();
+  sizes.back() = n;
+  auto y = at::empty({rows.size(0), n}, rows.options());  // [m, n]
+  const float* x_data = rows.data_ptr<float>();
+  const float* panel_data = panels.data_ptr<float>();
+  const float* bias_data = b.defined() ? b.data_ptr<float>() : nullptr;
+  float* y_data = y.data_ptr<float>();
+  at::parallel_for(0, panels.size(0), 4, [&](int64_t begin, int64_t end) {
+    row_gemm(x_data, rows.size(0), k, panel_data, n, bias_data, y_data, begin, end);
+  });
+  return y.view(sizes);  // [..., n]
+}
+
+}  // namespace trafo::ops

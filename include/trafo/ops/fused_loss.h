@@ -1,0 +1,28 @@
+// The output projection and the label-smoothed cross-entropy of training fused over chunks of
+// rows, so that the [N,V] logits and their gradient never exist at once. The sums are those of
+// train::label_smoothed_sums (train/schedule.h), the formula's one statement.
+#pragma once
+
+#include <cstdint>
+
+#include <ATen/core/Tensor.h>
+
+namespace trafo::ops {
+
+// The eligibility rule (ops/eligibility.h) for the output weight: fp32 on the CPU, autocast off.
+bool fused_loss_applies(const at::Tensor& weight);
+
+struct FusedLossSums {
+  at::Tensor smoothed;  // [] label-smoothed cross-entropy summed over the non-padding rows
+  at::Tensor nll;       // [] plain NLL summed over them; no gradient
+};
+
+// hidden [N,d], weight [V,d], bias [V] (or undefined), target [N] -> the sums of
+// label_smoothed_sums(log_softmax(hidden·weightᵀ + bias), target, epsilon, pad_id), `chunk_rows`
+// rows at a time (0: about 4M logits a chunk). When a gradient is wanted, each chunk's gradient is
+// formed in the same pass (softmax − (1 − ε)·onehot − ε/V, through the projection into hidden,
+// weight and bias) and backward() only scales it by the upstream gradient of `smoothed`.
+FusedLossSums fused_loss(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias,
+                         const at::Tensor& target, double epsilon, int64_t pad_id, int64_t chunk_rows);
+
+}  // namespace trafo::ops

@@ -1,0 +1,19 @@
+// Attention of one new query per row over cached keys and values (a decoding step), without the
+// per-row matrix calls of at::scaled_dot_product_attention: at one query its cost is calls, not
+// arithmetic (two BLAS calls per row and head).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+namespace trafo::ops {
+
+// The eligibility rule (ops/eligibility.h) for q, k, v, and what the kernel reads: d_k contiguous,
+// a multiple of 8 up to 256; mask undefined or bool of shape [B or 1, 1, 1, T].
+bool step_attention_applies(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask);
+
+// q [B,h,1,d_k], k and v [B,h,T,d_k], mask (true: may attend) -> context [B,1,h·d_k], the heads
+// merged: softmax_t(q·k_t / √d_k, masked t excluded) · v per row and head; a row with every
+// position masked gets zeros. Needs step_attention_applies.
+at::Tensor step_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask);
+
+}  // namespace trafo::ops

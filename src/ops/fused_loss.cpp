@@ -1,0 +1,104 @@
+#include "trafo/ops/fused_loss.h"
+
+#include <algorithm>
+
+#include <torch/torch.h>
+
+#include "trafo/ops/eligibility.h"
+#include "trafo/train/schedule.h"
+
+namespace trafo::ops {
+namespace {
+
+using train::label_smoothed_sums;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+constexpr int64_t kChunkLogits = int64_t{1} << 22;  // 16 MB of fp32 logits a chunk
+
+struct Projected {
+  torch::Tensor smoothed, nll;                         // []
+  torch::Tensor grad_hidden, grad_weight, grad_bias;  // d smoothed / d input, when asked
+};
+
+Projected project_chunks(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& bias,
+                         const torch::Tensor& target, double epsilon, int64_t pad_id, int64_t chunk_rows,
+                         bool gradients) {
+  const int64_t n = hidden.size(0), vocab = weight.size(0);
+  const int64_t rows = chunk_rows > 0 ? chunk_rows : std::max<int64_t>(1, kChunkLogits / vocab);
+  const bool any_padding = target.eq(pad_id).any().item<bool>();
+  Projected out;
+  out.smoothed = torch::zeros({}, hidden.options().dtype(torch::kFloat));
+  out.nll = torch::zeros({}, hidden.options().dtype(torch::kFloat));
+  if (gradients) {
+    out.grad_hidden = torch::empty_like(hidden);
+    out.grad_weight = torch::zeros_like(weight);
+    if (bias.defined()) out.grad_bias = torch::zeros_like(bias);
+  }
+  const auto weight_t = weight.t();
+  for (int64_t start = 0; start < n; start += rows) {
+    const int64_t m = std::min(rows, n - start);
+    const auto h = hidden.narrow(0, start, m);                   // [m,d]
+    const auto t = target.narrow(0, start, m).unsqueeze(1);      // [m,1]
+    const auto logits = bias.defined() ? torch::addmm(bias, h, weight_t) : torch::mm(h, weight_t);  // [m,V]
+    auto log_probs = torch::_log_softmax(logits, 1, false);
+    const auto sums = label_smoothed_sums(log_probs, t.squeeze(1), epsilon, pad_id);
+    out.smoothed.add_(sums.smoothed);
+    out.nll.add_(sums.nll);
+    if (!gradients) continue;
+
+    auto grad = log_probs.exp_().sub_(epsilon / static_cast<double>(vocab));  // [m,V], then − (1 − ε) at t
+    grad.scatter_add_(1, t, torch::full({m, 1}, epsilon - 1.0, grad.options()));
+    if (any_padding) grad.masked_fill_(t.eq(pad_id), 0.0);
+    auto grad_hidden = out.grad_hidden.narrow(0, start, m);
+    torch::mm_out(grad_hidden, grad, weight);
+    out.grad_weight.addmm_(grad.t(), h);
+    if (bias.defined()) out.grad_bias.add_(grad.sum(0));
+  }
+  return out;
+}
+
+// Custom functions take defined tensors only: without a bias, `bias` is an empty stand-in.
+class ProjectedLoss : public torch::autograd::Function<ProjectedLoss> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& hidden, const torch::Tensor& weight,
+                               const torch::Tensor& bias, const torch::Tensor& target, double epsilon, int64_t pad_id,
+                               int64_t chunk_rows) {
+    const auto real_bias = bias.numel() > 0 ? bias : torch::Tensor();
+    auto projected = project_chunks(hidden, weight, real_bias, target, epsilon, pad_id, chunk_rows, true);
+    // Released once backward has used them (undefined where there is no bias).
+    ctx->save_for_backward({projected.grad_hidden, projected.grad_weight, projected.grad_bias});
+    ctx->mark_non_differentiable({projected.nll});
+    return {projected.smoothed, projected.nll};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    TORCH_CHECK(!torch::GradMode::is_enabled(), "projected_loss has no second derivatives (create_graph)");
+    const auto& upstream = grad_outputs[0];  // d loss / d smoothed, []
+    const auto saved = ctx->get_saved_variables();
+    auto scaled = [&](const torch::Tensor& grad) { return grad.defined() ? grad * upstream : torch::Tensor(); };
+    return {scaled(saved[0]), scaled(saved[1]), scaled(saved[2]), torch::Tensor(), torch::Tensor(), torch::Tensor(),
+            torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+bool fused_loss_applies(const at::Tensor& weight) { return cpu_fast_path(Kernel::fused_loss, {weight}); }
+
+FusedLossSums fused_loss(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias,
+                         const at::Tensor& target, double epsilon, int64_t pad_id, int64_t chunk_rows) {
+  note_run(Kernel::fused_loss);
+  const bool wants_gradient = torch::GradMode::is_enabled() &&
+                              (hidden.requires_grad() || weight.requires_grad() ||
+                               (bias.defined() && bias.requires_grad()));
+  if (!wants_gradient) {
+    auto projected = project_chunks(hidden, weight, bias, target, epsilon, pad_id, chunk_rows, false);
+    return {projected.smoothed, projected.nll};
+  }
+  const auto bias_or_empty = bias.defined() ? bias : torch::empty({0}, weight.options());
+  const auto sums = ProjectedLoss::apply(hidden, weight, bias_or_empty, target, epsilon, pad_id, chunk_rows);
+  return {sums[0], sums[1]};
+}
+
+}  // namespace trafo::ops
