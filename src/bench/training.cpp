@@ -1,4 +1,4 @@
-// Timed training steps, the step written as src/train/trainer.cpp does one.
+// Timed training steps: train::TrainStep, the update `trafo train` runs, on synthetic batches.
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -8,46 +8,51 @@
 
 #include "trafo/bench/measure.h"
 #include "trafo/errors.h"
-#include "trafo/train/autocast.h"
-#include "trafo/train/batch_loss.h"
 #include "trafo/train/optimizer.h"
-#include "trafo/train/schedule.h"
+#include "trafo/train/train_step.h"
 
 namespace trafo::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// One update per batch, with a fresh Adam at a constant learning rate.
 class TrainingStep {
  public:
   TrainingStep(model::Transformer& model, const TrainOptions& options)
-      : model_(model),
-        options_(options),
-        optimizer_(train::make_optimizer("adam", model->parameters(), options.lr, 0.9, 0.98, 1e-9, 0.0)) {
-    model_->train();
+      : optimizer_(train::make_optimizer("adam", model->parameters(), options.lr, 0.9, 0.98, 1e-9, 0.0)),
+        step_(model, *optimizer_, torch::kCPU,
+              train::StepOptions{options.label_smoothing, options.clip_norm, options.bf16}),
+        lr_(options.lr) {
+    model->train();
   }
 
   // Returns the smoothed loss per target token (read back, as the trainer does every step).
-  double run(const SyntheticBatch& batch) {
-    optimizer_->zero_grad(true);
-    torch::Tensor smoothed;
-    {
-      train::AutocastGuard autocast(options_.bf16, c10::DeviceType::CPU);
-      smoothed = train::batch_loss(model_, batch.source, batch.target_input, batch.target_output,
-                                   options_.label_smoothing).smoothed;
-    }
-    const auto tokens = static_cast<double>(batch.target_tokens);
-    (smoothed / tokens).backward();
-    torch::nn::utils::clip_grad_norm_(model_->parameters(), options_.clip_norm);
-    optimizer_->step();
-    return smoothed.item<double>() / tokens;
+  double run(const std::vector<data::Batch>& update) {
+    const auto result = step_.run(update, lr_);
+    return result.loss / static_cast<double>(result.target_tokens);
   }
 
  private:
-  model::Transformer& model_;
-  TrainOptions options_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  train::TrainStep step_;
+  double lr_;
 };
+
+// Each synthetic batch as the one batch of an update.
+std::vector<std::vector<data::Batch>> as_updates(const std::vector<SyntheticBatch>& batches) {
+  std::vector<std::vector<data::Batch>> updates;
+  for (const auto& synthetic : batches) {
+    data::Batch batch;
+    batch.source = synthetic.source;
+    batch.target_input = synthetic.target_input;
+    batch.target_output = synthetic.target_output;
+    batch.source_tokens = synthetic.source_tokens;
+    batch.target_tokens = batch.global_target_tokens = synthetic.target_tokens;
+    updates.push_back({batch});
+  }
+  return updates;
+}
 
 void check(const std::vector<SyntheticBatch>& batches, const TrainOptions& options) {
   if (batches.empty()) throw InputError("the training benchmark needs at least one batch");
@@ -83,8 +88,9 @@ TrainMeasurement measure_training(model::Transformer& model, const std::vector<S
                                   const TrainOptions& options) {
   check(batches, options);
   TrainingStep step(model, options);
+  const auto updates = as_updates(batches);
   const auto n = static_cast<int64_t>(batches.size());
-  for (int64_t i = 0; i < options.warmup_steps; ++i) step.run(batches[i % n]);
+  for (int64_t i = 0; i < options.warmup_steps; ++i) step.run(updates[i % n]);
 
   TrainMeasurement result;
   result.timed_steps = options.timed_steps;
@@ -96,7 +102,7 @@ TrainMeasurement measure_training(model::Transformer& model, const std::vector<S
   for (int64_t round = 0; round < options.rounds; ++round) {
     const auto started = Clock::now();
     double loss = 0.0;
-    for (int64_t i = 0; i < options.timed_steps; ++i) loss = step.run(batches[i % n]);
+    for (int64_t i = 0; i < options.timed_steps; ++i) loss = step.run(updates[i % n]);
     const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
     result.tokens.seconds.push_back(seconds);
     spdlog::info("bench: training {} round {}: {} steps in {:.2f} s, {:.0f} target tokens/s, loss {:.3f}",
@@ -114,12 +120,13 @@ MemoryTrend measure_memory_trend(model::Transformer& model, const std::vector<Sy
                                  const TrainOptions& options) {
   check(batches, options);
   TrainingStep step(model, options);
+  const auto updates = as_updates(batches);
   MemoryTrend trend;
   trend.steps = steps;
   trend.early_step = std::max<int64_t>(1, steps / 5);
   const auto n = static_cast<int64_t>(batches.size());
   for (int64_t i = 1; i <= steps; ++i) {
-    step.run(batches[(i - 1) % n]);
+    step.run(updates[(i - 1) % n]);
     if (i == trend.early_step) trend.early_rss_mb = memory_usage().rss_mb;
     if (i % 100 == 0) spdlog::info("bench: memory trend step {}/{}: RSS {:.1f} MB", i, steps, memory_usage().rss_mb);
   }

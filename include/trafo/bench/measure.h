@@ -22,8 +22,9 @@ struct Rounds {
 
 double median(std::vector<double> values);
 
-// One training step as `trafo train` does it: zero_grad, forward (under bf16 autocast when asked),
-// label-smoothed loss, backward of loss / target tokens, gradient clipping, Adam step.
+// One training step is train::TrainStep, the update `trafo train` runs (train_step.h): zero_grad,
+// forward (under bf16 autocast when asked), label-smoothed loss, backward of loss / target tokens,
+// gradient clipping, Adam step (skipped when the gradient is not finite).
 struct TrainOptions {
   bool bf16 = false;               // autocast to bfloat16; master weights and loss stay fp32
   int64_t warmup_steps = 5;        // untimed steps first
@@ -31,7 +32,7 @@ struct TrainOptions {
   int64_t rounds = 1;              // timed rounds (median reported)
   double lr = 1e-4;                // constant; Adam betas 0.9/0.98, eps 1e-9 as trafo train's defaults
   double label_smoothing = 0.1;
-  double clip_norm = 1.0;
+  double clip_norm = 1.0;          // 0: off
 };
 
 struct TrainMeasurement {

@@ -1,0 +1,225 @@
+#include "session.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "trafo/errors.h"
+#include "trafo/train/optimizer.h"
+#include "trafo/util/device.h"
+#include "trafo/util/files.h"
+
+namespace trafo::train {
+namespace {
+
+double checked_max_time_s(const TrainConfig& c) {
+  validate(c);
+  return parse_duration(c.max_time);
+}
+
+// Bad input is reported before any work.
+DataPaths checked_paths(const TrainConfig& c) {
+  auto in_dir = [&](const std::string& split, const std::string& lang) {
+    return (std::filesystem::path(c.data_dir) / (split + "." + lang)).string();
+  };
+  DataPaths p;
+  p.train_src = !c.train_src.empty() ? c.train_src : in_dir("train", c.src_lang);
+  p.train_tgt = !c.train_tgt.empty() ? c.train_tgt : in_dir("train", c.tgt_lang);
+  p.dev_src = !c.dev_src.empty() ? c.dev_src : in_dir("dev", c.src_lang);
+  p.dev_tgt = !c.dev_tgt.empty() ? c.dev_tgt : in_dir("dev", c.tgt_lang);
+  data::check_parallel_files(p.train_src, p.train_tgt);
+  data::check_parallel_files(p.dev_src, p.dev_tgt);
+  return p;
+}
+
+// Sets and returns this process's threads: ranks on one machine share its cores (--nproc always;
+// under torchrun when --threads is left at 0).
+int use_threads(const TrainConfig& c, const dist::Environment& environment) {
+  int threads = util::resolve_threads(c.threads);
+  if (environment.local_world_size > 1 && (environment.launched || c.threads == 0)) {
+    threads = std::max(1, threads / environment.local_world_size);
+  }
+  at::set_num_threads(threads);
+  return threads;
+}
+
+c10::Device pick_device(const TrainConfig& c, const dist::Environment& environment) {
+  auto device = util::resolve_device(c.device);
+  if (device.is_cuda() && environment.distributed()) device = torch::Device(torch::kCUDA, environment.local_rank);
+  return device;
+}
+
+std::chrono::milliseconds timeout(const TrainConfig& c) {
+  return std::chrono::milliseconds(static_cast<int64_t>(c.dist_timeout * 1000.0));
+}
+
+// Rank 0 speaks for the job and owns the folder's lock.
+RunFolder open_folder(const TrainConfig& c, const Replicas& replicas) {
+  if (!replicas.is_main()) spdlog::set_level(spdlog::level::warn);
+  return RunFolder(c.run_dir, /*lock=*/replicas.is_main());
+}
+
+// The newest checkpoint of `folder` that loads whole with its training state; a damaged one is
+// passed over with a warning. Empty when the folder holds none. A folder whose checkpoints all fail
+// is an error: starting over would write over them.
+std::optional<checkpoint::Checkpoint> newest_complete_checkpoint(const RunFolder& folder,
+                                                                 std::filesystem::path& found) {
+  const auto candidates = folder.checkpoints();
+  std::string first_error;
+  for (const auto& path : candidates) {
+    try {
+      auto saved = checkpoint::load(path);
+      if (!saved.training) throw InputError(path.string() + " holds no training state to resume from");
+      found = path;
+      return saved;
+    } catch (const InputError& e) {
+      spdlog::warn("cannot resume from {}: {}", path.string(), e.what());
+      if (first_error.empty()) first_error = e.what();
+    }
+  }
+  if (candidates.empty()) return std::nullopt;
+  throw InputError("run folder " + folder.path().string() + " holds checkpoints but none can be resumed (" +
+                   first_error + "); use --no-resume --overwrite to start over, or another --run-dir");
+}
+
+// Rank 0 decides which checkpoint (if any) the run resumes from; its model must be the one asked for.
+ResumePoint choose_resume(TrainConfig& c, const RunFolder& folder, Replicas& replicas) {
+  ResumePoint resume;
+  if (replicas.is_main()) {
+    const bool has_run = !folder.checkpoints().empty();
+    if (has_run && c.no_resume && !c.overwrite) {
+      throw InputError("run folder " + folder.path().string() +
+                       " already holds a run: drop --no-resume to continue it, or add --overwrite to start over");
+    }
+    resume.replaces_old_run = has_run && c.no_resume;
+    if (!c.no_resume) resume.saved = newest_complete_checkpoint(folder, resume.path);
+  }
+  resume.path = replicas.share("resume", resume.path.string());
+  if (resume.path.empty()) return resume;
+  if (!resume.saved) resume.saved = checkpoint::load(resume.path);
+  c.model.vocab_size = resume.saved->model_config.vocab_size;  // the checkpoint's tokenizer is kept
+  const auto differences = model::describe_differences(resume.saved->model_config, c.model);
+  if (!differences.empty()) {
+    throw InputError("cannot resume " + resume.path.string() + ": its model differs (checkpoint vs now: " +
+                     differences + "); use another --run-dir or --no-resume --overwrite");
+  }
+  return resume;
+}
+
+// The checkpoint's tokenizer, or a new one that rank 0 trains and the other ranks receive. Its size
+// is the model's vocabulary: a small corpus may give fewer pieces than asked for.
+data::Tokenizer make_tokenizer(TrainConfig& c, int threads, const DataPaths& paths, const ResumePoint& resume,
+                               Replicas& replicas) {
+  c.vocab.threads = threads;
+  std::string bytes = resume.saved ? resume.saved->tokenizer : "";
+  if (!resume.saved) {
+    if (replicas.is_main()) bytes = data::Tokenizer::train({paths.train_src, paths.train_tgt}, c.vocab).to_bytes();
+    bytes = replicas.share("tokenizer", bytes);
+  }
+  auto tokenizer = data::Tokenizer::from_bytes(bytes);
+  c.model.vocab_size = tokenizer.vocab_size();
+  return tokenizer;
+}
+
+data::Corpus load_corpus(const TrainConfig& c, const DataPaths& paths, const data::Tokenizer& tokenizer) {
+  // + eos (source) or bos (target) must fit the model's positions, whatever --max-length says.
+  const int64_t longest =
+      c.max_length > 0 ? std::min(c.max_length, c.model.max_positions - 1) : c.model.max_positions - 1;
+  return data::Corpus::load(paths.train_src, paths.train_tgt, tokenizer,
+                            data::CorpusOptions{longest, c.max_length_ratio});
+}
+
+std::optional<Validator> make_validator(const TrainConfig& c, const DataPaths& paths, const data::Tokenizer& tokenizer,
+                                        bool main_rank) {
+  if (!main_rank) return std::nullopt;
+  return Validator(paths.dev_src, paths.dev_tgt, tokenizer, c.batch_tokens, c.valid_max_sentences, c.valid_samples,
+                   c.model.max_positions);
+}
+
+// In training mode on `device`, with rank 0's weights on every rank. The seed is set first: it
+// draws a new run's weights (a resumed run's generator is restored from its checkpoint after).
+model::Transformer make_model(const TrainConfig& c, const ResumePoint& resume, const c10::Device& device,
+                              Replicas& replicas) {
+  torch::manual_seed(c.seed);
+  model::Transformer model = resume.saved ? checkpoint::make_model(*resume.saved, device) : model::Transformer(c.model);
+  model->to(device);
+  model->train();
+  replicas.replicate(model->parameters());
+  return model;
+}
+
+// Restores the optimizer's state and the random generator of a resumed run, then lets its checkpoint go.
+Progress restore_progress(ResumePoint& resume, torch::optim::Optimizer& optimizer) {
+  Progress progress;
+  if (resume.saved) progress = unpack_training_state(*resume.saved->training, optimizer);
+  resume.saved.reset();
+  if (!resume.path.empty()) spdlog::info("resuming from {}", resume.path.string());
+  return progress;
+}
+
+// Everything is read and checked: only now may a new run replace an old one.
+std::optional<LogFileCopy> open_log_file(const RunFolder& folder, const ResumePoint& resume, bool main_rank) {
+  if (resume.replaces_old_run) folder.replace_old_run();
+  if (!main_rank) return std::nullopt;
+  return std::optional<LogFileCopy>(std::in_place, folder.log());
+}
+
+data::BatcherOptions batcher_options(const TrainConfig& c, const Replicas& replicas) {
+  data::BatcherOptions options;
+  options.batch_tokens = c.batch_tokens;
+  options.seed = c.seed;
+  options.shard = replicas.rank();
+  options.shards = replicas.size();
+  return options;
+}
+
+}  // namespace
+
+Session::Session(TrainConfig& c, const std::string& text)
+    : config(c),
+      config_text(text),
+      started(Clock::now()),
+      max_time_s(checked_max_time_s(c)),
+      environment(dist::read_environment()),
+      paths(checked_paths(c)),
+      threads(use_threads(c, environment)),
+      device(pick_device(c, environment)),
+      replicas(environment, device, timeout(c)),
+      folder(open_folder(c, replicas)),
+      resume(choose_resume(c, folder, replicas)),
+      tokenizer(make_tokenizer(c, threads, paths, resume, replicas)),
+      corpus(load_corpus(c, paths, tokenizer)),
+      validator(make_validator(c, paths, tokenizer, main_rank())),
+      model(make_model(c, resume, device, replicas)),
+      optimizer(make_optimizer(c.optimizer, model->parameters(), c.lr, c.adam_beta1, c.adam_beta2, c.adam_eps,
+                               c.weight_decay)),
+      progress(restore_progress(resume, *optimizer)),
+      elapsed_before(progress.elapsed_s),
+      log_file(open_log_file(folder, resume, main_rank())),
+      batcher(corpus, batcher_options(c, replicas), progress.next_batch) {
+  if (batcher.skipped_too_long() > 0) {
+    spdlog::warn("{} training pairs are longer than --batch-tokens {} alone and are skipped",
+                 batcher.skipped_too_long(), c.batch_tokens);
+  }
+  if (main_rank()) metrics.emplace(folder.metrics());
+  if (main_rank() && c.tensorboard) tensorboard.emplace(folder.path() / "tensorboard");
+  if (main_rank() && !resumed()) util::write_file_atomically(folder.config(), config_text);
+}
+
+double Session::elapsed() const {
+  return elapsed_before + std::chrono::duration<double>(Clock::now() - started).count();
+}
+
+checkpoint::Checkpoint Session::make_checkpoint() {
+  checkpoint::Checkpoint ckpt;
+  ckpt.model_config = config.model;
+  ckpt.weights = checkpoint::model_weights(model);
+  ckpt.tokenizer = tokenizer.to_bytes();
+  ckpt.config = config_text;
+  progress.elapsed_s = elapsed();
+  ckpt.training = pack_training_state(progress, *optimizer);
+  return ckpt;
+}
+
+}  // namespace trafo::train

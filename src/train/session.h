@@ -1,0 +1,82 @@
+// What a training run works with, made before its first step in the order of the members below:
+// the configuration and data checked, this process placed (threads, device, replicas), the run
+// folder locked, the checkpoint to resume chosen, then tokenizer, data, model, optimizer, where
+// the run stands, and the logs. Internal to train/.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <torch/optim/optimizer.h>
+
+#include "trafo/checkpoint/checkpoint.h"
+#include "trafo/data/batcher.h"
+#include "trafo/data/corpus.h"
+#include "trafo/data/tokenizer.h"
+#include "trafo/dist/environment.h"
+#include "trafo/model/transformer.h"
+#include "trafo/report/tensorboard.h"
+#include "trafo/train/metrics_log.h"
+#include "trafo/train/options.h"
+#include "trafo/train/run_folder.h"
+#include "trafo/train/training_state.h"
+#include "trafo/train/validator.h"
+#include "log_file_copy.h"
+#include "replicas.h"
+
+namespace trafo::train {
+
+struct DataPaths {
+  std::string train_src, train_tgt, dev_src, dev_tgt;
+};
+
+// The checkpoint a run continues from, as rank 0 chose it; every rank loads it.
+struct ResumePoint {
+  std::filesystem::path path;                   // empty: a new run
+  std::optional<checkpoint::Checkpoint> saved;  // released once model and optimizer hold it
+  bool replaces_old_run = false;                // --no-resume --overwrite over a folder that holds a run
+};
+
+struct Session {
+  using Clock = std::chrono::steady_clock;
+
+  // Throws InputError for a bad configuration, bad data or a run folder that cannot be resumed.
+  // `config` gets the vocabulary size of the tokenizer and the threads this process uses.
+  Session(TrainConfig& config, const std::string& config_text);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  bool main_rank() const { return replicas.is_main(); }
+  bool resumed() const { return !resume.path.empty(); }
+  double elapsed() const;  // seconds of all sessions of the run
+  // The model, tokenizer, configuration and training state as they are now (progress.elapsed_s updated).
+  checkpoint::Checkpoint make_checkpoint();
+
+  TrainConfig& config;
+  const std::string& config_text;
+  const Clock::time_point started;
+  const double max_time_s;                   // --max-time in seconds; 0: none
+  const dist::Environment environment;
+  const DataPaths paths;
+  const int threads;                         // this process's
+  const c10::Device device;
+  Replicas replicas;
+  const RunFolder folder;                    // locked by rank 0
+  ResumePoint resume;
+  const data::Tokenizer tokenizer;
+  const data::Corpus corpus;
+  std::optional<Validator> validator;        // rank 0's
+  model::Transformer model;
+  const std::unique_ptr<torch::optim::Optimizer> optimizer;
+  Progress progress;
+  const double elapsed_before;               // by the run's earlier sessions
+  const std::optional<LogFileCopy> log_file;  // rank 0's
+  data::Batcher batcher;
+  std::optional<MetricsLog> metrics;         // rank 0's
+  std::optional<report::TensorBoardWriter> tensorboard;  // rank 0's, with --tensorboard
+};
+
+}  // namespace trafo::train
