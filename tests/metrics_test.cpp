@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "test_support.h"
 #include "trafo/errors.h"
 #include "trafo/metrics/bleu.h"
 #include "trafo/metrics/chrf.h"
@@ -433,12 +434,7 @@ Lines read_lines(const std::filesystem::path& path) {
 }
 
 TEST(Sacrebleu, GeneratedCorpusMatchesTheVenvSacrebleu) {
-  const bool in_ci = std::getenv("CI") && std::string(std::getenv("CI")) == "true";
-  const std::string probe = std::string("'") + kPython + "' -c 'import sacrebleu' 2>/dev/null";
-  if (std::system(probe.c_str()) != 0) {
-    if (in_ci) FAIL() << kPython << " cannot import sacrebleu";
-    GTEST_SKIP() << kPython << " cannot import sacrebleu";
-  }
+  TRAFO_REQUIRE_PYTHON_MODULE("sacrebleu");
   const auto dir = std::filesystem::temp_directory_path() /
                    ("trafo-metrics-" + std::to_string(std::random_device{}()));
   std::filesystem::create_directories(dir);

@@ -6,13 +6,13 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "data_support.h"
+#include "model_support.h"
 #include "test_support.h"
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/report/attention_maps.h"
@@ -23,18 +23,6 @@ namespace trafo::testing {
 namespace {
 
 std::string quote(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
-
-bool in_ci() {
-  const char* ci = std::getenv("CI");
-  return ci != nullptr && std::string(ci) == "true";
-}
-
-// Under CI=true a missing tool that scripts/setup.sh installs is a failure, elsewhere a skip.
-#define REQUIRE_TOOL(present, what)                                                  \
-  if (!(present)) {                                                                  \
-    if (in_ci()) FAIL() << what << " is missing under CI (scripts/setup.sh installs it)"; \
-    GTEST_SKIP() << what << " is missing (scripts/setup.sh installs it)";            \
-  }
 
 // stderr ends in one "trafo: error: ..." line (logs may come before it).
 bool ends_in_one_error_line(const std::string& errors) {
@@ -99,7 +87,7 @@ void expect_all_charts_drawn(const PageCheck& check) {
 }
 
 TEST(Report, TinyRunLoadsInChromium) {
-  REQUIRE_TOOL(have_chromium(), "chromium");
+  TRAFO_REQUIRE_TOOL(have_chromium(), "chromium");
   const auto dir = make_temp_dir("report");
   std::filesystem::create_directories(dir / "tiny");
   write_text(dir / "tiny" / "metrics.jsonl", tiny_run(1.5));
@@ -117,7 +105,7 @@ TEST(Report, TinyRunLoadsInChromium) {
 }
 
 TEST(Report, SeveralRunsOverlayAndMalformedLinesAreLeftOut) {
-  REQUIRE_TOOL(have_chromium(), "chromium");
+  TRAFO_REQUIRE_TOOL(have_chromium(), "chromium");
   const auto dir = make_temp_dir("report");
   std::filesystem::create_directories(dir / "a");
   std::filesystem::create_directories(dir / "b");
@@ -163,9 +151,7 @@ TEST(TensorBoard, Crc32cOfTheStandardCheckString) {
 }
 
 TEST(TensorBoard, ItsPythonReaderReadsTheScalarsBack) {
-  const bool have_tensorboard =
-      run_command(std::string("'") + TRAFO_PYTHON + "' -c 'import tensorboard'").exit_code == 0;
-  REQUIRE_TOOL(have_tensorboard, "Python tensorboard in .venv");
+  TRAFO_REQUIRE_PYTHON_MODULE("tensorboard");
   const auto dir = make_temp_dir("tensorboard");
   {
     report::TensorBoardWriter writer(dir / "tensorboard");
@@ -207,14 +193,7 @@ class AttentionPicture : public ::testing::Test {
     data::TokenizerOptions tokenizer_options;
     tokenizer_options.vocab_size = 300;
     tokenizer_ = new data::Tokenizer(data::Tokenizer::train({*dir_ / "train.en", *dir_ / "train.de"}, tokenizer_options));
-    model::ModelConfig config;
-    config.vocab_size = tokenizer_->vocab_size();
-    config.d_model = 16;
-    config.heads = 2;
-    config.encoder_layers = 2;
-    config.decoder_layers = 2;
-    config.d_ff = 32;
-    config.dropout = 0.0;
+    auto config = tiny_model_config(tokenizer_->vocab_size());
     config.max_positions = 24;
     torch::manual_seed(5);
     model_ = new model::Transformer(config);

@@ -96,6 +96,15 @@ int wait_for_exit(int pid, double seconds) {
   }
 }
 
+bool in_ci() {
+  const char* ci = std::getenv("CI");
+  return ci != nullptr && std::string(ci) == "true";
+}
+
+bool python_can_import(const std::string& module) {
+  return run_command(std::string("'") + TRAFO_PYTHON + "' -c 'import " + module + "'").exit_code == 0;
+}
+
 int free_port() {
   int port = 0;
   ::close(dist::listen_on("127.0.0.1", 0, &port));

@@ -1,5 +1,8 @@
-// Helpers shared by the tests: temporary folders and running the trafo binary.
+// Helpers shared by the tests: temporary folders, running the trafo binary, and the tools that
+// scripts/setup.sh installs (the project's Python and its modules, Chromium).
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
@@ -31,4 +34,24 @@ int free_port();
 void write_text(const std::filesystem::path& path, const std::string& text);
 std::string read_text(const std::filesystem::path& path);
 
+// Whether CI=true, where a missing tool that scripts/setup.sh installs fails a test instead of skipping it.
+bool in_ci();
+// Whether the project's own Python (TRAFO_PYTHON, .venv/bin/python) can `import module`.
+bool python_can_import(const std::string& module);
+
 }  // namespace trafo::testing
+
+// In a test body: unless `present`, ends the test, as a failure under CI=true (DESIGN.md "Testing
+// rules") and as a skip elsewhere. `what` names the missing tool (anything that streams).
+#define TRAFO_REQUIRE_TOOL(present, what)                                                                          \
+  do {                                                                                                             \
+    if (!(present)) {                                                                                              \
+      if (::trafo::testing::in_ci()) FAIL() << what << " is missing under CI=true (scripts/setup.sh installs it)"; \
+      GTEST_SKIP() << what << " is missing (scripts/setup.sh installs it)";                                        \
+    }                                                                                                              \
+  } while (false)
+
+// The same for a module of the project's Python, e.g. TRAFO_REQUIRE_PYTHON_MODULE("torch").
+#define TRAFO_REQUIRE_PYTHON_MODULE(module)                       \
+  TRAFO_REQUIRE_TOOL(::trafo::testing::python_can_import(module), \
+                     "Python module " << (module) << " of " << TRAFO_PYTHON)

@@ -184,12 +184,10 @@ TEST(Trainer, RefusesToResumeARunWithAnotherModel) {
 }
 
 checkpoint::Checkpoint small_checkpoint(int64_t d_model) {
-  model::ModelConfig config;
-  config.vocab_size = 50;
+  auto config = trafo::testing::tiny_model_config(50);
   config.d_model = d_model;
-  config.heads = 2;
-  config.encoder_layers = config.decoder_layers = 2;
   config.d_ff = 4 * d_model;
+  config.max_positions = 1024;  // files as before: the positions table is most of a small checkpoint
   model::Transformer model(config);
   return {config, checkpoint::model_weights(model), "", "", std::nullopt};
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "data_support.h"
+#include "model_support.h"
 #include "test_support.h"
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/data/corpus.h"
@@ -39,15 +40,9 @@ class TranslateCli : public ::testing::Test {
     data::TokenizerOptions tokenizer_options;
     tokenizer_options.vocab_size = 300;
     const auto tokenizer = data::Tokenizer::train({*dir_ / "train.en", *dir_ / "train.de"}, tokenizer_options);
-    model::ModelConfig config;
-    config.vocab_size = tokenizer.vocab_size();
-    config.d_model = 16;
-    config.heads = 2;
+    auto config = tiny_model_config(tokenizer.vocab_size());
     config.encoder_layers = 1;
     config.decoder_layers = 1;
-    config.d_ff = 32;
-    config.dropout = 0.0;
-    config.max_positions = 64;
     torch::manual_seed(11);
     model::Transformer model(config);
     checkpoint::save(*dir_ / "model.pt", checkpoint::Checkpoint{config, checkpoint::model_weights(model),
