@@ -5,7 +5,7 @@
 #include <torch/torch.h>
 
 #include "fuzz_support.h"
-#include "trafo/data/toy_corpus.h"
+#include "trafo/toy/toy_corpus.h"
 
 namespace trafo::fuzz {
 

@@ -9,7 +9,7 @@
 #include "trafo/data/batcher.h"
 #include "trafo/data/corpus.h"
 #include "trafo/data/tokenizer.h"
-#include "trafo/data/toy_corpus.h"
+#include "trafo/toy/toy_corpus.h"
 
 namespace trafo::data {
 namespace {

@@ -16,6 +16,7 @@
 #include "trafo/dist/environment.h"
 #include "trafo/dist/gradient_sync.h"
 #include "trafo/dist/group.h"
+#include "trafo/model/loss.h"
 #include "trafo/model/transformer.h"
 #include "trafo/train/schedule.h"
 
@@ -63,7 +64,7 @@ void accumulate_loss(model::Transformer& model, const GlobalBatch& b, const std:
   if (rows.empty()) return;
   const auto index = torch::tensor(rows, torch::kLong);
   const auto logits = model(b.source.index_select(0, index), b.target_input.index_select(0, index));
-  const auto loss = train::label_smoothed_loss(logits, b.target_output.index_select(0, index), 0.1, 0).smoothed;
+  const auto loss = model::label_smoothed_loss(logits, b.target_output.index_select(0, index), 0.1, 0).smoothed;
   (loss / static_cast<double>(tokens)).backward();
 }
 

@@ -8,6 +8,7 @@
 #include "model_support.h"
 #include "test_support.h"
 #include "trafo/model/dropout.h"
+#include "trafo/model/loss.h"
 #include "trafo/model/transformer.h"
 #include "trafo/ops/eligibility.h"
 #include "trafo/train/optimizer.h"

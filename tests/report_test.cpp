@@ -17,7 +17,7 @@
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/report/attention_maps.h"
 #include "trafo/report/html_report.h"
-#include "trafo/report/tensorboard.h"
+#include "trafo/train/tensorboard.h"
 
 namespace trafo::testing {
 namespace {
@@ -146,15 +146,15 @@ TEST(Report, NothingToDrawIsExitCode2) {
 }
 
 TEST(TensorBoard, Crc32cOfTheStandardCheckString) {
-  EXPECT_EQ(report::crc32c("123456789", 9), 0xE3069283u);
-  EXPECT_EQ(report::crc32c("", 0), 0u);
+  EXPECT_EQ(train::crc32c("123456789", 9), 0xE3069283u);
+  EXPECT_EQ(train::crc32c("", 0), 0u);
 }
 
 TEST(TensorBoard, ItsPythonReaderReadsTheScalarsBack) {
   TRAFO_REQUIRE_PYTHON_MODULE("tensorboard");
   const auto dir = make_temp_dir("tensorboard");
   {
-    report::TensorBoardWriter writer(dir / "tensorboard");
+    train::TensorBoardWriter writer(dir / "tensorboard");
     for (int step = 50; step <= 150; step += 50) {
       writer.scalars("train", {{"loss", 8.0 / step}, {"lr", 1e-5 * step}, {"resumed", true}, {"note", "x"}}, step);
     }

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "test_support.h"
-#include "trafo/data/toy_corpus.h"
+#include "trafo/toy/toy_corpus.h"
 #include "trafo/errors.h"
 #include "trafo/metrics/bleu.h"
 

@@ -12,7 +12,7 @@
 #include "model_support.h"
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/errors.h"
-#include "trafo/train/batch_loss.h"
+#include "trafo/model/loss.h"
 #include "trafo/train/schedule.h"
 #include "trafo/train/trainer.h"
 
@@ -35,14 +35,14 @@ TEST(Loss, LabelSmoothingMatchesHandComputation) {
   auto probs = torch::tensor({{{0.5f, 0.25f, 0.25f}, {0.2f, 0.3f, 0.5f}}});
   auto target = torch::tensor({{1, 0}}, torch::kLong);
   const double eps = 0.1;
-  const auto sums = label_smoothed_loss(torch::log(probs), target, eps, /*pad_id=*/0);
+  const auto sums = model::label_smoothed_loss(torch::log(probs), target, eps, /*pad_id=*/0);
   const double nll = -std::log(0.25);
   const double uniform = -(std::log(0.5) + 2 * std::log(0.25)) / 3.0;
   EXPECT_NEAR(sums.smoothed.item<double>(), (1 - eps) * nll + eps * uniform, 1e-6);
   EXPECT_NEAR(sums.nll.item<double>(), nll, 1e-6);
   EXPECT_EQ(sums.tokens.item<int64_t>(), 1);
   // Without smoothing it is the plain NLL.
-  EXPECT_NEAR(label_smoothed_loss(torch::log(probs), target, 0.0, 0).smoothed.item<double>(), nll, 1e-6);
+  EXPECT_NEAR(model::label_smoothed_loss(torch::log(probs), target, 0.0, 0).smoothed.item<double>(), nll, 1e-6);
 }
 
 // d smoothed / d each input, by autograd through label_smoothed_loss or through projected_loss.
@@ -63,8 +63,8 @@ TEST(Loss, ProjectedLossEqualsLogitsThenLabelSmoothing) {
     if (with_bias) inputs.push_back(bias);
     auto logits = torch::mm(hidden, weight.t());
     if (with_bias) logits = logits + bias;
-    const auto expected = label_smoothed_loss(logits.unsqueeze(0), target.unsqueeze(0), 0.1, pad);
-    const auto fused = projected_loss(hidden, weight, bias, target, 0.1, pad, /*chunk_rows=*/3);
+    const auto expected = model::label_smoothed_loss(logits.unsqueeze(0), target.unsqueeze(0), 0.1, pad);
+    const auto fused = model::projected_loss(hidden, weight, bias, target, 0.1, pad, /*chunk_rows=*/3);
     EXPECT_NEAR(fused.smoothed.item<double>(), expected.smoothed.item<double>(), 1e-4);
     EXPECT_NEAR(fused.nll.item<double>(), expected.nll.item<double>(), 1e-4);
     EXPECT_EQ(fused.tokens.item<int64_t>(), 9);
@@ -77,7 +77,7 @@ TEST(Loss, ProjectedLossEqualsLogitsThenLabelSmoothing) {
     EXPECT_EQ(got[0][1].abs().sum().item<double>(), 0.0);  // a padding row gets no gradient
     // Without a gradient wanted, the same sums.
     torch::NoGradGuard no_grad;
-    EXPECT_NEAR(projected_loss(hidden, weight, bias, target, 0.1, pad).smoothed.item<double>(),
+    EXPECT_NEAR(model::projected_loss(hidden, weight, bias, target, 0.1, pad).smoothed.item<double>(),
                 expected.smoothed.item<double>(), 1e-4);
   }
 }
@@ -95,10 +95,10 @@ TEST(Loss, BatchLossEqualsTheModelsLogitsThenLabelSmoothing) {
     const auto tgt_out = torch::tensor({{8, 9, 10, 3}, {11, 3, 0, 0}}, torch::kLong);
     const auto parameters = model->parameters();
     torch::manual_seed(5);
-    const auto expected = label_smoothed_loss(model(src, tgt_in), tgt_out, 0.1, 0);
+    const auto expected = model::label_smoothed_loss(model(src, tgt_in), tgt_out, 0.1, 0);
     const auto want = loss_gradients(expected.smoothed, parameters);
     torch::manual_seed(5);
-    const auto fused = batch_loss(model, src, tgt_in, tgt_out, 0.1);
+    const auto fused = model::batch_loss(model, src, tgt_in, tgt_out, 0.1);
     const auto got = loss_gradients(fused.smoothed, parameters);
     EXPECT_NEAR(fused.smoothed.item<double>(), expected.smoothed.item<double>(), 1e-4);
     EXPECT_EQ(fused.tokens.item<int64_t>(), 6);

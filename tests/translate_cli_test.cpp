@@ -18,6 +18,7 @@
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/data/corpus.h"
 #include "trafo/data/tokenizer.h"
+#include "trafo/model/loss.h"
 
 namespace trafo::testing {
 namespace {

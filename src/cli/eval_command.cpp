@@ -24,6 +24,7 @@
 #include "trafo/errors.h"
 #include "trafo/metrics/bleu.h"
 #include "trafo/metrics/chrf.h"
+#include "trafo/model/loss.h"
 #include "trafo/util/files.h"
 
 namespace trafo::cli {

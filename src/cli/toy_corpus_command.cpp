@@ -7,7 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "commands.h"
-#include "trafo/data/toy_corpus.h"
+#include "trafo/toy/toy_corpus.h"
 
 namespace trafo::cli {
 namespace {

@@ -114,10 +114,10 @@ Tokenizer Tokenizer::train(const std::vector<std::filesystem::path>& files, cons
       {"shuffle_input_sentence", "true"},
       {"byte_fallback", "true"},
       {"split_digits", "true"},
-      {"pad_id", "0"},
-      {"unk_id", "1"},
-      {"bos_id", "2"},
-      {"eos_id", "3"},
+      {"pad_id", std::to_string(kPad)},
+      {"unk_id", std::to_string(kUnk)},
+      {"bos_id", std::to_string(kBos)},
+      {"eos_id", std::to_string(kEos)},
       {"num_threads", std::to_string(std::max(1, options.threads))}};
   FileLines lines(files);
   std::string model;

@@ -168,12 +168,4 @@ void TransformerImpl::set_packed_inference(bool packed) {
   }
 }
 
-std::pair<torch::Tensor, torch::Tensor> token_nll(const torch::Tensor& logits, const torch::Tensor& target,
-                                                  int64_t pad_id) {
-  auto log_probs = torch::log_softmax(logits.to(torch::kFloat), -1);           // [B,T,V]
-  auto nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1);         // [B,T]
-  auto real = target.ne(pad_id);
-  return {nll.masked_fill(real.logical_not(), 0.0).sum(), real.sum()};
-}
-
 }  // namespace trafo::model

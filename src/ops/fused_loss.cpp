@@ -5,12 +5,10 @@
 #include <torch/torch.h>
 
 #include "trafo/ops/eligibility.h"
-#include "trafo/train/schedule.h"
 
 namespace trafo::ops {
 namespace {
 
-using train::label_smoothed_sums;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
@@ -99,6 +97,18 @@ FusedLossSums fused_loss(const at::Tensor& hidden, const at::Tensor& weight, con
   const auto bias_or_empty = bias.defined() ? bias : torch::empty({0}, weight.options());
   const auto sums = ProjectedLoss::apply(hidden, weight, bias_or_empty, target, epsilon, pad_id, chunk_rows);
   return {sums[0], sums[1]};
+}
+
+LossSums label_smoothed_sums(const at::Tensor& log_probs, const at::Tensor& target, double epsilon, int64_t pad_id) {
+  const auto nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1);  // [B,T]
+  const auto real = target.ne(pad_id);
+  const auto nll_sum = nll.masked_fill(real.logical_not(), 0.0).sum();
+  auto smoothed = nll_sum;
+  if (epsilon > 0.0) {
+    const auto uniform = -log_probs.mean(-1);  // [B,T]
+    smoothed = (1.0 - epsilon) * nll_sum + epsilon * uniform.masked_fill(real.logical_not(), 0.0).sum();
+  }
+  return {smoothed, nll_sum, real.sum()};
 }
 
 }  // namespace trafo::ops

@@ -18,7 +18,7 @@
 #include "trafo/data/tokenizer.h"
 #include "trafo/dist/environment.h"
 #include "trafo/model/transformer.h"
-#include "trafo/report/tensorboard.h"
+#include "trafo/train/tensorboard.h"
 #include "trafo/train/metrics_log.h"
 #include "trafo/train/options.h"
 #include "trafo/train/run_folder.h"
@@ -76,7 +76,7 @@ struct Session {
   const std::optional<LogFileCopy> log_file;  // rank 0's
   data::Batcher batcher;
   std::optional<MetricsLog> metrics;         // rank 0's
-  std::optional<report::TensorBoardWriter> tensorboard;  // rank 0's, with --tensorboard
+  std::optional<TensorBoardWriter> tensorboard;  // rank 0's, with --tensorboard
 };
 
 }  // namespace trafo::train

@@ -5,7 +5,7 @@
 #include <torch/torch.h>
 
 #include "trafo/train/autocast.h"
-#include "trafo/train/batch_loss.h"
+#include "trafo/model/loss.h"
 #include "replicas.h"
 
 namespace trafo::train {
@@ -29,7 +29,7 @@ StepResult TrainStep::run(const std::vector<data::Batch>& batches, double lr) {
     torch::Tensor smoothed;
     {
       AutocastGuard autocast(options_.bf16, device_.type());
-      smoothed = batch_loss(model_, batch.source.to(device_), batch.target_input.to(device_),
+      smoothed = model::batch_loss(model_, batch.source.to(device_), batch.target_input.to(device_),
                             batch.target_output.to(device_), options_.label_smoothing).smoothed;
     }
     (smoothed / tokens).backward();

@@ -10,6 +10,7 @@
 #include "trafo/decode/translator.h"
 #include "trafo/metrics/bleu.h"
 #include "trafo/metrics/chrf.h"
+#include "trafo/model/loss.h"
 
 namespace trafo::train {
 namespace {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "trafo/special_ids.h"
+
 namespace sentencepiece {
 class SentencePieceProcessor;
 }
@@ -23,7 +25,7 @@ struct TokenizerOptions {
 
 class Tokenizer {
  public:
-  static constexpr int kPad = 0, kUnk = 1, kBos = 2, kEos = 3;
+  static constexpr int kPad = kPadId, kUnk = kUnkId, kBos = kBosId, kEos = kEosId;  // special_ids.h
 
   // Trains on every line of `files` (train source and target). A text too small for
   // `options.vocab_size` gives a smaller vocabulary (with a warning): read vocab_size() for the

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "trafo/special_ids.h"
+
 namespace trafo::model {
 
 struct ModelConfig {
@@ -20,7 +22,7 @@ struct ModelConfig {
   std::string norm = "pre";        // residual LayerNorm position: pre | post
   bool tie_embeddings = true;      // one matrix for source, target and output embeddings
   int64_t max_positions = 1024;    // longest sequence the sinusoidal table covers
-  int64_t pad_id = 0;              // padding id; the tokenizer fixes pad=0 unk=1 bos=2 eos=3
+  int64_t pad_id = kPadId;         // padding id (special_ids.h)
 };
 
 // Upper limits far above any real translation model: they stop absurd sizes (a typo, a fuzzer)

@@ -89,9 +89,4 @@ class TransformerImpl : public torch::nn::Module, public PackedWeightOwner {
 };
 TORCH_MODULE(Transformer);
 
-// Sum of -log p(target) over non-padding positions and their count:
-// logits [B,T,V], target [B,T] -> (sum [] fp32, count [] int64). No host sync.
-std::pair<torch::Tensor, torch::Tensor> token_nll(const torch::Tensor& logits, const torch::Tensor& target,
-                                                  int64_t pad_id);
-
 }  // namespace trafo::model

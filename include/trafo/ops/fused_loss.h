@@ -1,6 +1,6 @@
-// The output projection and the label-smoothed cross-entropy of training fused over chunks of
-// rows, so that the [N,V] logits and their gradient never exist at once. The sums are those of
-// train::label_smoothed_sums (train/schedule.h), the formula's one statement.
+// The label-smoothed cross-entropy of training: its formula (label_smoothed_sums, the one
+// statement every loss path uses) and the output projection fused with it over chunks of rows, so
+// that the [N,V] logits and their gradient never exist at once. model/loss.h is the loss's API.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +8,18 @@
 #include <ATen/core/Tensor.h>
 
 namespace trafo::ops {
+
+// Label-smoothed cross-entropy summed over non-padding targets, with the smoothing mass ε spread
+// uniformly over the whole vocabulary (PyTorch's convention):
+//   loss_t = (1 − ε) × (−log p(y_t)) + ε × mean_v(−log p(v)).
+// log_probs [..., V] (fp32), target [...] -> (smoothed sum [], plain NLL sum [], token count []).
+// No host sync.
+struct LossSums {
+  at::Tensor smoothed;
+  at::Tensor nll;
+  at::Tensor tokens;
+};
+LossSums label_smoothed_sums(const at::Tensor& log_probs, const at::Tensor& target, double epsilon, int64_t pad_id);
 
 // The eligibility rule (ops/eligibility.h) for the output weight: fp32 on the CPU, autocast off.
 bool fused_loss_applies(const at::Tensor& weight);

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-namespace trafo::report {
+namespace trafo::train {
 
 // CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) of `size` bytes.
 uint32_t crc32c(const char* data, size_t size);
@@ -40,4 +40,4 @@ class TensorBoardWriter {
   std::ofstream out_;
 };
 
-}  // namespace trafo::report
+}  // namespace trafo::train

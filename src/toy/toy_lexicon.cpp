@@ -4,7 +4,7 @@
 #include <string>
 
 #include "toy_lexicon.h"
-#include "trafo/data/toy_corpus.h"
+#include "trafo/toy/toy_corpus.h"
 
 namespace trafo::data::toy {
 namespace {

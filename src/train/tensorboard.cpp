@@ -1,4 +1,4 @@
-#include "trafo/report/tensorboard.h"
+#include "trafo/train/tensorboard.h"
 
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 
 #include "trafo/errors.h"
 
-namespace trafo::report {
+namespace trafo::train {
 namespace {
 
 std::array<uint32_t, 256> make_crc32c_table() {
@@ -130,4 +130,4 @@ void TensorBoardWriter::write_record(const std::string& bytes) {
   if (!out_) throw RunError("cannot write " + path_.string() + " (disk full?)");
 }
 
-}  // namespace trafo::report
+}  // namespace trafo::train

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "toy_lexicon.h"
-#include "trafo/data/toy_corpus.h"
+#include "trafo/toy/toy_corpus.h"
 
 namespace trafo::data::toy {
 

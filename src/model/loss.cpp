@@ -1,10 +1,12 @@
-#include "trafo/train/batch_loss.h"
+#include "trafo/model/loss.h"
 
 #include <torch/torch.h>
 
-#include "trafo/ops/fused_loss.h"
+namespace trafo::model {
 
-namespace trafo::train {
+LossSums label_smoothed_loss(const at::Tensor& logits, const at::Tensor& target, double epsilon, int64_t pad_id) {
+  return label_smoothed_sums(torch::log_softmax(logits.to(torch::kFloat), -1), target, epsilon, pad_id);
+}
 
 LossSums projected_loss(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& bias,
                         const torch::Tensor& target, double epsilon, int64_t pad_id, int64_t chunk_rows) {
@@ -13,7 +15,7 @@ LossSums projected_loss(const torch::Tensor& hidden, const torch::Tensor& weight
   return {sums.smoothed, sums.nll, tokens};
 }
 
-LossSums batch_loss(model::Transformer& model, const torch::Tensor& src, const torch::Tensor& tgt_in,
+LossSums batch_loss(Transformer& model, const torch::Tensor& src, const torch::Tensor& tgt_in,
                     const torch::Tensor& tgt_out, double epsilon) {
   const int64_t pad_id = model->config().pad_id;
   if (!ops::fused_loss_applies(model->output_weight())) {
@@ -26,4 +28,12 @@ LossSums batch_loss(model::Transformer& model, const torch::Tensor& src, const t
                         model->output_bias(), target.index_select(0, real), epsilon, pad_id);
 }
 
-}  // namespace trafo::train
+std::pair<torch::Tensor, torch::Tensor> token_nll(const torch::Tensor& logits, const torch::Tensor& target,
+                                                  int64_t pad_id) {
+  auto log_probs = torch::log_softmax(logits.to(torch::kFloat), -1);           // [B,T,V]
+  auto nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1);         // [B,T]
+  auto real = target.ne(pad_id);
+  return {nll.masked_fill(real.logical_not(), 0.0).sum(), real.sum()};
+}
+
+}  // namespace trafo::model

@@ -1,6 +1,6 @@
 // The toy corpus: unique pairs drawn split by split, written one sentence a line, and the
 // monotone word-for-word baseline that shows the corpus needs attention.
-#include "trafo/data/toy_corpus.h"
+#include "trafo/toy/toy_corpus.h"
 
 #include <fstream>
 #include <string>

@@ -1,0 +1,25 @@
+cmake_minimum_required(VERSION 3.22)  # policies, as in the project
+# Run by the build (cmake -P) for one area of src/: fails when one of its files includes a header
+# of an area it does not use (trafo_area's USES in CMakeLists.txt), or LibTorch where the area
+# is built without it. Arguments: AREA, ALLOWED (areas, ;-list), TORCH (ON/OFF), FILES, STAMP.
+set(problems "")
+foreach(file IN LISTS FILES)
+  file(STRINGS "${file}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*[\"<]")
+  foreach(line IN LISTS includes)
+    if(line MATCHES "#[ \t]*include[ \t]*\"trafo/([a-z_]+)/")
+      set(used "${CMAKE_MATCH_1}")
+      if(NOT used IN_LIST ALLOWED)
+        string(STRIP "${line}" line)
+        list(APPEND problems "${file}: ${line}: area '${AREA}' does not use '${used}'")
+      endif()
+    elseif(NOT TORCH AND line MATCHES "#[ \t]*include[ \t]*<(torch|ATen|c10)/")
+      string(STRIP "${line}" line)
+      list(APPEND problems "${file}: ${line}: area '${AREA}' is built without LibTorch")
+    endif()
+  endforeach()
+endforeach()
+if(problems)
+  list(JOIN problems "\n  " text)
+  message(FATAL_ERROR "layering: (the USES of trafo_area(${AREA}) in CMakeLists.txt say what it may include)\n  ${text}")
+endif()
+file(TOUCH "${STAMP}")

@@ -1,0 +1,40 @@
+// The losses, in one place: the label-smoothed cross-entropy of training (its formula is
+// ops::label_smoothed_sums, ops/fused_loss.h), one batch's training loss, and the plain token
+// NLL of evaluation.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include <ATen/core/Tensor.h>
+
+#include "trafo/model/transformer.h"
+#include "trafo/ops/fused_loss.h"
+
+namespace trafo::model {
+
+using ops::LossSums;
+using ops::label_smoothed_sums;
+
+// logits [B,T,V], target [B,T] -> the LossSums of log_softmax(logits) (fp32). No host sync.
+LossSums label_smoothed_loss(const at::Tensor& logits, const at::Tensor& target, double epsilon, int64_t pad_id);
+
+// src [B,S], tgt_in and tgt_out [B,T], on the model's device -> the LossSums of
+// label_smoothed_loss(model(src, tgt_in), tgt_out, ...). Under bf16 autocast or off the CPU it is
+// that call; otherwise projected_loss over the non-padding rows.
+LossSums batch_loss(Transformer& model, const at::Tensor& src, const at::Tensor& tgt_in, const at::Tensor& tgt_out,
+                    double epsilon);
+
+// hidden [N,d], weight [V,d], bias [V] (or undefined), target [N] -> the LossSums of
+// label_smoothed_loss(hidden·weightᵀ + bias, target, epsilon, pad_id), `chunk_rows` rows at a time
+// (0: about 4M logits a chunk), through ops::fused_loss: when a gradient is wanted, each chunk's
+// gradient is formed in the same pass and backward() only scales it by the upstream gradient of
+// `smoothed`.
+LossSums projected_loss(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias,
+                        const at::Tensor& target, double epsilon, int64_t pad_id, int64_t chunk_rows = 0);
+
+// Sum of -log p(target) over non-padding positions and their count:
+// logits [B,T,V], target [B,T] -> (sum [] fp32, count [] int64). No host sync.
+std::pair<at::Tensor, at::Tensor> token_nll(const at::Tensor& logits, const at::Tensor& target, int64_t pad_id);
+
+}  // namespace trafo::model
