@@ -148,13 +148,13 @@ TEST(Trainer, ResumedRunReachesTheSameWeightsAsAnUninterruptedOne) {
 
   auto whole = tiny_training(data, root / "whole");
   whole.max_steps = 7;
-  Trainer(whole, "whole").run();
+  Trainer(whole).run();
 
   auto part = tiny_training(data, root / "part");
   part.max_steps = 3;
-  EXPECT_EQ(Trainer(part, "part").run().reason, "steps");
+  EXPECT_EQ(Trainer(part).run().reason, "steps");
   part.max_steps = 7;
-  const auto resumed = Trainer(part, "part").run();
+  const auto resumed = Trainer(part).run();
   EXPECT_EQ(resumed.step, 7);
 
   const auto a = checkpoint::load(root / "whole" / "checkpoint-last.pt");
@@ -172,11 +172,11 @@ TEST(Trainer, RefusesToResumeARunWithAnotherModel) {
   const auto run = make_temp_dir("mismatch-run");
   auto config = tiny_training(data, run);
   config.max_steps = 1;
-  Trainer(config, "").run();
+  Trainer(config).run();
   config.model.d_model = 64;
   config.max_steps = 2;
   try {
-    Trainer(config, "").run();
+    Trainer(config).run();
     FAIL() << "expected an error";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("d_model 32 vs 64"), std::string::npos) << e.what();

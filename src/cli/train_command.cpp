@@ -38,9 +38,8 @@ CommandRunner add_train_command(CLI::App& app) {
     if (cmd->count("--config") > 0) {  // --config "" is an error too
       train::read_config_file(*config_path, *config, given_config_keys(*cmd));
     }
-    const std::string text = train::to_toml(*config);
     if (*print_config) {
-      std::cout << text;
+      std::cout << train::to_toml(*config);
       return 0;
     }
     if (config->nproc > 1 && !dist::read_environment().launched) {
@@ -49,7 +48,7 @@ CommandRunner add_train_command(CLI::App& app) {
     }
     std::signal(SIGINT, request_stop);
     std::signal(SIGTERM, request_stop);
-    train::Trainer trainer(*config, text, &stop_requested);
+    train::Trainer trainer(*config, &stop_requested);
     const auto result = trainer.run();
     if (result.reason == "signal") {
       spdlog::info("stopped by signal at step {}; checkpoint saved: {}", result.step, result.last_checkpoint);

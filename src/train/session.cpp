@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "trafo/errors.h"
+#include "trafo/train/config_file.h"
 #include "trafo/train/optimizer.h"
 #include "trafo/util/device.h"
 #include "trafo/util/files.h"
@@ -176,9 +177,9 @@ data::BatcherOptions batcher_options(const TrainConfig& c, const Replicas& repli
 
 }  // namespace
 
-Session::Session(TrainConfig& c, const std::string& text)
+Session::Session(TrainConfig& c)
     : config(c),
-      config_text(text),
+      config_text(to_toml(c)),
       started(Clock::now()),
       max_time_s(checked_max_time_s(c)),
       environment(dist::read_environment()),

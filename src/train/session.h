@@ -45,7 +45,7 @@ struct Session {
 
   // Throws InputError for a bad configuration, bad data or a run folder that cannot be resumed.
   // `config` gets the vocabulary size of the tokenizer and the threads this process uses.
-  Session(TrainConfig& config, const std::string& config_text);
+  explicit Session(TrainConfig& config);
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -56,7 +56,7 @@ struct Session {
   checkpoint::Checkpoint make_checkpoint();
 
   TrainConfig& config;
-  const std::string& config_text;
+  const std::string config_text;            // to_toml(config) as given: checkpoints, config.toml, `start`
   const Clock::time_point started;
   const double max_time_s;                   // --max-time in seconds; 0: none
   const dist::Environment environment;

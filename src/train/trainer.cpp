@@ -225,13 +225,13 @@ class TrainingLoop {
 
 }  // namespace
 
-Trainer::Trainer(TrainConfig config, std::string config_text, const std::atomic<bool>* stop_requested)
-    : config_(std::move(config)), config_text_(std::move(config_text)), stop_requested_(stop_requested) {}
+Trainer::Trainer(TrainConfig config, const std::atomic<bool>* stop_requested)
+    : config_(std::move(config)), stop_requested_(stop_requested) {}
 
 Trainer::~Trainer() = default;
 
 TrainResult Trainer::run() {
-  Session session(config_, config_text_);
+  Session session(config_);
   return TrainingLoop(session, stop_requested_).run();
 }
 

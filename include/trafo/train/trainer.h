@@ -20,9 +20,9 @@ struct TrainResult {
 
 class Trainer {
  public:
-  // `config_text` is the effective configuration (TOML) stored in checkpoints and config.toml;
+  // `config` goes into checkpoints and config.toml as train::to_toml(config) (config_file.h);
   // `stop_requested` (may be null) is polled after every step: when set, the run saves and ends.
-  Trainer(TrainConfig config, std::string config_text, const std::atomic<bool>* stop_requested = nullptr);
+  explicit Trainer(TrainConfig config, const std::atomic<bool>* stop_requested = nullptr);
   ~Trainer();
   // Throws InputError for bad data or a run folder that cannot be resumed, RunError for
   // failures during training (repeated NaN loss, a full disk).
@@ -30,7 +30,6 @@ class Trainer {
 
  private:
   TrainConfig config_;
-  std::string config_text_;
   const std::atomic<bool>* stop_requested_;
 };
 
