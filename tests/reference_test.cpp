@@ -106,16 +106,6 @@ Named gradients(const Transformer& model) {
   return out;
 }
 
-data::Batch as_batch(const bench::SyntheticBatch& synthetic) {
-  data::Batch batch;
-  batch.source = synthetic.source;
-  batch.target_input = synthetic.target_input;
-  batch.target_output = synthetic.target_output;
-  batch.source_tokens = synthetic.source_tokens;
-  batch.target_tokens = batch.global_target_tokens = synthetic.target_tokens;
-  return batch;
-}
-
 Named tensors_of(const bench::SyntheticBatch& batch) {
   Named tensors;
   tensors.insert("src", batch.source);
@@ -144,7 +134,7 @@ Record one_batch(Transformer& model, const bench::SyntheticBatch& batch, const t
   const auto weights = cloned(model->named_parameters());
   auto optimizer = make_optimizer(model, c);
   train::TrainStep step(model, *optimizer, torch::kCPU, train::StepOptions{c.label_smoothing, /*clip_norm=*/0.0});
-  const auto update = step.run({as_batch(batch)}, /*lr=*/0.0);
+  const auto update = step.run({bench::as_batch(batch)}, /*lr=*/0.0);
   EXPECT_TRUE(update.applied);
   for (const auto& item : model->named_parameters()) EXPECT_TRUE(torch::equal(item.value(), weights.at(item.key())));
   record.insert("smoothed", update.loss / static_cast<double>(update.target_tokens));
@@ -173,7 +163,8 @@ Record training(Transformer& model, const std::vector<bench::SyntheticBatch>& ba
   c10::List<Named> inputs;
   for (size_t i = 0; i < batches.size(); ++i) {
     inputs.push_back(tensors_of(batches[i]));
-    const auto update = step.run({as_batch(batches[i])}, train::inverse_sqrt_lr(i + 1, c.lr, c.warmup_steps));
+    const double lr = train::inverse_sqrt_lr(i + 1, c.lr, c.warmup_steps);
+    const auto update = step.run({bench::as_batch(batches[i])}, lr);
     EXPECT_TRUE(update.applied) << "step " << i + 1;
     losses.push_back(update.loss / static_cast<double>(update.target_tokens));
   }

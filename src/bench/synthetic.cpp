@@ -115,4 +115,14 @@ std::vector<std::vector<int>> synthetic_sentences(int64_t count, int64_t vocab_s
   return sentences;
 }
 
+data::Batch as_batch(const SyntheticBatch& synthetic) {
+  data::Batch batch;
+  batch.source = synthetic.source;
+  batch.target_input = synthetic.target_input;
+  batch.target_output = synthetic.target_output;
+  batch.source_tokens = synthetic.source_tokens;
+  batch.target_tokens = batch.global_target_tokens = synthetic.target_tokens;
+  return batch;
+}
+
 }  // namespace trafo::bench

@@ -42,15 +42,7 @@ class TrainingStep {
 // Each synthetic batch as the one batch of an update.
 std::vector<std::vector<data::Batch>> as_updates(const std::vector<SyntheticBatch>& batches) {
   std::vector<std::vector<data::Batch>> updates;
-  for (const auto& synthetic : batches) {
-    data::Batch batch;
-    batch.source = synthetic.source;
-    batch.target_input = synthetic.target_input;
-    batch.target_output = synthetic.target_output;
-    batch.source_tokens = synthetic.source_tokens;
-    batch.target_tokens = batch.global_target_tokens = synthetic.target_tokens;
-    updates.push_back({batch});
-  }
+  for (const auto& synthetic : batches) updates.push_back({as_batch(synthetic)});
   return updates;
 }
 

@@ -4,8 +4,8 @@
 
 #include <torch/torch.h>
 
-#include "trafo/train/autocast.h"
 #include "trafo/model/loss.h"
+#include "trafo/train/autocast.h"
 #include "replicas.h"
 
 namespace trafo::train {
@@ -30,7 +30,7 @@ StepResult TrainStep::run(const std::vector<data::Batch>& batches, double lr) {
     {
       AutocastGuard autocast(options_.bf16, device_.type());
       smoothed = model::batch_loss(model_, batch.source.to(device_), batch.target_input.to(device_),
-                            batch.target_output.to(device_), options_.label_smoothing).smoothed;
+                                   batch.target_output.to(device_), options_.label_smoothing).smoothed;
     }
     (smoothed / tokens).backward();
     loss_sum += smoothed.detach();

@@ -24,6 +24,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "trafo/bench/flops.h"
+#include "trafo/data/batcher.h"
 
 namespace trafo::bench {
 
@@ -45,6 +46,10 @@ struct SyntheticBatch {
   int64_t source_tokens = 0;        // real tokens
   int64_t target_tokens = 0;
 };
+
+// `batch` as the data::Batch the trainer's step takes (train::TrainStep), its target tokens the
+// global ones (one process).
+data::Batch as_batch(const SyntheticBatch& batch);
 
 constexpr int64_t kPoolPairs = 4096;
 
