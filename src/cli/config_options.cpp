@@ -1,28 +1,33 @@
 #include "config_options.h"
 
-#include <cctype>
-#include <cmath>
-#include <cstdlib>
+#include <type_traits>
 #include <variant>
 
 #include <CLI/CLI.hpp>
 
 #include "trafo/errors.h"
 #include "trafo/train/config_keys.h"
+#include "trafo/util/numbers.h"
 
 namespace trafo::cli {
 namespace {
 
-// Whether `text` is a decimal integer; drops its leading zeros, which CLI11 would read as octal.
-bool plain_integer(std::string& text, bool with_sign) {
-  const size_t sign = with_sign && !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
-  if (sign == text.size()) return false;
-  for (size_t i = sign; i < text.size(); ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(text[i]))) return false;
-  }
-  const auto first = text.find_first_not_of('0', sign);
-  text.erase(sign, (first == std::string::npos ? text.size() - 1 : first) - sign);
-  return true;
+// A CLI11 check through util's conversion of `Value`: its message, or "" when the text converts.
+// Integers are rewritten as the plain decimal CLI11 then reads (010 → 10, which CLI11 reads as 8).
+template <typename Value>
+CLI::Validator through(void (*parse)(const std::string&, Value&)) {
+  return CLI::Validator(
+      [parse](std::string& text) {
+        try {
+          Value value{};
+          parse(text, value);
+          if constexpr (std::is_integral_v<Value>) text = std::to_string(value);
+          return std::string();
+        } catch (const InputError& e) {
+          return std::string(e.what());
+        }
+      },
+      "");
 }
 
 }  // namespace
@@ -70,26 +75,9 @@ void add_number_checks(CLI::App& command) {
   // CLI11 2.1 reads integers with base detection (010 is 8, 0x10 is 16), "-1" into an unsigned
   // as 2^64 - 1, and floats including inf and nan; options take plain decimal numbers only
   // (010 is 10).
-  const CLI::Validator integer(
-      [](std::string& text) {
-        return plain_integer(text, true) ? std::string() : "'" + text + "' is not a whole decimal number";
-      },
-      "");
-  const CLI::Validator unsigned_integer(
-      [](std::string& text) {
-        if (!text.empty() && text[0] == '-') return "must not be negative, not " + text;
-        return plain_integer(text, false) ? std::string() : "'" + text + "' is not a whole decimal number";
-      },
-      "");
-  const CLI::Validator finite(
-      [](std::string& text) {
-        const bool decimal = !text.empty() && text.find_first_not_of("0123456789+-.eE") == std::string::npos;
-        char* end = nullptr;
-        const double value = decimal ? std::strtod(text.c_str(), &end) : 0.0;
-        const bool ok = decimal && end == text.c_str() + text.size() && std::isfinite(value);
-        return ok ? std::string() : "'" + text + "' is not a finite decimal number";
-      },
-      "");
+  const auto integer = through<int64_t>(util::parse_decimal);
+  const auto unsigned_integer = through<uint64_t>(util::parse_decimal);
+  const auto finite = through<double>(util::parse_finite);
   for (CLI::Option* option : command.get_options()) {
     const std::string type = option->get_type_name();
     auto is = [&](const std::string& name) { return type == name || type.rfind(name + ":", 0) == 0; };

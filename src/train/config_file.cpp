@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <variant>
 #include <vector>
 
 #include "trafo/data/corpus.h"
@@ -132,16 +133,15 @@ std::string to_toml(const TrainConfig& config) {
 std::set<std::string> read_config_text(std::string text, const std::string& path, TrainConfig& config,
                                        const std::set<std::string>& keep) {
   std::set<std::string> keys;
+  TrainConfig scratch;  // where the values of keys in `keep` are checked
   for (const auto& entry : parse_config(std::move(text), path)) {
     const std::string where = "config file " + path + ":" + std::to_string(entry.line) + ": ";
     if (is_meta(entry.key)) throw InputError(where + "'" + entry.key + "' cannot be set in a config file");
     const ConfigKey* key = find_config_key(entry.key);
     if (key == nullptr) throw InputError(where + "unknown key '" + entry.key + "'");
-    if (!entry.quoted && std::string(type_name(*key)) == "TEXT") {
+    if (!entry.quoted && std::holds_alternative<std::string*>(key->field(scratch))) {
       throw InputError(where + entry.key + ": text must be quoted: \"" + entry.value + "\"");
     }
-    // A key the command line gives is still checked, on a copy.
-    TrainConfig scratch;
     try {
       parse_value(*key, entry.value, keep.count(entry.key) > 0 ? scratch : config);
     } catch (const InputError& e) {

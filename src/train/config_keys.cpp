@@ -1,14 +1,12 @@
 #include "trafo/train/config_keys.h"
 
 #include <cctype>
-#include <charconv>
-#include <cmath>
-#include <cstdlib>
 #include <type_traits>
 
 #include <fmt/format.h>
 
 #include "trafo/errors.h"
+#include "trafo/util/numbers.h"
 
 namespace trafo::train {
 namespace {
@@ -96,35 +94,6 @@ const std::vector<ConfigKey> kKeys = {
 
 #undef TRAFO_MEMBER
 
-// Decimal digits after an optional sign; leading zeros are decimal (CLI11 alone reads 010 as 8).
-template <typename Integer>
-void parse_integer(const std::string& text, Integer& out) {
-  const bool negative = !text.empty() && text[0] == '-';
-  if (negative && std::is_unsigned_v<Integer>) throw InputError("must not be negative, not " + text);
-  const size_t sign = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
-  if (sign == text.size() || text.find_first_not_of("0123456789", sign) != std::string::npos) {
-    throw InputError("'" + text + "' is not a whole decimal number");
-  }
-  // from_chars takes a minus sign but no plus sign.
-  const char* first = text.data() + (text[0] == '+' ? 1 : 0);
-  Integer value{};
-  const auto parsed = std::from_chars(first, text.data() + text.size(), value);
-  if (parsed.ec != std::errc() || parsed.ptr != text.data() + text.size()) {
-    throw InputError("'" + text + "' is out of range");
-  }
-  out = value;
-}
-
-void parse_float(const std::string& text, double& out) {
-  const bool decimal = !text.empty() && text.find_first_not_of("0123456789+-.eE") == std::string::npos;
-  char* end = nullptr;
-  const double value = decimal ? std::strtod(text.c_str(), &end) : 0.0;
-  if (!decimal || end != text.c_str() + text.size() || !std::isfinite(value)) {
-    throw InputError("'" + text + "' is not a finite decimal number");
-  }
-  out = value;
-}
-
 void parse_bool(const std::string& text, bool& out) {
   std::string lower;
   for (const char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -174,9 +143,9 @@ void parse_value(const ConfigKey& key, const std::string& text, TrainConfig& con
         } else if constexpr (std::is_same_v<T, bool>) {
           parse_bool(text, *value);
         } else if constexpr (std::is_same_v<T, double>) {
-          parse_float(text, *value);
+          util::parse_finite(text, *value);
         } else {
-          parse_integer(text, *value);
+          util::parse_decimal(text, *value);
         }
       },
       key.field(config));
