@@ -28,9 +28,7 @@ namespace trafo::cli {
 namespace {
 
 struct BenchOptions {
-  train::TrainConfig shape;       // the keys below, bound and read from config files as trafo train does
-  model::ModelConfig model;       // from `shape`: its model keys and vocab-size
-  int threads = 0;                // from `shape`: intra-op threads (0: all cores)
+  train::TrainConfig shape;       // the model's keys, vocab-size and threads, bound and read as trafo train does
   std::string config;             // TOML file: the model keys and `threads` apply, other train keys are ignored
   bool json = false;              // one JSON object per line instead of a table
   std::string precision = "auto"; // fp32 | bf16 | both | auto (both where the CPU has native bf16); decoding is fp32
@@ -48,6 +46,13 @@ bool takes(const train::ConfigKey& key) {
   return std::string(key.group) == "Model" || std::string(key.name) == "vocab-size" || std::string(key.name) == "threads";
 }
 
+// The model `shape` describes.
+model::ModelConfig bench_model(const BenchOptions& o) {
+  auto model = o.shape.model;
+  model.vocab_size = o.shape.vocab.vocab_size;
+  return model;
+}
+
 // Bounds far beyond any real measurement; larger values only fail later, allocating.
 void validate(const BenchOptions& o) {
   auto require_between = [](int64_t value, int64_t low, int64_t high, const std::string& name) {
@@ -56,8 +61,8 @@ void validate(const BenchOptions& o) {
                        ", not " + std::to_string(value));
     }
   };
-  model::validate(o.model);
-  util::resolve_threads(o.threads);
+  model::validate(bench_model(o));
+  util::resolve_threads(o.shape.threads);
   require_between(o.batch_tokens, 1, int64_t{1} << 24, "batch-tokens");
   require_between(o.train_steps, 0, 1000000, "train-steps");
   require_between(o.warmup_steps, -1, 1000000, "warmup-steps");
@@ -124,10 +129,11 @@ model::Transformer make_model(const model::ModelConfig& config, uint64_t seed) {
 
 int run_bench(BenchOptions o) {
   validate(o);
-  const bool large = o.model.d_model >= 512;
+  const auto m = bench_model(o);
+  const bool large = m.d_model >= 512;
   if (o.train_steps == 0) o.train_steps = large ? 8 : 30;
   if (o.warmup_steps < 0) o.warmup_steps = large ? 2 : 5;
-  const int threads = util::resolve_threads(o.threads);
+  const int threads = util::resolve_threads(o.shape.threads);
   at::set_num_threads(threads);
   const bool native_bf16 = has_native_bf16();
   if (o.precision == "auto") {
@@ -140,17 +146,16 @@ int run_bench(BenchOptions o) {
   if (o.precision != "fp32") precisions.push_back("bf16");
 
   const auto batches = bench::synthetic_batches(std::min<int64_t>(o.train_steps, 10), o.batch_tokens,
-                                                o.model.vocab_size, o.seed);
+                                                m.vocab_size, o.seed);
   double flops = 0.0, target_tokens = 0.0, source_tokens = 0.0, rows = 0.0;
   for (const auto& batch : batches) {
-    flops += bench::training_flops(o.model, batch.pairs);
+    flops += bench::training_flops(m, batch.pairs);
     target_tokens += static_cast<double>(batch.target_tokens);
     source_tokens += static_cast<double>(batch.source_tokens);
     rows += static_cast<double>(batch.pairs.size());
   }
   const auto n = static_cast<double>(batches.size());
   Report report(o.json);
-  const auto& m = o.model;
   const int64_t parameters = make_model(m, o.seed)->parameter_count();
   report.add({{"record", "setup"}, {"impl", "trafo"}, {"version", TRAFO_VERSION}, {"torch", TORCH_VERSION},
               {"threads", threads}, {"native_bf16", native_bf16}, {"vocab_size", m.vocab_size}, {"d_model", m.d_model}, {"heads", m.heads},
@@ -247,9 +252,6 @@ CommandRunner add_bench_command(CLI::App& app) {
     // A `trafo train` config file, every key and value checked as trafo train reads it; bench
     // takes its own keys from it (the command line wins) and ignores the rest (lr, warmup-steps, ...).
     if (cmd->count("--config") > 0) train::read_config_file(options->config, options->shape, given_config_keys(*cmd));
-    options->model = options->shape.model;
-    options->model.vocab_size = options->shape.vocab.vocab_size;
-    options->threads = options->shape.threads;
     return run_bench(*options);
   };
 }
