@@ -57,6 +57,10 @@ const std::vector<ConfigKey> kKeys = {
      "token budget per batch, padding included; with several ranks, of the global batch they share",
      TRAFO_MEMBER(batch_tokens)},
     {"accumulate", "Optimisation", "batches per update", TRAFO_MEMBER(accumulate)},
+    {"ema", "Optimisation",
+     "exponential moving average of the weights, used for validation and saved in checkpoints (e.g. 0.9999; "
+     "0 = off); its decay warms up as min(EMA, (1 + step) / (10 + step))",
+     TRAFO_MEMBER(ema)},
 
     {"max-steps", "Stopping", "stop after this many updates (0: no limit)", TRAFO_MEMBER(max_steps)},
     {"max-epochs", "Stopping", "stop after this many epochs (0: no limit)", TRAFO_MEMBER(max_epochs)},

@@ -97,6 +97,7 @@ void validate(const TrainConfig& c) {
   require(c.batch_tokens > 0 && c.batch_tokens <= kMaxBatchTokens,
           "batch-tokens must be between 1 and " + std::to_string(kMaxBatchTokens));
   require(c.accumulate >= 1, "accumulate must be at least 1");
+  require(c.ema >= 0 && c.ema < 1, "ema must be in [0, 1) (0: off)");
   require(c.max_steps >= 0, "max-steps must not be negative");
   require(c.max_epochs >= 0, "max-epochs must not be negative");
   require(c.max_time.empty() || parse_duration(c.max_time) > 0, "max-time must be positive, not '" + c.max_time + "'");

@@ -140,14 +140,42 @@ std::optional<Validator> make_validator(const TrainConfig& c, const DataPaths& p
 
 // In training mode on `device`, with rank 0's weights on every rank. The seed is set first: it
 // draws a new run's weights (a resumed run's generator is restored from its checkpoint after).
+// A checkpoint saved with --ema holds the average as its weights: training goes on from the raw ones.
 model::Transformer make_model(const TrainConfig& c, const ResumePoint& resume, const c10::Device& device,
                               Replicas& replicas) {
   torch::manual_seed(c.seed);
   model::Transformer model = resume.saved ? checkpoint::make_model(*resume.saved, device) : model::Transformer(c.model);
   model->to(device);
+  if (resume.saved) {
+    const auto raw = raw_weights(*resume.saved->training);
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->named_parameters()) {
+      const auto found = raw.find(p.key());
+      if (found != raw.end()) p.value().copy_(found->second);
+    }
+    if (!raw.empty() && c.ema == 0) {
+      spdlog::info("{} was saved with --ema: training goes on from its raw weights, without a moving average",
+                   resume.path.string());
+    }
+  }
   model->train();
   replicas.replicate(model->parameters());
   return model;
+}
+
+// Rank 0's moving average with --ema: a resumed run's is its checkpoint's weights; a checkpoint saved
+// without one starts it from the weights as they are.
+std::optional<WeightAverage> make_average(const TrainConfig& c, const ResumePoint& resume,
+                                          const model::Transformer& model, bool main_rank) {
+  if (c.ema == 0 || !main_rank) return std::nullopt;
+  std::optional<WeightAverage> average(std::in_place, *model, c.ema);
+  if (!resume.saved) return average;
+  if (raw_weights(*resume.saved->training).empty()) {
+    spdlog::info("{} was saved without --ema: the moving average starts from its weights", resume.path.string());
+  } else {
+    average->load(resume.saved->weights);
+  }
+  return average;
 }
 
 // Restores the optimizer's state and the random generator of a resumed run, then lets its checkpoint go.
@@ -193,6 +221,7 @@ Session::Session(TrainConfig& c)
       corpus(load_corpus(c, paths, tokenizer)),
       validator(make_validator(c, paths, tokenizer, main_rank())),
       model(make_model(c, resume, device, replicas)),
+      average(make_average(c, resume, model, main_rank())),
       optimizer(make_optimizer(c.optimizer, model->parameters(), c.lr, c.adam_beta1, c.adam_beta2, c.adam_eps,
                                c.weight_decay)),
       progress(restore_progress(resume, *optimizer)),
@@ -220,6 +249,7 @@ checkpoint::Checkpoint Session::make_checkpoint() {
   ckpt.config = config_text;
   progress.elapsed_s = elapsed();
   ckpt.training = pack_training_state(progress, *optimizer);
+  if (average) store_average(*average, ckpt);
   return ckpt;
 }
 

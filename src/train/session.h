@@ -18,6 +18,7 @@
 #include "trafo/data/tokenizer.h"
 #include "trafo/dist/environment.h"
 #include "trafo/model/transformer.h"
+#include "trafo/train/ema.h"
 #include "trafo/train/tensorboard.h"
 #include "trafo/train/metrics_log.h"
 #include "trafo/train/options.h"
@@ -52,7 +53,8 @@ struct Session {
   bool main_rank() const { return replicas.is_main(); }
   bool resumed() const { return !resume.path.empty(); }
   double elapsed() const;  // seconds of all sessions of the run
-  // The model, tokenizer, configuration and training state as they are now (progress.elapsed_s updated).
+  // The model, tokenizer, configuration and training state as they are now (progress.elapsed_s updated);
+  // with --ema, the weights are the average's and the raw ones are in the training state.
   checkpoint::Checkpoint make_checkpoint();
 
   TrainConfig& config;
@@ -69,7 +71,8 @@ struct Session {
   const data::Tokenizer tokenizer;
   const data::Corpus corpus;
   std::optional<Validator> validator;        // rank 0's
-  model::Transformer model;
+  model::Transformer model;                  // raw weights (a resumed run's from its training state)
+  std::optional<WeightAverage> average;      // rank 0's, with --ema
   const std::unique_ptr<torch::optim::Optimizer> optimizer;
   Progress progress;
   const double elapsed_before;               // by the run's earlier sessions

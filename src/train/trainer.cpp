@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -108,6 +109,7 @@ class TrainingLoop {
       return std::nullopt;
     }
     ++progress_.step;
+    if (s_.average) s_.average->update(progress_.step);
     window_.loss += update.loss;
     window_.tokens += update.target_tokens;
     ++window_.steps;
@@ -126,10 +128,12 @@ class TrainingLoop {
     window_ = Window{};
   }
 
-  // Rank 0's: validation, the early-stopping record and the checkpoints.
+  // Rank 0's: validation (of the moving average with --ema), the early-stopping record and the checkpoints.
   void validate_and_checkpoint() {
     ValidationResult result;
     try {
+      std::optional<WeightAverage::Applied> averaged;
+      if (s_.average) averaged.emplace(*s_.average);
       result = s_.validator->run(s_.model, s_.device);
     } catch (...) {
       // The steps since the last checkpoint are not lost to a failed validation.
@@ -204,11 +208,14 @@ class TrainingLoop {
       spdlog::info("one all-reduce of the gradients ({:.1f} MB): {:.3f} s", replicas.gradient_bytes() / 1e6,
                    start["gradient_allreduce_s"].get<double>());
     }
+    if (s_.average) start["ema"] = c_.ema;
     record("start", start);
-    spdlog::info("{} {} at step {}: {} training pairs, {} batches per epoch, {} parameters, {} threads on {}, {}",
+    spdlog::info("{} {} at step {}: {} training pairs, {} batches per epoch, {} parameters, {} threads on {}, {}{}",
                  s_.resumed() ? "resuming" : "starting", s_.folder.path().string(), progress_.step, s_.corpus.size(),
                  s_.batcher.batches_per_epoch(), s_.model->parameter_count(), s_.threads, s_.device.str(),
-                 replicas.describe());
+                 replicas.describe(),
+                 s_.average ? fmt::format(", validating and saving a moving average of the weights (--ema {})", c_.ema)
+                            : "");
     window_ = Window{};
   }
 

@@ -34,6 +34,8 @@ struct TrainConfig {
   double label_smoothing = 0.1;
   int64_t batch_tokens = 4096;        // per step, all ranks together: B × max(padded src, padded tgt)
   int64_t accumulate = 1;             // batches per update
+  double ema = 0.0;                   // decay of a moving average of the weights for validation and
+                                      // checkpoints, e.g. 0.9999 (0: off; train/ema.h)
 
   // When to stop (0: no limit); whichever comes first.
   int64_t max_steps = 20000;
