@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data_support.h"
+#include "run_support.h"
 #include "trafo/util/files.h"
 
 namespace trafo::testing {
@@ -22,23 +23,7 @@ const char* kTinyModel =
     " --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64"
     " --batch-tokens 200 --threads 1 --valid-max-sentences 0 --log-every 1";
 
-std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path) {
-  std::vector<nlohmann::json> events;
-  std::istringstream in(read_text(path));
-  for (std::string line; std::getline(in, line);) events.push_back(nlohmann::json::parse(line));
-  return events;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 int count_lines(const std::string& text) { return static_cast<int>(lines_of(text).size()); }
-
-std::string quoted(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
 
 class RunIntegrity : public ::testing::Test {
  protected:
@@ -69,28 +54,7 @@ TEST_F(RunIntegrity, ValidationEqualsAFreshEvalOfTheCheckpointOfThatStep) {
                                           " --keep-checkpoints 5 --lr 1e-3 --warmup-steps 1 --dropout 0"
                                           " --early-stopping 0");
   ASSERT_EQ(trained.exit_code, 0) << trained.errors;
-  std::vector<std::vector<std::string>> hypotheses;
-  for (const auto& event : read_jsonl(run_ / "metrics.jsonl")) {
-    if (event["event"] != "valid") continue;
-    const int64_t step = event["step"];
-    const auto output = run_.parent_path() / ("hyp-" + std::to_string(step) + ".txt");
-    const auto eval = run_trafo("eval --checkpoint " + quoted(run_ / ("checkpoint-" + std::to_string(step) + ".pt")) +
-                                " --src " + quoted(data_ / "dev.en") + " --ref " + quoted(data_ / "dev.de") +
-                                " --batch-tokens 256 --threads 1 --json --output " + quoted(output));
-    ASSERT_EQ(eval.exit_code, 0) << eval.errors;
-    const auto fresh = nlohmann::json::parse(eval.output);
-    EXPECT_NEAR(event["loss"].get<double>(), fresh["loss"].get<double>(), 1e-5) << "step " << step;
-    EXPECT_NEAR(event["bleu"].get<double>(), fresh["bleu"].get<double>(), 1e-9) << "step " << step;
-    EXPECT_NEAR(event["chrf"].get<double>(), fresh["chrf"].get<double>(), 1e-9) << "step " << step;
-    const auto fresh_lines = lines_of(read_text(output));
-    ASSERT_EQ(event["samples"].size(), fresh_lines.size());
-    std::vector<std::string> in_training;
-    for (size_t i = 0; i < fresh_lines.size(); ++i) {
-      in_training.push_back(event["samples"][i]["hyp"]);
-      EXPECT_EQ(in_training.back(), fresh_lines[i]) << "step " << step << ", sentence " << i;
-    }
-    hypotheses.push_back(in_training);
-  }
+  const auto hypotheses = expect_validations_equal_fresh_evals(run_, data_);
   ASSERT_EQ(hypotheses.size(), 4u);
   bool changed = false;
   for (size_t i = 1; i < hypotheses.size(); ++i) changed |= hypotheses[i] != hypotheses[i - 1];

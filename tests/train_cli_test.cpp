@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data_support.h"
+#include "run_support.h"
 
 namespace trafo::testing {
 namespace {
@@ -28,13 +29,6 @@ class TrainCli : public ::testing::Test {
   }
   std::filesystem::path data_, run_;
 };
-
-std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path) {
-  std::vector<nlohmann::json> events;
-  std::istringstream in(read_text(path));
-  for (std::string line; std::getline(in, line);) events.push_back(nlohmann::json::parse(line));
-  return events;
-}
 
 TEST_F(TrainCli, TrainsAndWritesTheRunFolder) {
   const auto result = run_trafo(base() + " --max-steps 4 --valid-every 2 --tensorboard");

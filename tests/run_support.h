@@ -1,0 +1,71 @@
+// Reading what a `trafo train` run left in its folder, and checking its validations against a fresh
+// `trafo eval` of its checkpoints.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+
+namespace trafo::testing {
+
+inline std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path) {
+  std::vector<nlohmann::json> events;
+  std::istringstream in(read_text(path));
+  for (std::string line; std::getline(in, line);) events.push_back(nlohmann::json::parse(line));
+  return events;
+}
+
+inline std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+inline std::string quoted(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
+
+// Every `valid` event of RUN/metrics.jsonl must equal what a fresh `trafo eval` of RUN/checkpoint-STEP.pt
+// computes on DATA/dev.{en,de}: loss, BLEU, chrF and each hypothesis (the run logs a sample of every dev
+// sentence: --valid-samples at least the dev size). Returns the logged hypotheses of each validation.
+inline std::vector<std::vector<std::string>> expect_validations_equal_fresh_evals(const std::filesystem::path& run,
+                                                                                  const std::filesystem::path& data) {
+  std::vector<std::vector<std::string>> hypotheses;
+  for (const auto& event : read_jsonl(run / "metrics.jsonl")) {
+    if (event["event"] != "valid") continue;
+    const int64_t step = event["step"];
+    const auto output = run.parent_path() / ("hyp-" + std::to_string(step) + ".txt");
+    const auto eval = run_trafo("eval --checkpoint " + quoted(run / ("checkpoint-" + std::to_string(step) + ".pt")) +
+                                " --src " + quoted(data / "dev.en") + " --ref " + quoted(data / "dev.de") +
+                                " --batch-tokens 256 --threads 1 --json --output " + quoted(output));
+    if (eval.exit_code != 0) {
+      ADD_FAILURE() << "eval of step " << step << ": " << eval.errors;
+      continue;
+    }
+    const auto fresh = nlohmann::json::parse(eval.output);
+    EXPECT_NEAR(event["loss"].get<double>(), fresh["loss"].get<double>(), 1e-5) << "step " << step;
+    EXPECT_NEAR(event["bleu"].get<double>(), fresh["bleu"].get<double>(), 1e-9) << "step " << step;
+    EXPECT_NEAR(event["chrf"].get<double>(), fresh["chrf"].get<double>(), 1e-9) << "step " << step;
+    const auto fresh_lines = lines_of(read_text(output));
+    if (event["samples"].size() != fresh_lines.size()) {
+      ADD_FAILURE() << "step " << step << ": " << event["samples"].size() << " samples, " << fresh_lines.size()
+                    << " lines translated";
+      continue;
+    }
+    std::vector<std::string> in_training;
+    for (size_t i = 0; i < fresh_lines.size(); ++i) {
+      in_training.push_back(event["samples"][i]["hyp"]);
+      EXPECT_EQ(in_training.back(), fresh_lines[i]) << "step " << step << ", sentence " << i;
+    }
+    hypotheses.push_back(in_training);
+  }
+  return hypotheses;
+}
+
+}  // namespace trafo::testing
