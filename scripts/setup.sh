@@ -10,6 +10,10 @@ cd "$(dirname "$0")/.."
 TORCH_VERSION=2.11.0
 SACREBLEU_VERSION=2.6.0
 TENSORBOARD_VERSION=2.21.0
+# The CTranslate2 runtime and SentencePiece's Python module: the export tests load trafo's exported
+# models with them, and bench/ctranslate2_decode.py measures them.
+CTRANSLATE2_VERSION=4.8.5
+SENTENCEPIECE_VERSION=0.2.0
 VENV=.venv
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -56,6 +60,14 @@ if [ "$have_torch" != "$TORCH_VERSION" ] || [ "$have_sacrebleu" != "$SACREBLEU_V
 else
   say "torch $have_torch, sacrebleu $have_sacrebleu and tensorboard $have_tensorboard: present in $VENV"
 fi
-"$VENV/bin/python" -c 'import torch, sacrebleu, tensorboard' \
-  || fail "torch, sacrebleu or tensorboard does not import from $VENV"
+have_ctranslate2=$("$VENV/bin/python" -c 'import ctranslate2; print(ctranslate2.__version__)' 2>/dev/null || true)
+have_sentencepiece=$("$VENV/bin/python" -c 'import sentencepiece; print(sentencepiece.__version__)' 2>/dev/null || true)
+if [ "$have_ctranslate2" != "$CTRANSLATE2_VERSION" ] || [ "$have_sentencepiece" != "$SENTENCEPIECE_VERSION" ]; then
+  say "installing ctranslate2==$CTRANSLATE2_VERSION and sentencepiece==$SENTENCEPIECE_VERSION into $VENV"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+    "ctranslate2==$CTRANSLATE2_VERSION" "sentencepiece==$SENTENCEPIECE_VERSION" \
+    || fail "pip could not install ctranslate2==$CTRANSLATE2_VERSION (is PyPI reachable?)"
+fi
+"$VENV/bin/python" -c 'import torch, sacrebleu, tensorboard, ctranslate2, sentencepiece' \
+  || fail "torch, sacrebleu, tensorboard, ctranslate2 or sentencepiece does not import from $VENV"
 say "done"

@@ -21,5 +21,7 @@ CommandRunner add_translate_command(CLI::App& app);
 CommandRunner add_report_command(CLI::App& app);
 CommandRunner add_attention_command(CLI::App& app);
 CommandRunner add_bench_command(CLI::App& app);
+CommandRunner add_export_command(CLI::App& app);
+CommandRunner add_average_command(CLI::App& app);
 
 }  // namespace trafo::cli

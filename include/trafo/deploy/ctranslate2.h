@@ -1,0 +1,31 @@
+// `trafo export --format ctranslate2`: a checkpoint as a CTranslate2 model folder, written here in
+// C++ from CTranslate2's documented format (model.bin binary version 6, TransformerSpec revision 7):
+// model.bin, config.json, shared_vocabulary.json and the SentencePiece model beside them.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "trafo/checkpoint/checkpoint.h"
+
+namespace trafo::deploy {
+
+// How the weights are stored: int8 (= int8_float32: int8 matrices with a float32 scale per row,
+// everything else float32), bfloat16 (every float), float32.
+enum class Quantization { kFloat32, kBFloat16, kInt8 };
+
+// "int8" | "int8_float32" | "bfloat16" | "float32"; throws trafo::InputError otherwise.
+Quantization parse_quantization(const std::string& name);
+const std::vector<std::string>& quantization_names();
+
+// Writes `checkpoint` as a CTranslate2 model into the folder `out`, which must not exist or be
+// empty unless `replace`. The folder appears complete or not at all (written beside it, then
+// renamed); a replaced folder is removed only once the new one is in place.
+void export_ctranslate2(const checkpoint::Checkpoint& checkpoint, const std::filesystem::path& out,
+                        Quantization quantization, bool replace);
+
+// The model.bin bytes alone (tests).
+std::string ctranslate2_model_bin(const checkpoint::Checkpoint& checkpoint, Quantization quantization);
+
+}  // namespace trafo::deploy

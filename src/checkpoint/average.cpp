@@ -1,0 +1,67 @@
+#include "trafo/checkpoint/average.h"
+
+#include <algorithm>
+#include <regex>
+#include <system_error>
+
+#include <torch/torch.h>
+
+#include "trafo/errors.h"
+
+namespace trafo::checkpoint {
+
+namespace fs = std::filesystem;
+
+Checkpoint average(const std::vector<fs::path>& paths) {
+  if (paths.empty()) throw InputError("no checkpoints to average");
+  Checkpoint first = load(paths.front(), /*with_training_state=*/false);
+  std::map<std::string, at::Tensor> sums;
+  for (const auto& [name, weight] : first.weights) {
+    sums[name] = weight.is_floating_point() ? weight.to(torch::kDouble) : weight;
+  }
+  for (size_t i = 1; i < paths.size(); ++i) {
+    const Checkpoint other = load(paths[i], /*with_training_state=*/false);
+    const auto differences = model::describe_differences(first.model_config, other.model_config);
+    if (!differences.empty()) {
+      throw InputError(paths[i].string() + " is another model than " + paths.front().string() + ": " + differences);
+    }
+    if (other.tokenizer != first.tokenizer) {
+      throw InputError(paths[i].string() + " has another tokenizer than " + paths.front().string());
+    }
+    for (auto& [name, sum] : sums) {
+      const auto& weight = other.weights.at(name);  // load() checked names and shapes against the config
+      if (sum.is_floating_point()) sum += weight.to(torch::kDouble);
+    }
+  }
+  const double count = static_cast<double>(paths.size());
+  for (auto& [name, weight] : first.weights) {
+    const auto& sum = sums.at(name);
+    if (sum.is_floating_point()) weight = (sum / count).to(weight.scalar_type());
+  }
+  first.training.reset();
+  return first;
+}
+
+std::vector<fs::path> last_numbered(const fs::path& run_dir, int64_t count) {
+  if (!fs::is_directory(run_dir)) throw InputError(run_dir.string() + " is not a run folder");
+  static const std::regex numbered(R"(checkpoint-(\d{1,18})\.pt)");
+  std::vector<std::pair<int64_t, fs::path>> found;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(run_dir, error)) {
+    std::smatch match;
+    const auto name = entry.path().filename().string();
+    if (std::regex_match(name, match, numbered)) found.emplace_back(std::stoll(match[1].str()), entry.path());
+  }
+  if (error) throw InputError("cannot list " + run_dir.string() + ": " + error.message());
+  if (static_cast<int64_t>(found.size()) < count) {
+    throw InputError(run_dir.string() + " holds " + std::to_string(found.size()) +
+                     " numbered checkpoints (checkpoint-STEP.pt), fewer than the " + std::to_string(count) +
+                     " asked for");
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<fs::path> last;
+  for (auto it = found.end() - count; it != found.end(); ++it) last.push_back(it->second);
+  return last;
+}
+
+}  // namespace trafo::checkpoint

@@ -1,0 +1,216 @@
+#include "trafo/deploy/ctranslate2.h"
+
+#include <unistd.h>
+
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "model_bin.h"
+#include "trafo/data/tokenizer.h"
+#include "trafo/errors.h"
+#include "trafo/util/files.h"
+
+namespace trafo::deploy {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint32_t kTransformerSpecRevision = 7;
+constexpr int8_t kRelu = 0, kGelu = 3;  // CTranslate2's ActivationType (GELU: the exact, erf form)
+
+// trafo's weight names -> CTranslate2's TransformerSpec variable names.
+class SpecBuilder {
+ public:
+  SpecBuilder(const checkpoint::Checkpoint& checkpoint, ModelBin& bin) : weights_(checkpoint.weights), bin_(bin) {}
+
+  void linear(const std::string& to, const std::string& from) {
+    bin_.add(to + "/weight", weight(from + ".weight"));
+    bin_.add(to + "/bias", weight(from + ".bias"));
+  }
+  void layer_norm(const std::string& to, const std::string& from) {
+    bin_.add(to + "/gamma", weight(from + ".weight"));
+    bin_.add(to + "/beta", weight(from + ".bias"));
+  }
+  void tensor(const std::string& to, const std::string& from) { bin_.add(to, weight(from)); }
+  // A layer's self-attention (fused QKV, output) with the norm of its residual block.
+  void self_attention(const std::string& to, const std::string& from, const std::string& residual) {
+    layer_norm(to + "/self_attention/layer_norm", from + "." + residual + ".norm");
+    linear(to + "/self_attention/linear_0", from + ".self_attention.qkv_proj");
+    linear(to + "/self_attention/linear_1", from + ".self_attention.out_proj");
+  }
+  void feed_forward(const std::string& to, const std::string& from) {
+    layer_norm(to + "/ffn/layer_norm", from + ".feed_forward_residual.norm");
+    linear(to + "/ffn/linear_0", from + ".feed_forward.linear1");
+    linear(to + "/ffn/linear_1", from + ".feed_forward.linear2");
+  }
+
+ private:
+  const at::Tensor& weight(const std::string& name) const {
+    const auto found = weights_.find(name);
+    if (found == weights_.end()) throw InputError("the checkpoint has no weight " + name);
+    return found->second;
+  }
+  const std::map<std::string, at::Tensor>& weights_;
+  ModelBin& bin_;
+};
+
+// The flags both stacks share: heads, norm position, activation, √d embedding scale.
+void stack_flags(ModelBin& bin, const std::string& stack, const model::ModelConfig& c) {
+  bin.add_int16(stack + "/num_heads", static_cast<int16_t>(c.heads));
+  bin.add_int8(stack + "/pre_norm", c.norm == "pre" ? 1 : 0);
+  bin.add_int8(stack + "/activation", c.activation == "gelu" ? kGelu : kRelu);
+  bin.add_int8(stack + "/scale_embeddings", 1);
+}
+
+ModelBin transformer_spec(const checkpoint::Checkpoint& checkpoint) {
+  const auto& c = checkpoint.model_config;
+  if (c.heads > std::numeric_limits<int16_t>::max()) throw InputError("too many heads for CTranslate2");
+  ModelBin bin("TransformerSpec", kTransformerSpecRevision);
+  SpecBuilder spec(checkpoint, bin);
+  const bool pre_norm = c.norm == "pre";
+
+  stack_flags(bin, "encoder", c);
+  bin.add_int8("encoder/embeddings_merge", 0);
+  bin.add_int8("encoder/multi_query_attention", 0);
+  for (int64_t i = 0; i < c.encoder_layers; ++i) {
+    const auto to = "encoder/layer_" + std::to_string(i);
+    const auto from = "encoder_layers." + std::to_string(i);
+    spec.self_attention(to, from, "attention_residual");
+    spec.feed_forward(to, from);
+  }
+
+  stack_flags(bin, "decoder", c);
+  bin.add_int16("decoder/alignment_layer", -1);
+  bin.add_int16("decoder/alignment_heads", 1);
+  for (const auto* flag : {"alibi", "alibi_use_positive_positions", "scale_alibi", "start_from_zero_embedding"}) {
+    bin.add_int8(std::string("decoder/") + flag, 0);
+  }
+  for (int64_t i = 0; i < c.decoder_layers; ++i) {
+    const auto to = "decoder/layer_" + std::to_string(i);
+    const auto from = "decoder_layers." + std::to_string(i);
+    spec.self_attention(to, from, "self_residual");
+    spec.layer_norm(to + "/attention/layer_norm", from + ".cross_residual.norm");
+    spec.linear(to + "/attention/linear_0", from + ".cross_attention.q_proj");
+    spec.linear(to + "/attention/linear_1", from + ".cross_attention.kv_proj");
+    spec.linear(to + "/attention/linear_2", from + ".cross_attention.out_proj");
+    spec.feed_forward(to, from);
+  }
+  // Post-norm stacks end in their last layer's norm; pre-norm ones in a final norm each.
+  if (pre_norm) {
+    spec.layer_norm("encoder/layer_norm", "encoder_norm");
+    spec.layer_norm("decoder/layer_norm", "decoder_norm");
+  }
+
+  // One sinusoidal table (trafo interleaves sin and cos), given explicitly to both stacks.
+  spec.tensor("decoder/position_encodings/encodings", "positions.table");
+  bin.alias("encoder/position_encodings/encodings", "decoder/position_encodings/encodings");
+  // Tied: one matrix for both embeddings and the output projection (no bias).
+  spec.tensor("decoder/embeddings/weight", c.tie_embeddings ? "source_embedding.embedding.weight"
+                                                             : "target_embedding.embedding.weight");
+  if (c.tie_embeddings) {
+    bin.alias("encoder/embeddings_0/weight", "decoder/embeddings/weight");
+    bin.alias("decoder/projection/weight", "decoder/embeddings/weight");
+  } else {
+    spec.tensor("encoder/embeddings_0/weight", "source_embedding.embedding.weight");
+    spec.linear("decoder/projection", "output_projection");
+  }
+  return bin;
+}
+
+// Source: pieces + </s> (trafo's batcher); target: <s> first, decoding ends at </s>.
+nlohmann::json model_config(const data::Tokenizer& tokenizer) {
+  return {{"add_source_bos", false},
+          {"add_source_eos", true},
+          {"bos_token", tokenizer.piece(data::Tokenizer::kBos)},
+          {"decoder_start_token", tokenizer.piece(data::Tokenizer::kBos)},
+          {"eos_token", tokenizer.piece(data::Tokenizer::kEos)},
+          {"unk_token", tokenizer.piece(data::Tokenizer::kUnk)},
+          {"layer_norm_epsilon", 1e-5},  // torch::nn::LayerNorm's
+          {"multi_query_attention", false}};
+}
+
+nlohmann::json vocabulary(const data::Tokenizer& tokenizer, int64_t model_vocab_size) {
+  if (tokenizer.vocab_size() != model_vocab_size) {
+    throw InputError("the checkpoint's tokenizer has " + std::to_string(tokenizer.vocab_size()) +
+                     " pieces but its model " + std::to_string(model_vocab_size));
+  }
+  auto pieces = nlohmann::json::array();
+  for (int id = 0; id < tokenizer.vocab_size(); ++id) pieces.push_back(tokenizer.piece(id));
+  return pieces;
+}
+
+std::string json_text(const nlohmann::json& value) { return value.dump(2) + "\n"; }
+
+bool is_empty_folder(const fs::path& path) {
+  std::error_code error;
+  return fs::is_directory(path, error) && fs::is_empty(path, error);
+}
+
+void rename_or_throw(const fs::path& from, const fs::path& to) {
+  std::error_code error;
+  fs::rename(from, to, error);
+  if (error) throw RunError("cannot rename " + from.string() + " to " + to.string() + ": " + error.message());
+}
+
+}  // namespace
+
+const std::vector<std::string>& quantization_names() {
+  static const std::vector<std::string> names = {"int8", "int8_float32", "bfloat16", "float32"};
+  return names;
+}
+
+Quantization parse_quantization(const std::string& name) {
+  if (name == "int8" || name == "int8_float32") return Quantization::kInt8;
+  if (name == "bfloat16") return Quantization::kBFloat16;
+  if (name == "float32") return Quantization::kFloat32;
+  throw InputError("--quantization must be int8, int8_float32, bfloat16 or float32, not '" + name + "'");
+}
+
+std::string ctranslate2_model_bin(const checkpoint::Checkpoint& checkpoint, Quantization quantization) {
+  return transformer_spec(checkpoint).serialize(quantization);
+}
+
+void export_ctranslate2(const checkpoint::Checkpoint& checkpoint, const fs::path& out, Quantization quantization,
+                        bool replace) {
+  const bool exists = fs::exists(fs::symlink_status(out));
+  if (exists && !replace && !is_empty_folder(out)) {
+    throw InputError(out.string() + " exists and is not empty; use --force to replace it");
+  }
+  if (exists && !fs::is_directory(out)) throw InputError(out.string() + " exists and is not a folder");
+  const auto tokenizer = data::Tokenizer::from_bytes(checkpoint.tokenizer);
+  const auto pieces = vocabulary(tokenizer, checkpoint.model_config.vocab_size);
+  const auto bin = ctranslate2_model_bin(checkpoint, quantization);
+
+  // Everything goes into OUT.tmp-PID beside OUT, which then takes OUT's place.
+  const fs::path staging = out.string() + ".tmp-" + std::to_string(::getpid());
+  util::remove_tree(staging);
+  std::error_code error;
+  fs::create_directories(staging, error);
+  if (error) throw InputError("cannot create " + staging.string() + ": " + error.message());
+  try {
+    util::write_file_atomically(staging / "model.bin", bin);
+    util::write_file_atomically(staging / "config.json", json_text(model_config(tokenizer)));
+    util::write_file_atomically(staging / "shared_vocabulary.json", json_text(pieces));
+    util::write_file_atomically(staging / "sentencepiece.model", checkpoint.tokenizer);
+    if (exists) {
+      const fs::path old = out.string() + ".old-" + std::to_string(::getpid());
+      rename_or_throw(out, old);
+      try {
+        rename_or_throw(staging, out);
+      } catch (...) {
+        fs::rename(old, out, error);  // the old folder back where it was
+        throw;
+      }
+      util::remove_tree(old);
+    } else {
+      rename_or_throw(staging, out);
+    }
+  } catch (...) {
+    util::remove_tree(staging);
+    throw;
+  }
+}
+
+}  // namespace trafo::deploy
