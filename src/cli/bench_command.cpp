@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include <ATen/cpu/Utils.h>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -22,6 +21,7 @@
 #include "trafo/errors.h"
 #include "trafo/train/config_file.h"
 #include "trafo/train/config_keys.h"
+#include "trafo/train/precision.h"
 #include "trafo/util/device.h"
 
 namespace trafo::cli {
@@ -113,15 +113,6 @@ std::string row(const std::string& what, const std::string& precision, const std
   return fmt::format("{:<40} {:<6} {}", what, precision, value);
 }
 
-bool has_native_bf16() {
-  const auto capabilities = at::cpu::get_cpu_capabilities();
-  auto flag = [&](const char* name) {
-    const auto found = capabilities.find(name);
-    return found != capabilities.end() && found->second.isBool() && found->second.toBool();
-  };
-  return flag("avx512_bf16") || flag("amx_bf16");
-}
-
 model::Transformer make_model(const model::ModelConfig& config, uint64_t seed) {
   torch::manual_seed(seed);
   return model::Transformer(config);
@@ -135,7 +126,7 @@ int run_bench(BenchOptions o) {
   if (o.warmup_steps < 0) o.warmup_steps = large ? 2 : 5;
   const int threads = util::resolve_threads(o.shape.threads);
   at::set_num_threads(threads);
-  const bool native_bf16 = has_native_bf16();
+  const bool native_bf16 = !train::cpu_bf16_flags().empty();
   if (o.precision == "auto") {
     o.precision = native_bf16 ? "both" : "fp32";
     if (!native_bf16) spdlog::warn("bench: this CPU has no native bf16 (avx512_bf16, amx_bf16): bf16 skipped; "

@@ -113,7 +113,7 @@ void validate(const TrainConfig& c) {
   require_range(c.max_length_ratio, 0.0, HUGE_VAL, "max-length-ratio must be finite and not negative");
   require(c.device == "cpu" || c.device == "cuda" || c.device == "auto", "device must be cpu, cuda or auto");
   util::resolve_threads(c.threads);  // the one check of --threads, shared with the other commands
-  require(c.precision == "fp32" || c.precision == "bf16", "precision must be fp32 or bf16");
+  require(c.precision == "fp32" || c.precision == "bf16" || c.precision == "auto", "precision must be fp32, bf16 or auto");
   require(!c.run_dir.empty(), "run-dir must not be empty");
   require(c.nproc >= 1 && c.nproc <= 1024, "nproc must be between 1 and 1024");
   require(std::isfinite(c.dist_timeout) && c.dist_timeout > 0 && c.dist_timeout <= 86400,

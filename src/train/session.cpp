@@ -45,6 +45,15 @@ int use_threads(const TrainConfig& c, const dist::Environment& environment) {
   return threads;
 }
 
+// --precision for `device`: auto resolves by the hardware; bf16 where it is emulated warns once.
+Precision pick_precision(const TrainConfig& c, const c10::Device& device) {
+  const bool cuda = device.is_cuda();
+  auto precision = resolve_precision(c.precision, cuda, cuda && cuda_native_bf16(),
+                                      cuda ? std::set<std::string>{} : cpu_bf16_flags());
+  if (precision.emulated) spdlog::warn("bf16 is emulated on this device ({}): training will be slow", precision.reason);
+  return precision;
+}
+
 c10::Device pick_device(const TrainConfig& c, const dist::Environment& environment) {
   auto device = util::resolve_device(c.device);
   if (device.is_cuda() && environment.distributed()) device = torch::Device(torch::kCUDA, environment.local_rank);
@@ -214,6 +223,7 @@ Session::Session(TrainConfig& c)
       paths(checked_paths(c)),
       threads(use_threads(c, environment)),
       device(pick_device(c, environment)),
+      precision(pick_precision(c, device)),
       replicas(environment, device, timeout(c)),
       folder(open_folder(c, replicas)),
       resume(choose_resume(c, folder, replicas)),

@@ -19,6 +19,7 @@
 #include "trafo/dist/environment.h"
 #include "trafo/model/transformer.h"
 #include "trafo/train/ema.h"
+#include "trafo/train/precision.h"
 #include "trafo/train/tensorboard.h"
 #include "trafo/train/metrics_log.h"
 #include "trafo/train/options.h"
@@ -65,6 +66,7 @@ struct Session {
   const DataPaths paths;
   const int threads;                         // this process's
   const c10::Device device;
+  const Precision precision;                 // --precision resolved for `device`
   Replicas replicas;
   const RunFolder folder;                    // locked by rank 0
   ResumePoint resume;

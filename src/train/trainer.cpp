@@ -45,7 +45,7 @@ class TrainingLoop {
         c_(session.config),
         progress_(session.progress),
         step_(session.model, *session.optimizer, session.device,
-              StepOptions{c_.label_smoothing, c_.clip_norm, c_.precision == "bf16"}, &session.replicas),
+              StepOptions{c_.label_smoothing, c_.clip_norm, s_.precision.bf16}, &session.replicas),
         line_(c_, session.batcher.batches_per_epoch(), session.max_time_s),
         stop_requested_(stop_requested),
         // The 1-based epoch of the latest batch, as logs show it.
@@ -209,6 +209,8 @@ class TrainingLoop {
                    start["gradient_allreduce_s"].get<double>());
     }
     if (s_.average) start["ema"] = c_.ema;
+    start["precision"] = s_.precision.name();
+    start["precision_reason"] = s_.precision.reason;
     record("start", start);
     spdlog::info("{} {} at step {}: {} training pairs, {} batches per epoch, {} parameters, {} threads on {}, {}{}",
                  s_.resumed() ? "resuming" : "starting", s_.folder.path().string(), progress_.step, s_.corpus.size(),
@@ -216,6 +218,7 @@ class TrainingLoop {
                  replicas.describe(),
                  s_.average ? fmt::format(", validating and saving a moving average of the weights (--ema {})", c_.ema)
                             : "");
+    spdlog::info("precision {}: {}", s_.precision.name(), s_.precision.reason);
     window_ = Window{};
   }
 

@@ -1,0 +1,94 @@
+// --precision fp32 | bf16 | auto: auto takes bf16 only where the hardware runs it natively (the CPU
+// flags are injected: resolve_precision's argument, or TRAFO_CPU_FLAGS for the binary); the choice
+// and its reason reach the `start` event; bf16 where it is emulated runs with one warning.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "data_support.h"
+#include "run_support.h"
+#include "test_support.h"
+#include "trafo/errors.h"
+#include "trafo/train/precision.h"
+
+namespace trafo::testing {
+namespace {
+
+using train::resolve_precision;
+
+TEST(Precision, AutoTakesBf16OnlyWhereItIsNative) {
+  EXPECT_FALSE(resolve_precision("auto", false, false, {}).bf16);
+  EXPECT_FALSE(resolve_precision("auto", false, false, {"avx2", "avx512f", "fma"}).bf16);
+  EXPECT_TRUE(resolve_precision("auto", false, false, {"avx512_bf16"}).bf16);
+  EXPECT_TRUE(resolve_precision("auto", false, false, {"amx_bf16", "avx512_bf16"}).bf16);
+  EXPECT_NE(resolve_precision("auto", false, false, {"amx_bf16"}).reason.find("amx_bf16"), std::string::npos);
+  EXPECT_TRUE(resolve_precision("auto", true, true, {}).bf16);    // CUDA, compute capability >= 8.0
+  EXPECT_FALSE(resolve_precision("auto", true, false, {"avx512_bf16"}).bf16);  // an older GPU: the CPU's flags do not count
+}
+
+TEST(Precision, ExplicitChoicesAreKeptAndEmulationIsNamed) {
+  const auto fp32 = resolve_precision("fp32", false, false, {"avx512_bf16"});
+  EXPECT_FALSE(fp32.bf16);
+  const auto emulated = resolve_precision("bf16", false, false, {"avx2"});
+  EXPECT_TRUE(emulated.bf16);
+  EXPECT_TRUE(emulated.emulated);
+  const auto native = resolve_precision("bf16", false, false, {"avx512_bf16"});
+  EXPECT_TRUE(native.bf16);
+  EXPECT_FALSE(native.emulated);
+  EXPECT_THROW(resolve_precision("fp16", false, false, {}), InputError);
+}
+
+class PrecisionRun : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::filesystem::path(make_temp_dir("precision"));
+    write_synthetic_corpus(*dir_, "train", 60, 1);
+    write_synthetic_corpus(*dir_, "dev", 4, 2);
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  // One step on the CPU posing as a CPU with `flags`; the `start` event of the run.
+  static nlohmann::json start_event(const std::string& name, const std::string& flags, const std::string& precision,
+                                    std::string* errors) {
+    const auto run = *dir_ / name;
+    const auto result = run_command(
+        "TRAFO_CPU_FLAGS='" + flags + "' '" + std::string(TRAFO_BINARY) + "' train --data-dir " + quoted(*dir_) +
+        " --src-lang en --tgt-lang de --run-dir " + quoted(run) + " --precision " + precision +
+        " --d-model 16 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 32 --vocab-size 300 --threads 1"
+        " --max-steps 1 --valid-every 1 --valid-max-sentences 2 --early-stopping 0");
+    EXPECT_EQ(result.exit_code, 0) << result.errors;
+    *errors = result.errors;
+    for (const auto& event : read_jsonl(run / "metrics.jsonl")) {
+      if (event.at("event") == "start") return event;
+    }
+    ADD_FAILURE() << "no start event in " << run;
+    return {};
+  }
+
+  static std::filesystem::path* dir_;
+};
+std::filesystem::path* PrecisionRun::dir_ = nullptr;
+
+TEST_F(PrecisionRun, AutoFollowsTheInjectedCpuFlags) {
+  std::string errors;
+  const auto plain = start_event("plain", "avx2 fma", "auto", &errors);
+  EXPECT_EQ(plain.at("precision"), "fp32");
+  EXPECT_NE(plain.at("precision_reason").get<std::string>().find("neither"), std::string::npos) << plain;
+  const auto native = start_event("native", "avx2 avx512_bf16", "auto", &errors);
+  EXPECT_EQ(native.at("precision"), "bf16");
+  EXPECT_NE(native.at("precision_reason").get<std::string>().find("avx512_bf16"), std::string::npos) << native;
+  EXPECT_EQ(errors.find("emulated"), std::string::npos) << errors;
+}
+
+TEST_F(PrecisionRun, Bf16WhereItIsEmulatedRunsWithOneWarning) {
+  std::string errors;
+  const auto emulated = start_event("asked", "avx2", "bf16", &errors);
+  EXPECT_EQ(emulated.at("precision"), "bf16");
+  size_t warnings = 0;
+  for (size_t at = errors.find("emulated"); at != std::string::npos; at = errors.find("emulated", at + 1)) ++warnings;
+  EXPECT_EQ(warnings, 1u) << errors;
+}
+
+}  // namespace
+}  // namespace trafo::testing
