@@ -29,6 +29,15 @@ std::string train_command(const std::filesystem::path& data, const std::filesyst
          std::to_string(kSteps);
 }
 
+// Whether `run` holds a whole checkpoint (checkpoint-*.pt, no temporary).
+bool holds_checkpoint(const std::filesystem::path& run) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(run, error)) {
+    if (entry.path().extension() == ".pt") return true;
+  }
+  return false;
+}
+
 TEST(KillTest, EveryKillResumesAndTheFinalWeightsEqualAnUninterruptedRun) {
   const auto data = make_temp_dir("kill-data");
   write_synthetic_corpus(data, "train", 120, 1);
@@ -48,7 +57,14 @@ TEST(KillTest, EveryKillResumesAndTheFinalWeightsEqualAnUninterruptedRun) {
     const auto log = root / ("attempt-" + std::to_string(kills) + ".log");
     const int pid = spawn_command(slow_command + " 2>'" + log.string() + "'");
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));
-    if (wait_for_exit(pid, 0) != -1) break;  // it finished before the kill
+    // A slow binary (ASan, a busy machine) may not reach its first checkpoint within the delay, and
+    // then every attempt starts over: wait for one, so that the later attempts are resumed runs.
+    int exit_code = wait_for_exit(pid, 0);
+    for (int waited = 0; exit_code == -1 && !holds_checkpoint(run) && waited < 60000; waited += 20) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      exit_code = wait_for_exit(pid, 0);
+    }
+    if (exit_code != -1) break;  // it finished before the kill
     ::kill(pid, SIGKILL);
     ASSERT_EQ(wait_for_exit(pid, 60), 128 + SIGKILL);
     ++kills;
