@@ -29,11 +29,11 @@ std::string train_command(const std::filesystem::path& data, const std::filesyst
          std::to_string(kSteps);
 }
 
-// Whether `run` holds a whole checkpoint (checkpoint-*.pt, no temporary).
-bool holds_checkpoint(const std::filesystem::path& run) {
+// Whether `run` holds a whole checkpoint (checkpoint-*.pt) written after `since`.
+bool holds_checkpoint_since(const std::filesystem::path& run, std::filesystem::file_time_type since) {
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(run, error)) {
-    if (entry.path().extension() == ".pt") return true;
+    if (entry.path().extension() == ".pt" && entry.last_write_time(error) > since) return true;
   }
   return false;
 }
@@ -51,18 +51,28 @@ TEST(KillTest, EveryKillResumesAndTheFinalWeightsEqualAnUninterruptedRun) {
   const auto run = root / "killed";
   const std::string slow_command = "env TRAFO_TEST_SLOW_WRITES_MS=25 " + train_command(data, run);
   std::mt19937 rng(2024);
-  std::uniform_int_distribution<int> delay_ms(300, 2500);
+  std::uniform_int_distribution<int> delay_ms(300, 2500), after_write_ms(0, 300);
   int kills = 0, inside_writes = 0;
   while (kills < kKills) {
     const auto log = root / ("attempt-" + std::to_string(kills) + ".log");
+    const auto spawned = std::filesystem::file_time_type::clock::now();
     const int pid = spawn_command(slow_command + " 2>'" + log.string() + "'");
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));
-    // A slow binary (ASan, a busy machine) may not reach its first checkpoint within the delay, and
-    // then every attempt starts over: wait for one, so that the later attempts are resumed runs.
-    int exit_code = wait_for_exit(pid, 0);
-    for (int waited = 0; exit_code == -1 && !holds_checkpoint(run) && waited < 60000; waited += 20) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // Even attempts die at a random moment after their start (a slow binary, ASan on a busy machine,
+    // may still be starting); odd ones a moment after they have written a checkpoint of their own
+    // (often inside the next write), so every other attempt makes progress however slow the binary.
+    int exit_code = -1;
+    if (kills % 2 == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));
       exit_code = wait_for_exit(pid, 0);
+    } else {
+      for (int waited = 0; exit_code == -1 && !holds_checkpoint_since(run, spawned) && waited < 120000; waited += 20) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        exit_code = wait_for_exit(pid, 0);
+      }
+      if (exit_code == -1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(after_write_ms(rng)));
+        exit_code = wait_for_exit(pid, 0);
+      }
     }
     if (exit_code != -1) break;  // it finished before the kill
     ::kill(pid, SIGKILL);
