@@ -4,6 +4,7 @@
 // int8 within 1 BLEU. Both converter paths: pre-norm ReLU with tied embeddings, post-norm GELU
 // with separate embeddings and an output projection with bias.
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -12,8 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "data_support.h"
+#include "model_support.h"
 #include "run_support.h"
 #include "test_support.h"
+#include "trafo/checkpoint/checkpoint.h"
+#include "trafo/data/tokenizer.h"
 
 namespace trafo::testing {
 namespace {
@@ -160,6 +165,47 @@ TEST_F(Ct2Export, RefusesWithOneLineAndKeepsWhatIsThere) {
   for (const auto& entry : fs::directory_iterator(*dir_)) {
     EXPECT_EQ(entry.path().filename().string().find(".tmp-"), std::string::npos) << entry.path();
     EXPECT_EQ(entry.path().filename().string().find(".old-"), std::string::npos) << entry.path();
+  }
+}
+
+// model.bin against the one the wheel's own TransformerSpec writes for the same shapes
+// (tests/ctranslate2_layout.py): every variable's name, dtype and shape, and the aliases, for both
+// converter paths, unequal depths, and each stored type.
+TEST(Ct2Layout, ModelBinMatchesTheWheelsOwnSpec) {
+  TRAFO_REQUIRE_PYTHON_MODULE("ctranslate2");
+  const auto dir = make_temp_dir("ct2-layout");
+  write_synthetic_corpus(dir, "train", 200);
+  data::TokenizerOptions options;
+  options.vocab_size = 300;
+  const auto tokenizer = data::Tokenizer::train({dir / "train.en", dir / "train.de"}, options);
+  struct Variant {
+    const char* norm;
+    const char* activation;
+    bool tied;
+  };
+  for (const Variant& v : {Variant{"pre", "relu", true}, Variant{"post", "gelu", false}}) {
+    auto config = tiny_model_config(tokenizer.vocab_size());
+    config.norm = v.norm;
+    config.activation = v.activation;
+    config.tie_embeddings = v.tied;
+    config.encoder_layers = v.tied ? 2 : 1;
+    config.decoder_layers = v.tied ? 1 : 2;
+    model::Transformer model(config);
+    const auto checkpoint = dir / (std::string(v.norm) + ".pt");
+    checkpoint::save(checkpoint, checkpoint::Checkpoint{config, checkpoint::model_weights(model), tokenizer.to_bytes(),
+                                                        "", std::nullopt});
+    for (const std::string quantization : {"float32", "int8", "bfloat16"}) {
+      const auto out = dir / (std::string(v.norm) + "-" + quantization);
+      const auto exported = run_trafo("export --checkpoint " + quoted(checkpoint) + " --out " + quoted(out) +
+                                      " --quantization " + quantization);
+      ASSERT_EQ(exported.exit_code, 0) << exported.errors;
+      const auto check = run_command(std::string(TRAFO_PYTHON) + " " + TRAFO_SOURCE_DIR + "/tests/ctranslate2_layout.py " +
+                                     quoted(out / "model.bin") + " " + v.norm + " " + v.activation + " " +
+                                     (v.tied ? "tied" : "untied") + " " +
+                                     (quantization == "float32" ? "none" : quantization) + " " +
+                                     std::to_string(config.heads));
+      EXPECT_EQ(check.exit_code, 0) << v.norm << " " << quantization << ": " << check.output << check.errors;
+    }
   }
 }
 
