@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Decoding speed of one checkpoint in trafo and, exported, in CTranslate2 (float32 and int8), side by
+side on the same sentences and threads: greedy, batched, target tokens/s (pieces + eos), medians of
+--rounds. trafo's time is `trafo eval`'s translate_seconds, CTranslate2's that of translate_batch,
+so neither counts model loading. Both stop at --max-length pieces.
+
+Usage: bench/ctranslate2_compare.py CHECKPOINT SOURCE REFERENCE [--threads 2] [--rounds 3]
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRAFO = os.path.join(ROOT, "build", "trafo")
+
+
+def run(command):
+    return subprocess.run(command, check=True, capture_output=True, text=True).stdout
+
+
+def cpu_name():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("checkpoint")
+    parser.add_argument("source")
+    parser.add_argument("reference")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--max-length", type=int, default=256)
+    args = parser.parse_args()
+
+    work = tempfile.mkdtemp(prefix="ct2-compare-")
+    rows = {}
+    trafo_out = os.path.join(work, "trafo.txt")
+    seconds = []
+    for _ in range(args.rounds):
+        result = json.loads(run([TRAFO, "eval", "--checkpoint", args.checkpoint, "--src", args.source, "--ref",
+                                 args.reference, "--threads", str(args.threads), "--beam", "1", "--max-length-a", "0",
+                                 "--max-length-b", str(args.max_length), "--json", "--output", trafo_out]))
+        seconds.append(result["translate_seconds"])
+    rows["trafo fp32"] = {"seconds": statistics.median(seconds), "output": trafo_out, "bleu": result["bleu"]}
+    for quantization in ("float32", "int8"):
+        model_dir = os.path.join(work, quantization)
+        run([TRAFO, "export", "--checkpoint", args.checkpoint, "--out", model_dir, "--quantization", quantization])
+        out = model_dir + ".txt"
+        timings = []
+        for _ in range(args.rounds):
+            timings.append(json.loads(run([sys.executable, os.path.join(ROOT, "bench", "ctranslate2_decode.py"),
+                                           model_dir, args.source, "--output", out, "--threads", str(args.threads),
+                                           "--max-decoding-length", str(args.max_length)])))
+        score = json.loads(run([TRAFO, "score", "--json", "--ref", args.reference, "--hyp", out]))
+        rows["CTranslate2 " + quantization] = {"seconds": statistics.median(t["seconds"] for t in timings),
+                                               "tokens": timings[0]["target_tokens"], "output": out,
+                                               "bleu": score["bleu"]}
+
+    with open(trafo_out, encoding="utf-8") as f:
+        reference_lines = f.read().splitlines()
+    tokens = rows["CTranslate2 float32"]["tokens"]  # the same text as trafo's on (nearly) every line
+    print(f"{cpu_name()}, {args.threads} threads, {len(reference_lines)} sentences, medians of {args.rounds}")
+    print(f"{'decoder':<22} {'tgt tok/s':>10} {'vs trafo':>9} {'BLEU':>6} {'same text':>10}")
+    base = None
+    for name, row in rows.items():
+        row_tokens = row.get("tokens", tokens)
+        rate = row_tokens / row["seconds"]
+        base = base or rate
+        with open(row["output"], encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        same = sum(a == b for a, b in zip(lines, reference_lines)) / max(1, len(reference_lines))
+        print(f"{name:<22} {rate:>10.0f} {rate / base:>8.2f}x {row['bleu']:>6.2f} {same * 100:>9.1f}%")
+
+
+if __name__ == "__main__":
+    main()
