@@ -29,14 +29,37 @@ namespace fs = std::filesystem;
 // trafo's A x source + B, so A = 0 here.
 constexpr int kMaxLength = 200;
 
+struct Variant {
+  const char* norm;
+  const char* activation;
+  bool tied;
+};
+
+// An untrained model of the variant (1+2 or 2+1 layers) with a tokenizer trained in `dir`.
+fs::path random_checkpoint(const fs::path& dir, const Variant& v) {
+  if (!fs::exists(dir / "train.en")) write_synthetic_corpus(dir, "train", 200);
+  data::TokenizerOptions options;
+  options.vocab_size = 300;
+  const auto tokenizer = data::Tokenizer::train({dir / "train.en", dir / "train.de"}, options);
+  auto config = tiny_model_config(tokenizer.vocab_size());
+  config.norm = v.norm;
+  config.activation = v.activation;
+  config.tie_embeddings = v.tied;
+  config.encoder_layers = v.tied ? 2 : 1;
+  config.decoder_layers = v.tied ? 1 : 2;
+  model::Transformer model(config);
+  const auto path = dir / (std::string(v.norm) + ".pt");
+  checkpoint::save(path, checkpoint::Checkpoint{config, checkpoint::model_weights(model), tokenizer.to_bytes(), "",
+                                                std::nullopt});
+  return path;
+}
+
 class Ct2Export : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new fs::path(make_temp_dir("export"));
     const auto toy = run_trafo("toy-corpus --out " + quoted(*dir_ / "toy") + " --train 4000 --dev 20 --test 200");
     ASSERT_EQ(toy.exit_code, 0) << toy.errors;
-    train("pre", "");
-    train("post", "--norm post --activation gelu --tie-embeddings false");
   }
   static void TearDownTestSuite() { delete dir_; }
 
@@ -48,7 +71,12 @@ class Ct2Export : public ::testing::Test {
         variant);
     ASSERT_EQ(result.exit_code, 0) << result.errors;
   }
-  static fs::path checkpoint(const std::string& name) { return *dir_ / name / "checkpoint-last.pt"; }
+  // A model trained here on first use (each test runs in a process of its own: it trains only what it uses).
+  static fs::path checkpoint(const std::string& name) {
+    const auto path = *dir_ / name / "checkpoint-last.pt";
+    if (!fs::exists(path)) train(name, name == "post" ? "--norm post --activation gelu --tie-embeddings false" : "");
+    return path;
+  }
   static fs::path test_source() { return *dir_ / "toy" / "test.en"; }
 
   // trafo translate's greedy output, one line per test sentence.
@@ -61,9 +89,9 @@ class Ct2Export : public ::testing::Test {
     return out;
   }
 
-  static fs::path export_model(const std::string& name, const std::string& quantization) {
-    const auto out = *dir_ / (name + "-" + quantization);
-    const auto result = run_trafo("export --checkpoint " + quoted(checkpoint(name)) + " --format ctranslate2 --out " +
+  static fs::path export_model(const fs::path& model, const std::string& quantization) {
+    const auto out = fs::path(model.string() + "-" + quantization);
+    const auto result = run_trafo("export --checkpoint " + quoted(model) + " --format ctranslate2 --out " +
                                   quoted(out) + " --quantization " + quantization + " --force");
     EXPECT_EQ(result.exit_code, 0) << result.errors;
     return out;
@@ -100,11 +128,11 @@ class Ct2Export : public ::testing::Test {
     TRAFO_REQUIRE_PYTHON_MODULE("sentencepiece");
     const auto trafo = trafo_translation(name);
     const double trafo_bleu = bleu(trafo);
-    const auto float32 = ct2_translation(export_model(name, "float32"));
+    const auto float32 = ct2_translation(export_model(checkpoint(name), "float32"));
     const double same = agreement(trafo, float32);
     EXPECT_GE(same, 0.99) << name;
     EXPECT_NEAR(bleu(float32), trafo_bleu, 0.1) << name;
-    const auto int8 = ct2_translation(export_model(name, "int8"));
+    const auto int8 = ct2_translation(export_model(checkpoint(name), "int8"));
     EXPECT_NEAR(bleu(int8), trafo_bleu, 1.0) << name;
     std::cout << name << ": same text on " << same * 100 << "% of lines; BLEU trafo " << trafo_bleu << ", float32 "
               << bleu(float32) << ", int8 " << bleu(int8) << "\n";
@@ -119,7 +147,8 @@ TEST_F(Ct2Export, PreNormReluTiedTranslatesAsTrafo) { check_variant("pre"); }
 TEST_F(Ct2Export, PostNormGeluUntiedTranslatesAsTrafo) { check_variant("post"); }
 
 TEST_F(Ct2Export, WritesTheModelFolder) {
-  const auto out = export_model("pre", "bfloat16");
+  const auto model = random_checkpoint(*dir_, Variant{"pre", "relu", true});
+  const auto out = export_model(model, "bfloat16");
   for (const auto* file : {"model.bin", "config.json", "shared_vocabulary.json", "sentencepiece.model"}) {
     EXPECT_TRUE(fs::is_regular_file(out / file)) << file;
   }
@@ -133,20 +162,21 @@ TEST_F(Ct2Export, WritesTheModelFolder) {
   EXPECT_EQ(vocabulary[0], "<pad>");
   EXPECT_EQ(vocabulary[3], "</s>");
   // bfloat16 halves the float32 file (the flags and names aside).
-  const auto float32 = export_model("pre", "float32");
+  const auto float32 = export_model(model, "float32");
   EXPECT_LT(fs::file_size(out / "model.bin"), fs::file_size(float32 / "model.bin") * 0.55);
 }
 
 TEST_F(Ct2Export, RefusesWithOneLineAndKeepsWhatIsThere) {
+  const auto model = random_checkpoint(*dir_, Variant{"pre", "relu", true});
   const auto out = *dir_ / "taken";
   fs::create_directories(out);
   write_text(out / "keep.txt", "mine");
-  const auto refused = run_trafo("export --checkpoint " + quoted(checkpoint("pre")) + " --out " + quoted(out));
+  const auto refused = run_trafo("export --checkpoint " + quoted(model) + " --out " + quoted(out));
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_NE(refused.errors.find("--force"), std::string::npos) << refused.errors;
   EXPECT_EQ(read_text(out / "keep.txt"), "mine");
 
-  const auto quantization = run_trafo("export --checkpoint " + quoted(checkpoint("pre")) + " --out " +
+  const auto quantization = run_trafo("export --checkpoint " + quoted(model) + " --out " +
                                       quoted(*dir_ / "q") + " --quantization int4");
   EXPECT_EQ(quantization.exit_code, 2) << quantization.errors;
   EXPECT_FALSE(fs::exists(*dir_ / "q"));
@@ -158,7 +188,7 @@ TEST_F(Ct2Export, RefusesWithOneLineAndKeepsWhatIsThere) {
   EXPECT_FALSE(fs::exists(*dir_ / "b"));
 
   // --force replaces the folder, and nothing is left beside it.
-  const auto forced = run_trafo("export --checkpoint " + quoted(checkpoint("pre")) + " --out " + quoted(out) + " --force");
+  const auto forced = run_trafo("export --checkpoint " + quoted(model) + " --out " + quoted(out) + " --force");
   ASSERT_EQ(forced.exit_code, 0) << forced.errors;
   EXPECT_FALSE(fs::exists(out / "keep.txt"));
   EXPECT_TRUE(fs::exists(out / "model.bin"));
@@ -174,26 +204,9 @@ TEST_F(Ct2Export, RefusesWithOneLineAndKeepsWhatIsThere) {
 TEST(Ct2Layout, ModelBinMatchesTheWheelsOwnSpec) {
   TRAFO_REQUIRE_PYTHON_MODULE("ctranslate2");
   const auto dir = make_temp_dir("ct2-layout");
-  write_synthetic_corpus(dir, "train", 200);
-  data::TokenizerOptions options;
-  options.vocab_size = 300;
-  const auto tokenizer = data::Tokenizer::train({dir / "train.en", dir / "train.de"}, options);
-  struct Variant {
-    const char* norm;
-    const char* activation;
-    bool tied;
-  };
   for (const Variant& v : {Variant{"pre", "relu", true}, Variant{"post", "gelu", false}}) {
-    auto config = tiny_model_config(tokenizer.vocab_size());
-    config.norm = v.norm;
-    config.activation = v.activation;
-    config.tie_embeddings = v.tied;
-    config.encoder_layers = v.tied ? 2 : 1;
-    config.decoder_layers = v.tied ? 1 : 2;
-    model::Transformer model(config);
-    const auto checkpoint = dir / (std::string(v.norm) + ".pt");
-    checkpoint::save(checkpoint, checkpoint::Checkpoint{config, checkpoint::model_weights(model), tokenizer.to_bytes(),
-                                                        "", std::nullopt});
+    const auto checkpoint = random_checkpoint(dir, v);
+    const auto heads = checkpoint::load(checkpoint).model_config.heads;
     for (const std::string quantization : {"float32", "int8", "bfloat16"}) {
       const auto out = dir / (std::string(v.norm) + "-" + quantization);
       const auto exported = run_trafo("export --checkpoint " + quoted(checkpoint) + " --out " + quoted(out) +
@@ -203,7 +216,7 @@ TEST(Ct2Layout, ModelBinMatchesTheWheelsOwnSpec) {
                                      quoted(out / "model.bin") + " " + v.norm + " " + v.activation + " " +
                                      (v.tied ? "tied" : "untied") + " " +
                                      (quantization == "float32" ? "none" : quantization) + " " +
-                                     std::to_string(config.heads));
+                                     std::to_string(heads));
       EXPECT_EQ(check.exit_code, 0) << v.norm << " " << quantization << ": " << check.output << check.errors;
     }
   }
