@@ -94,6 +94,10 @@ TEST(KillTest, EveryKillResumesAndTheFinalWeightsEqualAnUninterruptedRun) {
   ASSERT_EQ(last.exit_code, 0) << last.errors;
   EXPECT_NE(last.errors.find("resuming from"), std::string::npos) << last.errors;
   EXPECT_GT(inside_writes, 0) << "no kill landed inside a checkpoint write";
+  // --keep-checkpoints 2: the two of highest step, whatever the kills interrupted.
+  const auto numbered = checkpoint::numbered_checkpoints(run);
+  ASSERT_EQ(numbered.size(), 2u);
+  EXPECT_EQ(numbered.back().first, kSteps);
 
   const auto a = checkpoint::load(root / "whole" / "checkpoint-last.pt");
   const auto b = checkpoint::load(run / "checkpoint-last.pt");

@@ -1,9 +1,5 @@
 #include "trafo/checkpoint/average.h"
 
-#include <algorithm>
-#include <regex>
-#include <system_error>
-
 #include <torch/torch.h>
 
 #include "trafo/errors.h"
@@ -44,21 +40,17 @@ Checkpoint average(const std::vector<fs::path>& paths) {
 
 std::vector<fs::path> last_numbered(const fs::path& run_dir, int64_t count) {
   if (!fs::is_directory(run_dir)) throw InputError(run_dir.string() + " is not a run folder");
-  static const std::regex numbered(R"(checkpoint-(\d{1,18})\.pt)");
   std::vector<std::pair<int64_t, fs::path>> found;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator(run_dir, error)) {
-    std::smatch match;
-    const auto name = entry.path().filename().string();
-    if (std::regex_match(name, match, numbered)) found.emplace_back(std::stoll(match[1].str()), entry.path());
+  try {
+    found = numbered_checkpoints(run_dir);
+  } catch (const fs::filesystem_error& e) {
+    throw InputError("cannot list " + run_dir.string() + ": " + e.code().message());
   }
-  if (error) throw InputError("cannot list " + run_dir.string() + ": " + error.message());
   if (static_cast<int64_t>(found.size()) < count) {
     throw InputError(run_dir.string() + " holds " + std::to_string(found.size()) +
                      " numbered checkpoints (checkpoint-STEP.pt), fewer than the " + std::to_string(count) +
                      " asked for");
   }
-  std::sort(found.begin(), found.end());
   std::vector<fs::path> last;
   for (auto it = found.end() - count; it != found.end(); ++it) last.push_back(it->second);
   return last;

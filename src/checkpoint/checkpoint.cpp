@@ -1,6 +1,8 @@
 #include "trafo/checkpoint/checkpoint.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <regex>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -235,6 +237,18 @@ model::Transformer make_model(const Checkpoint& checkpoint, const at::Device& de
   model->to(device);
   model->eval();
   return model;
+}
+
+std::vector<std::pair<int64_t, std::filesystem::path>> numbered_checkpoints(const std::filesystem::path& dir) {
+  static const std::regex pattern(R"(checkpoint-(\d{1,18})\.pt)");
+  std::vector<std::pair<int64_t, std::filesystem::path>> found;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::smatch match;
+    const auto name = entry.path().filename().string();
+    if (std::regex_match(name, match, pattern)) found.emplace_back(std::stoll(match[1].str()), entry.path());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
 }
 
 }  // namespace trafo::checkpoint

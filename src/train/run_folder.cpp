@@ -97,15 +97,8 @@ void RunFolder::replace_old_run() const {
 void RunFolder::save_numbered(int64_t step, const checkpoint::Checkpoint& checkpoint, int64_t keep) const {
   if (keep <= 0) return;
   checkpoint::save(numbered(step), checkpoint);
-  static const std::regex pattern("checkpoint-([0-9]+)\\.pt");
-  std::vector<int64_t> steps;
-  for (const auto& entry : std::filesystem::directory_iterator(path_)) {
-    std::smatch match;
-    const auto name = entry.path().filename().string();
-    if (std::regex_match(name, match, pattern)) steps.push_back(std::stoll(match[1]));
-  }
-  std::sort(steps.begin(), steps.end());
-  for (size_t i = 0; i + static_cast<size_t>(keep) < steps.size(); ++i) std::filesystem::remove(numbered(steps[i]));
+  const auto steps = checkpoint::numbered_checkpoints(path_);
+  for (size_t i = 0; i + static_cast<size_t>(keep) < steps.size(); ++i) std::filesystem::remove(steps[i].second);
 }
 
 }  // namespace trafo::train

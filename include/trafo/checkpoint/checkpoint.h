@@ -8,6 +8,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -44,6 +46,9 @@ void save(const std::filesystem::path& path, const Checkpoint& checkpoint);
 // /dev/zero), or an unknown version throws trafo::InputError naming the file.
 // `with_training_state` false skips the training state (translation needs none of it).
 Checkpoint load(const std::filesystem::path& path, bool with_training_state = true);
+
+// The numbered checkpoints (checkpoint-STEP.pt) of folder `dir` with their steps, lowest step first.
+std::vector<std::pair<int64_t, std::filesystem::path>> numbered_checkpoints(const std::filesystem::path& dir);
 
 // A model of the checkpoint's config holding its weights, in eval mode, on `device`.
 model::Transformer make_model(const Checkpoint& checkpoint, const at::Device& device);
