@@ -131,11 +131,8 @@ nlohmann::json model_config(const data::Tokenizer& tokenizer) {
           {"multi_query_attention", false}};
 }
 
-nlohmann::json vocabulary(const data::Tokenizer& tokenizer, int64_t model_vocab_size) {
-  if (tokenizer.vocab_size() != model_vocab_size) {
-    throw InputError("the checkpoint's tokenizer has " + std::to_string(tokenizer.vocab_size()) +
-                     " pieces but its model " + std::to_string(model_vocab_size));
-  }
+// checkpoint::load has checked that the tokenizer has as many pieces as the model has rows.
+nlohmann::json vocabulary(const data::Tokenizer& tokenizer) {
   auto pieces = nlohmann::json::array();
   for (int id = 0; id < tokenizer.vocab_size(); ++id) pieces.push_back(tokenizer.piece(id));
   return pieces;
@@ -180,7 +177,7 @@ void export_ctranslate2(const checkpoint::Checkpoint& checkpoint, const fs::path
   }
   if (exists && !fs::is_directory(out)) throw InputError(out.string() + " exists and is not a folder");
   const auto tokenizer = data::Tokenizer::from_bytes(checkpoint.tokenizer);
-  const auto pieces = vocabulary(tokenizer, checkpoint.model_config.vocab_size);
+  const auto pieces = vocabulary(tokenizer);
   const auto bin = ctranslate2_model_bin(checkpoint, quantization);
 
   // Everything goes into OUT.tmp-PID beside OUT, which then takes OUT's place.
