@@ -2,8 +2,10 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <set>
 
 #include <spdlog/spdlog.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
 
 #include "trafo/bench/measure.h"
@@ -44,6 +46,20 @@ std::vector<std::vector<data::Batch>> as_updates(const std::vector<SyntheticBatc
   std::vector<std::vector<data::Batch>> updates;
   for (const auto& synthetic : batches) updates.push_back({as_batch(synthetic)});
   return updates;
+}
+
+// `steps` more updates under LibTorch's profiler (CPU activity: every op with its self time), the
+// trace written as Chrome JSON to `path`.
+void profile_steps(TrainingStep& step, const std::vector<std::vector<data::Batch>>& updates, int64_t steps,
+                   const std::string& path) {
+  namespace profiler = torch::autograd::profiler;
+  const std::set<torch::profiler::impl::ActivityType> cpu{torch::profiler::impl::ActivityType::CPU};
+  const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO);
+  profiler::prepareProfiler(config, cpu);
+  profiler::enableProfiler(config, cpu);
+  for (int64_t i = 0; i < steps; ++i) step.run(updates[static_cast<size_t>(i) % updates.size()]);
+  profiler::disableProfiler()->save(path);
+  spdlog::info("bench: profile of {} training steps written to {}", steps, path);
 }
 
 void check(const std::vector<SyntheticBatch>& batches, const TrainOptions& options) {
@@ -101,6 +117,7 @@ TrainMeasurement measure_training(model::Transformer& model, const std::vector<S
                  options.bf16 ? "bf16" : "fp32", round + 1, options.timed_steps, seconds,
                  result.tokens.work / seconds, loss);
   }
+  if (!options.profile_path.empty()) profile_steps(step, updates, 3, options.profile_path);
   return result;
 }
 

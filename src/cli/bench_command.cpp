@@ -39,6 +39,7 @@ struct BenchOptions {
   int64_t decode_sentences = 32;  // sentences decoded per round (0: no decoding)
   int64_t leak_steps = 0;         // training steps of the memory trend, per precision (0: none)
   uint64_t seed = 1;              // weights and synthetic batches
+  std::string profile;            // not empty: a profiled trace of training per precision, PROFILE.<precision>.json
 };
 
 // `trafo train`'s keys that bench takes: the model's shape, vocab-size and threads.
@@ -89,6 +90,9 @@ void add_options(CLI::App& cmd, BenchOptions& o) {
       ->capture_default_str();
   cmd.add_option("--leak-steps", o.leak_steps, "training steps of the memory trend (RSS at 1/5 vs at the end; 0: off)")
       ->capture_default_str();
+  cmd.add_option("--profile", o.profile,
+                 "after the timed training, profile 3 more steps and write their Chrome trace to "
+                 "PROFILE.fp32.json / PROFILE.bf16.json (bench/profile_summary.py sums it per op)");
   cmd.add_option("--seed", o.seed, "seed of the weights and the synthetic batches")->capture_default_str();
   bind_config_keys(cmd, o.shape, takes);
 }
@@ -178,6 +182,7 @@ int run_bench(BenchOptions o) {
     options.warmup_steps = o.warmup_steps;
     options.timed_steps = o.train_steps;
     options.rounds = o.rounds;
+    if (!o.profile.empty()) options.profile_path = o.profile + "." + precision + ".json";
     auto model = make_model(m, o.seed);
     const auto result = bench::measure_training(model, batches, options);
     const double mfu = result.model_flops_per_s() / peak[precision];

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <c10/core/ScalarType.h>
@@ -33,6 +34,8 @@ struct TrainOptions {
   double lr = 1e-4;                // constant; Adam betas 0.9/0.98, eps 1e-9 as trafo train's defaults
   double label_smoothing = 0.1;
   double clip_norm = 1.0;          // 0: off
+  std::string profile_path;        // not empty: after the timed rounds, 3 more steps under the profiler,
+                                   // its Chrome trace written here (bench/profile_summary.py reads it)
 };
 
 struct TrainMeasurement {
