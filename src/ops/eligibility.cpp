@@ -11,17 +11,20 @@ namespace {
 
 struct Needs {
   bool no_grad;      // it has no backward
-  bool no_autocast;  // it stands in for an op that CPU autocast would run in bf16
+  bool no_autocast;  // it stands in for an op that CPU autocast would run in bf16, with no bf16 variant
   bool avx2_fma;     // it is written in AVX2 and FMA intrinsics, with no portable copy
+  bool takes_bf16;   // it has a bf16 variant: bfloat16 tensors are as welcome as float32 ones
 };
 
-// Indexed by Kernel: a new kernel is one more enumerator and one more row.
+// Indexed by Kernel: a new kernel is one more enumerator and one more row; a bf16 variant of a
+// kernel is a change of its row.
 constexpr std::array<Needs, 4> kNeeds = {{
-    {true, true, true},     // packed_gemm: inference only; at::linear; intrinsics
-    {true, true, true},     // step_attention: inference only; SDPA's products; intrinsics
-    {false, false, false},  // hashed_dropout: a backward; autocast leaves dropout in its dtype;
-                            // vectorised twice, for AVX2 and portably
-    {false, true, false},   // fused_loss: forms its own gradient; the output projection; LibTorch ops
+    {true, true, true, false},     // packed_gemm: inference only; at::linear; intrinsics; fp32
+    {true, true, true, false},     // step_attention: inference only; SDPA's products; intrinsics; fp32
+    {false, false, false, true},   // hashed_dropout: a backward; autocast leaves dropout in its dtype;
+                                   // vectorised twice, for AVX2 and portably; fp32 or bf16 activations
+    {false, false, false, false},  // fused_loss: forms its own gradient; under autocast its products run
+                                   // in bf16 as at::linear's would; LibTorch ops; fp32 master weight
 }};
 static_assert(kNeeds.size() == static_cast<size_t>(Kernel::fused_loss) + 1, "one row per Kernel");
 
@@ -33,7 +36,9 @@ std::array<std::atomic<int64_t>, kNeeds.size()> run_counts{};
 bool cpu_fast_path(Kernel kernel, std::initializer_list<std::reference_wrapper<const at::Tensor>> tensors) {
   const Needs& needs = kNeeds[static_cast<size_t>(kernel)];
   for (const at::Tensor& tensor : tensors) {
-    if (!tensor.device().is_cpu() || tensor.scalar_type() != at::kFloat) return false;
+    if (!tensor.device().is_cpu()) return false;
+    const auto dtype = tensor.scalar_type();
+    if (dtype != at::kFloat && !(needs.takes_bf16 && dtype == at::kBFloat16)) return false;
   }
   if (needs.no_grad && c10::GradMode::is_enabled()) return false;
   if (needs.no_autocast && at::autocast::is_autocast_enabled(at::kCPU)) return false;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <ATen/autocast_mode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/torch.h>
 
 #include "trafo/ops/eligibility.h"
@@ -19,12 +21,21 @@ struct Projected {
   torch::Tensor grad_hidden, grad_weight, grad_bias;  // d smoothed / d input, when asked
 };
 
+// Under CPU autocast the products run in its dtype (bf16), as at::linear's would, with the logits,
+// the softmax and the gradient's accumulation in fp32; `hidden` may come in either dtype.
 Projected project_chunks(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& bias,
                          const torch::Tensor& target, double epsilon, int64_t pad_id, int64_t chunk_rows,
                          bool gradients) {
   const int64_t n = hidden.size(0), vocab = weight.size(0);
   const int64_t rows = chunk_rows > 0 ? chunk_rows : std::max<int64_t>(1, kChunkLogits / vocab);
   const bool any_padding = target.eq(pad_id).any().item<bool>();
+  const auto product_dtype =
+      at::autocast::is_autocast_enabled(at::kCPU) ? at::autocast::get_autocast_dtype(at::kCPU) : torch::kFloat;
+  const bool lower = product_dtype != torch::kFloat;
+  // The casts below are this function's own: autocast would cast the products' inputs again a chunk.
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
+  const auto h_all = hidden.to(product_dtype);  // no copy where hidden already is
+  const auto w = weight.to(product_dtype);
   Projected out;
   out.smoothed = torch::zeros({}, hidden.options().dtype(torch::kFloat));
   out.nll = torch::zeros({}, hidden.options().dtype(torch::kFloat));
@@ -33,12 +44,14 @@ Projected project_chunks(const torch::Tensor& hidden, const torch::Tensor& weigh
     out.grad_weight = torch::zeros_like(weight);
     if (bias.defined()) out.grad_bias = torch::zeros_like(bias);
   }
-  const auto weight_t = weight.t();
+  const auto w_t = w.t();
   for (int64_t start = 0; start < n; start += rows) {
     const int64_t m = std::min(rows, n - start);
-    const auto h = hidden.narrow(0, start, m);                   // [m,d]
+    const auto h = h_all.narrow(0, start, m);                    // [m,d]
     const auto t = target.narrow(0, start, m).unsqueeze(1);      // [m,1]
-    const auto logits = bias.defined() ? torch::addmm(bias, h, weight_t) : torch::mm(h, weight_t);  // [m,V]
+    auto logits = lower ? torch::mm(h, w_t).to(torch::kFloat)    // [m,V] fp32
+                        : (bias.defined() ? torch::addmm(bias, h, w_t) : torch::mm(h, w_t));
+    if (lower && bias.defined()) logits.add_(bias);
     auto log_probs = torch::_log_softmax(logits, 1, false);
     const auto sums = label_smoothed_sums(log_probs, t.squeeze(1), epsilon, pad_id);
     out.smoothed.add_(sums.smoothed);
@@ -48,10 +61,16 @@ Projected project_chunks(const torch::Tensor& hidden, const torch::Tensor& weigh
     auto grad = log_probs.exp_().sub_(epsilon / static_cast<double>(vocab));  // [m,V], then − (1 − ε) at t
     grad.scatter_add_(1, t, torch::full({m, 1}, epsilon - 1.0, grad.options()));
     if (any_padding) grad.masked_fill_(t.eq(pad_id), 0.0);
-    auto grad_hidden = out.grad_hidden.narrow(0, start, m);
-    torch::mm_out(grad_hidden, grad, weight);
-    out.grad_weight.addmm_(grad.t(), h);
     if (bias.defined()) out.grad_bias.add_(grad.sum(0));
+    auto grad_hidden = out.grad_hidden.narrow(0, start, m);
+    if (lower) {
+      const auto g = grad.to(product_dtype);
+      grad_hidden.copy_(torch::mm(g, w));
+      out.grad_weight.add_(torch::mm(g.t(), h));
+    } else {
+      torch::mm_out(grad_hidden, grad, w);
+      out.grad_weight.addmm_(grad.t(), h);
+    }
   }
   return out;
 }

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
+#include <type_traits>
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -36,12 +38,30 @@ struct MaskKey {
 
 constexpr int64_t kGrain = 1 << 15;
 
+// Elements are float32 or bfloat16 (stored as its 16 bits); the arithmetic is in float32 either way
+// and a bf16 result is rounded to nearest even, as LibTorch rounds (a NaN stays a quiet NaN).
+inline float widen(float x) { return x; }
+inline float widen(uint16_t bits) {
+  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float x;
+  std::memcpy(&x, &wide, sizeof x);
+  return x;
+}
+inline void narrow(float x, float& out) { out = x; }
+inline void narrow(float x, uint16_t& out) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  const bool nan = (bits & 0x7fffffffU) > 0x7f800000U;
+  out = static_cast<uint16_t>(nan ? 0x7fc0U : (bits + 0x7fffU + ((bits >> 16) & 1U)) >> 16);
+}
+
 // The loops are written plainly, with local offsets and __restrict, so that the compiler vectorises
 // them, and compiled twice (isa.h): for the build's target and for AVX2 (eight hashes per
 // instruction). Their arithmetic is exact but for one product an element: both give the same bits.
 
 // out = in × (kept ? scale : 0), kept → mask, for elements [begin, end) of a call (numbered from 0).
-TRAFO_INLINE_LOOP void masked_scale_loop(const float* __restrict in, float* __restrict out, uint8_t* __restrict mask,
+template <typename T>
+TRAFO_INLINE_LOOP void masked_scale_loop(const T* __restrict in, T* __restrict out, uint8_t* __restrict mask,
                                          int64_t begin, int64_t end, MaskKey key, float scale) {
   const auto first = static_cast<uint32_t>(begin);
   in += begin;
@@ -50,33 +70,71 @@ TRAFO_INLINE_LOOP void masked_scale_loop(const float* __restrict in, float* __re
   for (int64_t j = 0; j < end - begin; ++j) {
     const uint32_t kept = mix(mix((first + static_cast<uint32_t>(j)) ^ key.key0) + key.key1) >= key.threshold;
     mask[j] = static_cast<uint8_t>(kept);
-    out[j] = in[j] * (kept != 0 ? scale : 0.0f);
+    narrow(widen(in[j]) * (kept != 0 ? scale : 0.0f), out[j]);
   }
 }
 
-TRAFO_INLINE_LOOP void apply_mask_loop(const float* __restrict in, float* __restrict out,
-                                       const uint8_t* __restrict mask, int64_t begin, int64_t end, float scale) {
-  for (int64_t i = begin; i < end; ++i) out[i] = in[i] * (mask[i] != 0 ? scale : 0.0f);
+template <typename T>
+TRAFO_INLINE_LOOP void apply_mask_loop(const T* __restrict in, T* __restrict out, const uint8_t* __restrict mask,
+                                       int64_t begin, int64_t end, float scale) {
+  for (int64_t i = begin; i < end; ++i) narrow(widen(in[i]) * (mask[i] != 0 ? scale : 0.0f), out[i]);
 }
 
-void masked_scale(const float* __restrict in, float* __restrict out, uint8_t* __restrict mask, int64_t begin,
-                  int64_t end, MaskKey key, float scale) {
+template <typename T>
+void masked_scale(const T* __restrict in, T* __restrict out, uint8_t* __restrict mask, int64_t begin, int64_t end,
+                  MaskKey key, float scale) {
   masked_scale_loop(in, out, mask, begin, end, key, scale);
 }
 
-TRAFO_AVX2_FMA void masked_scale_avx2(const float* __restrict in, float* __restrict out, uint8_t* __restrict mask,
+template <typename T>
+TRAFO_AVX2_FMA void masked_scale_avx2(const T* __restrict in, T* __restrict out, uint8_t* __restrict mask,
                                       int64_t begin, int64_t end, MaskKey key, float scale) {
   masked_scale_loop(in, out, mask, begin, end, key, scale);
 }
 
-void apply_mask(const float* __restrict in, float* __restrict out, const uint8_t* __restrict mask, int64_t begin,
-                int64_t end, float scale) {
+template <typename T>
+void apply_mask(const T* __restrict in, T* __restrict out, const uint8_t* __restrict mask, int64_t begin, int64_t end,
+                float scale) {
   apply_mask_loop(in, out, mask, begin, end, scale);
 }
 
-TRAFO_AVX2_FMA void apply_mask_avx2(const float* __restrict in, float* __restrict out,
-                                    const uint8_t* __restrict mask, int64_t begin, int64_t end, float scale) {
+template <typename T>
+TRAFO_AVX2_FMA void apply_mask_avx2(const T* __restrict in, T* __restrict out, const uint8_t* __restrict mask,
+                                    int64_t begin, int64_t end, float scale) {
   apply_mask_loop(in, out, mask, begin, end, scale);
+}
+
+// The elements of a float32 or bfloat16 tensor, as the loops take them.
+template <typename T>
+T* elements(const at::Tensor& x) {
+  if constexpr (std::is_same_v<T, float>) return x.data_ptr<float>();
+  else return reinterpret_cast<uint16_t*>(x.data_ptr<at::BFloat16>());
+}
+
+// out = in × mask × scale, drawing the mask into `mask` (masked_scale) or applying it (apply_mask).
+template <typename T>
+void mask_and_scale(const at::Tensor& in, const at::Tensor& out, const at::Tensor& mask, const MaskKey* key,
+                    float scale) {
+  const T* source = elements<T>(in);
+  T* target = elements<T>(out);
+  uint8_t* kept = mask.data_ptr<uint8_t>();
+  const bool avx2 = cpu_has_avx2_fma();
+  at::parallel_for(0, in.numel(), kGrain, [&](int64_t begin, int64_t end) {
+    if (key != nullptr) {
+      (avx2 ? masked_scale_avx2<T> : masked_scale<T>)(source, target, kept, begin, end, *key, scale);
+    } else {
+      (avx2 ? apply_mask_avx2<T> : apply_mask<T>)(source, target, kept, begin, end, scale);
+    }
+  });
+}
+
+void mask_and_scale(const at::Tensor& in, const at::Tensor& out, const at::Tensor& mask, const MaskKey* key,
+                    float scale) {
+  if (in.scalar_type() == at::kBFloat16) {
+    mask_and_scale<uint16_t>(in, out, mask, key, scale);
+  } else {
+    mask_and_scale<float>(in, out, mask, key, scale);
+  }
 }
 
 MaskKey draw_key(double p) {
@@ -99,13 +157,7 @@ class HashedDropout : public torch::autograd::Function<HashedDropout> {
     auto mask = at::empty(in.sizes(), in.options().dtype(at::kByte));
     const MaskKey key = draw_key(p);
     const auto scale = static_cast<float>(1.0 / (1.0 - p));
-    const float* source = in.data_ptr<float>();
-    float* target = out.data_ptr<float>();
-    uint8_t* kept = mask.data_ptr<uint8_t>();
-    const auto kernel = cpu_has_avx2_fma() ? masked_scale_avx2 : masked_scale;
-    at::parallel_for(0, in.numel(), kGrain, [&](int64_t begin, int64_t end) {
-      kernel(source, target, kept, begin, end, key, scale);
-    });
+    mask_and_scale(in, out, mask, &key, scale);
     ctx->save_for_backward({mask});  // released once backward has used it
     ctx->saved_data["scale"] = static_cast<double>(scale);
     return out;
@@ -114,18 +166,15 @@ class HashedDropout : public torch::autograd::Function<HashedDropout> {
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const auto mask = ctx->get_saved_variables()[0];
     const auto scale = static_cast<float>(ctx->saved_data["scale"].toDouble());
-    if (at::GradMode::is_enabled()) {  // create_graph: the same product, differentiable
-      return {grad_outputs[0] * mask.to(grad_outputs[0].scalar_type()) * scale, at::Tensor()};
+    const auto& upstream = grad_outputs[0];
+    const auto dtype = upstream.scalar_type();
+    // create_graph, or a gradient of a dtype the loops do not take: the same product, differentiable
+    if (at::GradMode::is_enabled() || (dtype != at::kFloat && dtype != at::kBFloat16)) {
+      return {upstream * mask.to(dtype) * scale, at::Tensor()};
     }
-    const auto grad = grad_outputs[0].contiguous();
+    const auto grad = upstream.contiguous();
     auto grad_input = at::empty_like(grad);
-    const float* source = grad.data_ptr<float>();
-    float* target = grad_input.data_ptr<float>();
-    const uint8_t* kept = mask.data_ptr<uint8_t>();
-    const auto kernel = cpu_has_avx2_fma() ? apply_mask_avx2 : apply_mask;
-    at::parallel_for(0, grad.numel(), kGrain, [&](int64_t begin, int64_t end) {
-      kernel(source, target, kept, begin, end, scale);
-    });
+    mask_and_scale(grad, grad_input, mask, nullptr, scale);
     return {grad_input, at::Tensor()};
   }
 };

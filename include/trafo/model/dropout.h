@@ -1,5 +1,5 @@
 // Dropout: each element kept with probability 1 − p and scaled by 1 / (1 − p). On the CPU in fp32
-// through ops::hashed_dropout (a counter-based mask, parallel, seeded from LibTorch's default CPU
+// and bf16 through ops::hashed_dropout (a counter-based mask, parallel, seeded from LibTorch's default CPU
 // generator: torch::manual_seed makes runs repeatable, whatever the thread count).
 #pragma once
 
@@ -8,8 +8,8 @@
 
 namespace trafo::model {
 
-// x unchanged unless training and p > 0. Where ops::hashed_dropout_applies (CPU float tensors)
-// the hashed mask; any other tensor (CUDA, bf16) goes to torch::dropout.
+// x unchanged unless training and p > 0. Where ops::hashed_dropout_applies (CPU float32 or bfloat16)
+// the hashed mask; any other tensor (CUDA, fp16, fp64) goes to torch::dropout.
 torch::Tensor dropout(const torch::Tensor& x, double p, bool training);
 
 // The module form: dropout(x, p, is_training()).

@@ -18,10 +18,11 @@ enum class Kernel {
   fused_loss,      // output projection and label-smoothed cross-entropy in chunks (ops/fused_loss.h)
 };
 
-// Whether a call may take `kernel`: every tensor given is a float32 CPU tensor and, where the
-// kernel needs it (the table in src/ops/eligibility.cpp), grad mode is off (it has no backward),
-// CPU autocast is off (it replaces an op that autocast would run in bf16), and the CPU has AVX2
-// and FMA (it is written in their intrinsics).
+// Whether a call may take `kernel`: every tensor given is a float32 CPU tensor (or bfloat16, for a
+// kernel with a bf16 variant) and, where the kernel needs it (the table in src/ops/eligibility.cpp),
+// grad mode is off (it has no backward), CPU autocast is off (it replaces an op that autocast would
+// run in bf16, and has no bf16 variant), and the CPU has AVX2 and FMA (it is written in their
+// intrinsics).
 bool cpu_fast_path(Kernel kernel, std::initializer_list<std::reference_wrapper<const at::Tensor>> tensors);
 
 // AVX2 and FMA, checked once at run time: a kernel is compiled for them whatever the build's flags.

@@ -21,7 +21,7 @@ struct LossSums {
 };
 LossSums label_smoothed_sums(const at::Tensor& log_probs, const at::Tensor& target, double epsilon, int64_t pad_id);
 
-// The eligibility rule (ops/eligibility.h) for the output weight: fp32 on the CPU, autocast off.
+// The eligibility rule (ops/eligibility.h) for the output weight: fp32 on the CPU.
 bool fused_loss_applies(const at::Tensor& weight);
 
 struct FusedLossSums {
@@ -33,7 +33,10 @@ struct FusedLossSums {
 // label_smoothed_sums(log_softmax(hidden·weightᵀ + bias), target, epsilon, pad_id), `chunk_rows`
 // rows at a time (0: about 4M logits a chunk). When a gradient is wanted, each chunk's gradient is
 // formed in the same pass (softmax − (1 − ε)·onehot − ε/V, through the projection into hidden,
-// weight and bias) and backward() only scales it by the upstream gradient of `smoothed`.
+// weight and bias) and backward() only scales it by the upstream gradient of `smoothed`. Under CPU
+// autocast the three products run in its dtype (bf16) on hidden and weight cast once a call, as
+// autocast would run the output projection; logits, softmax, sums and gradient sums stay fp32, and
+// the gradients come back in hidden's and weight's own dtypes.
 FusedLossSums fused_loss(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias,
                          const at::Tensor& target, double epsilon, int64_t pad_id, int64_t chunk_rows);
 
