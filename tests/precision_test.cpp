@@ -1,5 +1,6 @@
-// --precision fp32 | bf16 | auto: auto takes bf16 only where the hardware runs it natively (the CPU
-// flags are injected: resolve_precision's argument, or TRAFO_CPU_FLAGS for the binary); the choice
+// --precision fp32 | bf16 | auto: auto takes bf16 only where the hardware runs it natively and faster
+// (the CPU flags and the timed speed are injected: resolve_precision's arguments, or TRAFO_CPU_FLAGS
+// and TRAFO_BF16_SPEEDUP for the binary); the choice
 // and its reason reach the `start` event; bf16 where it is emulated runs with one warning.
 #include <gtest/gtest.h>
 
@@ -17,26 +18,49 @@ namespace {
 
 using train::resolve_precision;
 
-TEST(Precision, AutoTakesBf16OnlyWhereItIsNative) {
-  EXPECT_FALSE(resolve_precision("auto", false, false, {}).bf16);
-  EXPECT_FALSE(resolve_precision("auto", false, false, {"avx2", "avx512f", "fma"}).bf16);
-  EXPECT_TRUE(resolve_precision("auto", false, false, {"avx512_bf16"}).bf16);
-  EXPECT_TRUE(resolve_precision("auto", false, false, {"amx_bf16", "avx512_bf16"}).bf16);
-  EXPECT_NE(resolve_precision("auto", false, false, {"amx_bf16"}).reason.find("amx_bf16"), std::string::npos);
-  EXPECT_TRUE(resolve_precision("auto", true, true, {}).bf16);    // CUDA, compute capability >= 8.0
-  EXPECT_FALSE(resolve_precision("auto", true, false, {"avx512_bf16"}).bf16);  // an older GPU: the CPU's flags do not count
+// A stand-in for the timed matmuls: returns `speedup` and counts its calls.
+struct Speedup {
+  double speedup;
+  int* calls;
+  double operator()() const {
+    ++*calls;
+    return speedup;
+  }
+};
+
+TEST(Precision, AutoTakesBf16OnlyWhereItIsNativeAndFaster) {
+  int calls = 0;
+  const Speedup fast{2.5, &calls}, slow{0.6, &calls};
+  EXPECT_FALSE(resolve_precision("auto", false, false, {}, fast).bf16);
+  EXPECT_FALSE(resolve_precision("auto", false, false, {"avx2", "avx512f", "fma"}, fast).bf16);
+  EXPECT_EQ(calls, 0);  // no flags: nothing timed
+  EXPECT_TRUE(resolve_precision("auto", false, false, {"avx512_bf16"}, fast).bf16);
+  EXPECT_TRUE(resolve_precision("auto", false, false, {"amx_bf16", "avx512_bf16"}, fast).bf16);
+  EXPECT_NE(resolve_precision("auto", false, false, {"amx_bf16"}, fast).reason.find("amx_bf16"), std::string::npos);
+  // avx512_bf16 without AMX on an Intel Xeon: native, and slower than fp32
+  const auto slower = resolve_precision("auto", false, false, {"avx512_bf16"}, slow);
+  EXPECT_FALSE(slower.bf16);
+  EXPECT_NE(slower.reason.find("0.60x"), std::string::npos) << slower.reason;
+  EXPECT_FALSE(resolve_precision("auto", false, false, {"avx512_bf16"}, Speedup{1.1, &calls}).bf16);
+  EXPECT_EQ(calls, 5);
+  EXPECT_TRUE(resolve_precision("auto", true, true, {}, slow).bf16);    // CUDA, compute capability >= 8.0
+  EXPECT_FALSE(resolve_precision("auto", true, false, {"avx512_bf16"}, fast).bf16);  // an older GPU: the CPU's flags do not count
+  EXPECT_EQ(calls, 5);  // a CUDA run times no CPU matmuls
 }
 
 TEST(Precision, ExplicitChoicesAreKeptAndEmulationIsNamed) {
-  const auto fp32 = resolve_precision("fp32", false, false, {"avx512_bf16"});
+  int calls = 0;
+  const Speedup slow{0.6, &calls};
+  const auto fp32 = resolve_precision("fp32", false, false, {"avx512_bf16"}, slow);
   EXPECT_FALSE(fp32.bf16);
-  const auto emulated = resolve_precision("bf16", false, false, {"avx2"});
+  const auto emulated = resolve_precision("bf16", false, false, {"avx2"}, slow);
   EXPECT_TRUE(emulated.bf16);
   EXPECT_TRUE(emulated.emulated);
-  const auto native = resolve_precision("bf16", false, false, {"avx512_bf16"});
+  const auto native = resolve_precision("bf16", false, false, {"avx512_bf16"}, slow);
   EXPECT_TRUE(native.bf16);
   EXPECT_FALSE(native.emulated);
-  EXPECT_THROW(resolve_precision("fp16", false, false, {}), InputError);
+  EXPECT_THROW(resolve_precision("fp16", false, false, {}, slow), InputError);
+  EXPECT_EQ(calls, 0);  // an explicit choice times nothing
 }
 
 class PrecisionRun : public ::testing::Test {
@@ -48,13 +72,15 @@ class PrecisionRun : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete dir_; }
 
-  // One step on the CPU posing as a CPU with `flags`; the `start` event of the run.
-  static nlohmann::json start_event(const std::string& name, const std::string& flags, const std::string& precision,
-                                    std::string* errors) {
+  // One step on the CPU posing as a CPU with `flags` whose bf16 matmuls run `speedup` times as fast
+  // as fp32 ("": timed for real); `precision` "": the default. The `start` event of the run.
+  static nlohmann::json start_event(const std::string& name, const std::string& flags, const std::string& speedup,
+                                    const std::string& precision, std::string* errors) {
     const auto run = *dir_ / name;
     const auto result = run_command(
-        "TRAFO_CPU_FLAGS='" + flags + "' '" + std::string(TRAFO_BINARY) + "' train --data-dir " + quoted(*dir_) +
-        " --src-lang en --tgt-lang de --run-dir " + quoted(run) + " --precision " + precision +
+        "TRAFO_CPU_FLAGS='" + flags + "' " + (speedup.empty() ? "" : "TRAFO_BF16_SPEEDUP=" + speedup + " ") + "'" +
+        std::string(TRAFO_BINARY) + "' train --data-dir " + quoted(*dir_) + " --src-lang en --tgt-lang de --run-dir " +
+        quoted(run) + (precision.empty() ? "" : " --precision " + precision) +
         " --d-model 16 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 32 --vocab-size 300 --threads 1"
         " --max-steps 1 --valid-every 1 --valid-max-sentences 2 --early-stopping 0");
     EXPECT_EQ(result.exit_code, 0) << result.errors;
@@ -70,20 +96,35 @@ class PrecisionRun : public ::testing::Test {
 };
 std::filesystem::path* PrecisionRun::dir_ = nullptr;
 
-TEST_F(PrecisionRun, AutoFollowsTheInjectedCpuFlags) {
+TEST_F(PrecisionRun, AutoIsTheDefaultAndFollowsTheInjectedCpu) {
   std::string errors;
-  const auto plain = start_event("plain", "avx2 fma", "auto", &errors);
+  const auto plain = start_event("plain", "avx2 fma", "2.5", "", &errors);
   EXPECT_EQ(plain.at("precision"), "fp32");
   EXPECT_NE(plain.at("precision_reason").get<std::string>().find("neither"), std::string::npos) << plain;
-  const auto native = start_event("native", "avx2 avx512_bf16", "auto", &errors);
+  const auto native = start_event("native", "avx2 avx512_bf16", "2.5", "", &errors);
   EXPECT_EQ(native.at("precision"), "bf16");
   EXPECT_NE(native.at("precision_reason").get<std::string>().find("avx512_bf16"), std::string::npos) << native;
+  const auto slower = start_event("slower", "avx2 avx512_bf16", "0.6", "auto", &errors);
+  EXPECT_EQ(slower.at("precision"), "fp32");
+  EXPECT_NE(slower.at("precision_reason").get<std::string>().find("0.60x"), std::string::npos) << slower;
   EXPECT_EQ(errors.find("emulated"), std::string::npos) << errors;
+}
+
+// The matmuls timed for real: a positive speed ratio in the reason, whichever way it went here.
+TEST_F(PrecisionRun, AutoTimesTheCpusMatmulsWhereTheFlagsAreThere) {
+  std::string errors;
+  const auto timed = start_event("timed", "avx512_bf16", "", "auto", &errors);
+  const auto reason = timed.at("precision_reason").get<std::string>();
+  const auto at = reason.find("ran ");
+  ASSERT_NE(at, std::string::npos) << reason;
+  const double speedup = std::stod(reason.substr(at + 4));
+  EXPECT_GT(speedup, 0.0) << reason;
+  EXPECT_EQ(timed.at("precision"), speedup >= train::kMinBf16Speedup ? "bf16" : "fp32") << reason;
 }
 
 TEST_F(PrecisionRun, Bf16WhereItIsEmulatedRunsWithOneWarning) {
   std::string errors;
-  const auto emulated = start_event("asked", "avx2", "bf16", &errors);
+  const auto emulated = start_event("asked", "avx2", "", "bf16", &errors);
   EXPECT_EQ(emulated.at("precision"), "bf16");
   size_t warnings = 0;
   for (size_t at = errors.find("emulated"); at != std::string::npos; at = errors.find("emulated", at + 1)) ++warnings;

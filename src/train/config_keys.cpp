@@ -85,7 +85,7 @@ const std::vector<ConfigKey> kKeys = {
 
     {"device", "Machine", "cpu, cuda or auto", TRAFO_MEMBER(device)},
     {"threads", "Machine", "intra-op threads (0: all cores)", TRAFO_MEMBER(threads)},
-    {"precision", "Machine", "fp32, bf16 (autocast, fp32 master weights) or auto: bf16 where the device runs it natively (CUDA >= 8.0, a CPU with amx_bf16 or avx512_bf16), else fp32", TRAFO_MEMBER(precision)},
+    {"precision", "Machine", "fp32, bf16 (autocast, fp32 master weights) or auto: bf16 where the device runs it natively and faster (CUDA >= 8.0; a CPU with amx_bf16 or avx512_bf16 whose bf16 matmuls time >= 1.2x fp32 at start), else fp32", TRAFO_MEMBER(precision)},
     {"seed", "Machine", "random seed", TRAFO_MEMBER(seed)},
 
     {"nproc", "Data parallel",

@@ -49,7 +49,7 @@ int use_threads(const TrainConfig& c, const dist::Environment& environment) {
 Precision pick_precision(const TrainConfig& c, const c10::Device& device) {
   const bool cuda = device.is_cuda();
   auto precision = resolve_precision(c.precision, cuda, cuda && cuda_native_bf16(),
-                                      cuda ? std::set<std::string>{} : cpu_bf16_flags());
+                                      cuda ? std::set<std::string>{} : cpu_bf16_flags(), cpu_bf16_speedup);
   if (precision.emulated) spdlog::warn("bf16 is emulated on this device ({}): training will be slow", precision.reason);
   return precision;
 }

@@ -1,8 +1,11 @@
 // --precision fp32 | bf16 | auto: which arithmetic a run's forward pass uses, and why. auto picks
-// bf16 only where the device computes it natively: a CUDA device of compute capability >= 8.0, or
-// a CPU whose flags include amx_bf16 or avx512_bf16 (elsewhere bf16 is emulated, tens of times slower).
+// bf16 only where the device computes it natively and faster: a CUDA device of compute capability
+// >= 8.0, or a CPU whose flags include amx_bf16 or avx512_bf16 (elsewhere bf16 is emulated, tens of
+// times slower) and whose bf16 matmuls, timed at start, run at least kMinBf16Speedup times as fast
+// as its fp32 ones (an Intel CPU with avx512_bf16 but no AMX runs them slower than fp32).
 #pragma once
 
+#include <functional>
 #include <set>
 #include <string>
 
@@ -15,13 +18,22 @@ struct Precision {
   std::string name() const { return bf16 ? "bf16" : "fp32"; }
 };
 
-// `requested` is fp32, bf16 or auto; `cpu_flags` as named in /proc/cpuinfo (only the bf16 ones matter).
+// The least bf16 / fp32 matmul speed for which auto takes bf16 on a CPU with the flags: autocast's
+// casts and its bf16 elementwise ops take back some of what the products gain.
+constexpr double kMinBf16Speedup = 1.2;
+
+// `requested` is fp32, bf16 or auto; `cpu_flags` as named in /proc/cpuinfo (only the bf16 ones
+// matter); `cpu_speedup` gives bf16 / fp32 matmul speed on this CPU, called only where auto finds
+// the flags on a CPU run.
 Precision resolve_precision(const std::string& requested, bool cuda, bool cuda_native_bf16,
-                            const std::set<std::string>& cpu_flags);
+                            const std::set<std::string>& cpu_flags, const std::function<double()>& cpu_speedup);
 
 // This machine's: the bf16 flags LibTorch's cpuinfo reports (amx_bf16, avx512_bf16), or the
 // comma- or space-separated names in TRAFO_CPU_FLAGS when that is set (tests pose as other CPUs).
 std::set<std::string> cpu_bf16_flags();
+// bf16 / fp32 speed of a training-sized matmul (2048x512 by 512x1024) on the current intra-op
+// threads, best of 3 each, about 0.1 s; or the number in TRAFO_BF16_SPEEDUP when that is set.
+double cpu_bf16_speedup();
 // Whether the current CUDA device has compute capability >= 8.0 (false without CUDA).
 bool cuda_native_bf16();
 
