@@ -54,7 +54,8 @@ void profile_steps(TrainingStep& step, const std::vector<std::vector<data::Batch
                    const std::string& path) {
   namespace profiler = torch::autograd::profiler;
   const std::set<torch::profiler::impl::ActivityType> cpu{torch::profiler::impl::ActivityType::CPU};
-  const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO);
+  const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO,
+                                                    /*report_input_shapes=*/true);
   profiler::prepareProfiler(config, cpu);
   profiler::enableProfiler(config, cpu);
   for (int64_t i = 0; i < steps; ++i) step.run(updates[static_cast<size_t>(i) % updates.size()]);

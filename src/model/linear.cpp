@@ -9,7 +9,7 @@
 namespace trafo::model {
 
 torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-  if (scopes_ == 0 || !ops::packed_gemm_applies(x, weight)) return torch::nn::functional::linear(x, weight, bias);
+  if (scopes_ == 0 || !ops::packed_gemm_applies(x, weight)) return at::linear(x, weight, bias);
   if (!packed_.defined() || !source_.is_same(weight)) {
     packed_ = ops::pack_panels(weight);
     source_ = weight;
@@ -46,7 +46,7 @@ LinearImpl::LinearImpl(int64_t in_features, int64_t out_features) {
 }
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
-  if (!use_packed_) return torch::nn::functional::linear(x, weight, bias);
+  if (!use_packed_) return at::linear(x, weight, bias);
   return packed_.linear(x, weight, bias);
 }
 
