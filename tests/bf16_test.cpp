@@ -10,7 +10,7 @@
 #include "trafo/model/loss.h"
 #include "trafo/model/transformer.h"
 #include "trafo/ops/eligibility.h"
-#include "trafo/train/autocast.h"
+#include "trafo/util/autocast.h"
 #include "trafo/train/optimizer.h"
 #include "trafo/train/train_step.h"
 
@@ -54,7 +54,7 @@ TEST(Bf16, FusedLossUnderAutocastMatchesTheUnfusedAutocastPath) {
   const auto bias = (0.1 * torch::randn({50})).requires_grad_();
   const auto inputs = std::vector<torch::Tensor>{hidden, weight, bias};
 
-  AutocastGuard autocast(true, c10::DeviceType::CPU);
+  util::AutocastGuard autocast(true, c10::DeviceType::CPU);
   ASSERT_TRUE(ops::fused_loss_applies(weight));
   const int64_t runs_before = ops::runs(ops::Kernel::fused_loss);
   const auto fused = model::projected_loss(hidden, weight, bias, target, 0.1, pad, /*chunk_rows=*/8);

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "data_support.h"
@@ -129,6 +131,56 @@ TEST_F(PrecisionRun, Bf16WhereItIsEmulatedRunsWithOneWarning) {
   size_t warnings = 0;
   for (size_t at = errors.find("emulated"); at != std::string::npos; at = errors.find("emulated", at + 1)) ++warnings;
   EXPECT_EQ(warnings, 1u) << errors;
+}
+
+// This process and the commands it starts pose as a CPU with `flags` whose bf16 matmuls run
+// `speedup` times as fast as fp32, until the object goes.
+struct PosedCpu {
+  PosedCpu(const char* flags, const char* speedup) {
+    ::setenv("TRAFO_CPU_FLAGS", flags, 1);
+    ::setenv("TRAFO_BF16_SPEEDUP", speedup, 1);
+  }
+  ~PosedCpu() {
+    ::unsetenv("TRAFO_CPU_FLAGS");
+    ::unsetenv("TRAFO_BF16_SPEEDUP");
+  }
+  PosedCpu(const PosedCpu&) = delete;
+  PosedCpu& operator=(const PosedCpu&) = delete;
+};
+
+// A CPU that auto finds fast in bf16 (posed: this one may not be): training, its validation and a
+// fresh `trafo eval` all run in bf16, and the in-training figures equal the fresh eval's;
+// --precision fp32 still decodes in fp32.
+TEST(PrecisionDecoding, AutoBf16ReachesValidationEvalAndTranslate) {
+  const auto toy = make_temp_dir("precision-toy");
+  ASSERT_EQ(run_trafo("toy-corpus --out " + quoted(toy) + " --train 300 --dev 10 --test 10").exit_code, 0);
+  const auto run = make_temp_dir("precision-run") / "run";
+  std::optional<PosedCpu> posed(std::in_place, "avx2 avx512_bf16", "4");
+  const auto trained = run_trafo("train --data-dir " + quoted(toy) + " --src-lang en --tgt-lang de --run-dir " +
+                                 quoted(run) + " --vocab-size 400 --d-model 32 --heads 2 --encoder-layers 1"
+                                 " --decoder-layers 1 --d-ff 64 --threads 1 --max-steps 20 --valid-every 10"
+                                 " --valid-samples 10 --lr 1e-3 --warmup-steps 1");
+  ASSERT_EQ(trained.exit_code, 0) << trained.errors;
+  EXPECT_EQ(read_jsonl(run / "metrics.jsonl").front()["precision"], "bf16");
+  EXPECT_EQ(expect_validations_equal_fresh_evals(run, toy).size(), 2u);
+
+  const auto checkpoint = quoted(run / "checkpoint-last.pt");
+  const auto bf16 = run_trafo("eval --checkpoint " + checkpoint + " --src " + quoted(toy / "test.en") + " --ref " +
+                              quoted(toy / "test.de") + " --threads 1 --json");
+  posed.reset();
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.errors;
+  EXPECT_NE(bf16.errors.find("bf16: --precision auto"), std::string::npos) << bf16.errors;
+  const auto fp32 = run_trafo("eval --checkpoint " + checkpoint + " --src " + quoted(toy / "test.en") + " --ref " +
+                              quoted(toy / "test.de") + " --threads 1 --json --precision fp32");
+  ASSERT_EQ(fp32.exit_code, 0) << fp32.errors;
+  EXPECT_NE(fp32.errors.find("fp32: asked for"), std::string::npos) << fp32.errors;
+  // The same model in two precisions: losses within bf16's rounding, not equal bit for bit.
+  const double loss16 = nlohmann::json::parse(bf16.output)["loss"], loss32 = nlohmann::json::parse(fp32.output)["loss"];
+  EXPECT_NEAR(loss16, loss32, 0.02 * loss32);
+  const auto translated = run_command("echo 'the dog sees the cat' | '" + std::string(TRAFO_BINARY) +
+                                      "' translate --checkpoint " + checkpoint + " --precision bf16 --threads 1");
+  EXPECT_EQ(translated.exit_code, 0) << translated.errors;
+  EXPECT_EQ(lines_of(translated.output).size(), 1u) << translated.output;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "trafo/data/corpus.h"
 #include "trafo/errors.h"
 #include "trafo/report/attention_maps.h"
+#include "trafo/util/autocast.h"
 #include "trafo/report/attention_svg.h"
 #include "trafo/report/html.h"
 #include "trafo/util/files.h"
@@ -45,6 +46,7 @@ int run_attention(const AttentionOptions& options) {
     throw InputError("--out must end in .html or .svg, not " + out);
   }
   auto loaded = load_for_translation(options.runtime);
+  const util::AutocastGuard autocast(loaded.bf16, loaded.model->parameters().front().device().type());
   const std::optional<std::string> target =
       options.target.empty() ? std::nullopt : std::optional<std::string>(options.target);
   const auto maps = report::extract_attention(loaded.model, loaded.tokenizer, options.source, target, options.decode);

@@ -6,6 +6,7 @@
 
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/errors.h"
+#include "trafo/train/precision.h"
 #include "trafo/util/device.h"
 
 namespace trafo::cli {
@@ -42,6 +43,12 @@ void add_runtime_flags(CLI::App& command, RuntimeOptions& options) {
       ->capture_default_str();
   // Range-checked by util::resolve_threads, as for every command.
   command.add_option("--threads", options.threads, "CPU threads for LibTorch; 0 means all cores")->capture_default_str();
+  command
+      .add_option("--precision", options.precision,
+                  "fp32, bf16 (autocast; checkpoints stay fp32) or auto: bf16 where the device runs it natively and "
+                  "faster, as trafo train picks")
+      ->check(CLI::IsMember({"fp32", "bf16", "auto"}))
+      ->capture_default_str();
 }
 
 LoadedModel load_for_translation(const RuntimeOptions& options) {
@@ -50,8 +57,10 @@ LoadedModel load_for_translation(const RuntimeOptions& options) {
   at::set_num_threads(threads);
   const auto checkpoint = checkpoint::load(options.checkpoint, /*with_training_state=*/false);
   auto model = checkpoint::make_model(checkpoint, device);
-  spdlog::info("loaded {} on {}, {} threads", options.checkpoint, device.str(), threads);
-  return LoadedModel{std::move(model), data::Tokenizer::from_bytes(checkpoint.tokenizer)};
+  const auto precision = train::pick_precision(options.precision, device, "decoding");
+  spdlog::info("loaded {} on {}, {} threads, {}: {}", options.checkpoint, device.str(), threads, precision.name(),
+               precision.reason);
+  return LoadedModel{std::move(model), data::Tokenizer::from_bytes(checkpoint.tokenizer), precision.bf16};
 }
 
 }  // namespace trafo::cli

@@ -18,20 +18,28 @@ struct RuntimeOptions {
   std::string checkpoint;       // the model file (trafo train's checkpoint-*.pt)
   std::string device = "auto";  // cpu | cuda | auto (cuda when available)
   int threads = 0;              // CPU threads for LibTorch; 0: all cores
+  std::string precision = "auto";  // fp32 | bf16 | auto (train/precision.h, as trafo train picks)
 };
 
 // --beam, --length-penalty, [--n-best,] --max-length-a, --max-length-b, --batch-tokens.
 void add_decode_flags(CLI::App& command, decode::DecodeOptions& options, bool with_n_best);
-// --checkpoint, --device, --threads.
+// --checkpoint, --device, --threads, --precision.
 void add_runtime_flags(CLI::App& command, RuntimeOptions& options);
 
 struct LoadedModel {
   model::Transformer model;  // in eval mode on the chosen device
   data::Tokenizer tokenizer;
+  bool bf16 = false;  // --precision resolved: run the model under bf16 autocast
 };
 
-// Sets the thread count, picks the device and loads the checkpoint without its training
-// state; throws InputError for an unusable device or checkpoint.
+// Sets the thread count, picks the device and the precision, and loads the checkpoint without its
+// training state; throws InputError for an unusable device or checkpoint.
 LoadedModel load_for_translation(const RuntimeOptions& options);
+
+// `options` with the loaded model's precision.
+inline decode::DecodeOptions with_precision(decode::DecodeOptions options, const LoadedModel& loaded) {
+  options.bf16 = loaded.bf16;
+  return options;
+}
 
 }  // namespace trafo::cli

@@ -25,6 +25,7 @@
 #include "trafo/metrics/bleu.h"
 #include "trafo/metrics/chrf.h"
 #include "trafo/model/loss.h"
+#include "trafo/util/autocast.h"
 #include "trafo/util/files.h"
 
 namespace trafo::cli {
@@ -45,7 +46,8 @@ struct Loss {
   int64_t pairs = 0;   // pairs scored: empty pairs and pairs longer than the model allows are left out
 };
 
-Loss teacher_forced_loss(model::Transformer& model, const data::Tokenizer& tokenizer, const EvalOptions& options) {
+Loss teacher_forced_loss(model::Transformer& model, const data::Tokenizer& tokenizer, const EvalOptions& options,
+                         bool bf16) {
   c10::InferenceMode inference;
   const int64_t max_positions = model->config().max_positions;
   data::CorpusOptions corpus_options;
@@ -55,6 +57,7 @@ Loss teacher_forced_loss(model::Transformer& model, const data::Tokenizer& token
   batcher_options.batch_tokens = std::max(options.decode.batch_tokens, max_positions);  // no pair is too long alone
   batcher_options.shuffle = false;
   const auto device = model->parameters().front().device();
+  const util::AutocastGuard autocast(bf16, device.type());
   auto sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
   auto count = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device));
   for (const auto& pairs : data::plan_epoch(corpus, batcher_options, 0)) {
@@ -84,10 +87,10 @@ int run_eval(const EvalOptions& options) {
   const int64_t sentences = data::check_parallel_files(options.source, options.reference);
   auto loaded = load_for_translation(options.runtime);
 
-  const Loss loss = teacher_forced_loss(loaded.model, loaded.tokenizer, options);
+  const Loss loss = teacher_forced_loss(loaded.model, loaded.tokenizer, options, loaded.bf16);
   const double mean_loss = loss.tokens > 0 ? loss.sum / static_cast<double>(loss.tokens) : std::nan("");
   const auto translate_start = std::chrono::steady_clock::now();
-  decode::Translator translator(loaded.model, loaded.tokenizer, options.decode);
+  decode::Translator translator(loaded.model, loaded.tokenizer, with_precision(options.decode, loaded));
   const auto hypotheses = translator.translate_best(read_lines(options.source));
   const std::chrono::duration<double> translate_seconds = std::chrono::steady_clock::now() - translate_start;
   if (!options.output.empty()) {

@@ -134,7 +134,7 @@ int run_translate(const TranslateOptions& options) {
   } closer{fd};
 
   auto loaded = load_for_translation(options.runtime);
-  decode::Translator translator(loaded.model, loaded.tokenizer, options.decode);
+  decode::Translator translator(loaded.model, loaded.tokenizer, with_precision(options.decode, loaded));
   std::ofstream file;
   if (options.output != "-") {
     file.open(options.output, std::ios::binary);

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "trafo/errors.h"
+#include "trafo/util/autocast.h"
 
 namespace trafo::decode {
 namespace {
@@ -101,7 +102,8 @@ std::vector<std::vector<Hypothesis>> Translator::translate_ids(const std::vector
                    [&](size_t a, size_t b) { return sources[a].size() > sources[b].size(); });
   const int64_t longest = model_->config().max_positions - 1;  // source pieces; eos takes the last position
   EvalMode eval_mode(model_);
-  const model::PackedInference packed(*model_);  // one packing for all batches of this call
+  const util::AutocastGuard autocast(options_.bf16, model_->parameters().front().device().type());
+  const model::PackedInference packed(*model_);  // one packing for all batches of this call (fp32 only)
   std::vector<size_t> batch;
   int64_t width = 0;  // padded source length of `batch` (pieces + eos)
   for (const size_t i : order) {

@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "trafo/errors.h"
 
@@ -77,6 +78,14 @@ double cpu_bf16_speedup() {
     return best;
   };
   return seconds(at::kFloat) / std::max(seconds(at::kBFloat16), 1e-9);
+}
+
+Precision pick_precision(const std::string& requested, const c10::Device& device, const std::string& what) {
+  const bool cuda = device.is_cuda();
+  auto precision = resolve_precision(requested, cuda, cuda && cuda_native_bf16(),
+                                     cuda ? std::set<std::string>{} : cpu_bf16_flags(), cpu_bf16_speedup);
+  if (precision.emulated) spdlog::warn("bf16 is emulated on this device ({}): {} will be slow", precision.reason, what);
+  return precision;
 }
 
 bool cuda_native_bf16() {

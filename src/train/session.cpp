@@ -45,15 +45,6 @@ int use_threads(const TrainConfig& c, const dist::Environment& environment) {
   return threads;
 }
 
-// --precision for `device`: auto resolves by the hardware; bf16 where it is emulated warns once.
-Precision pick_precision(const TrainConfig& c, const c10::Device& device) {
-  const bool cuda = device.is_cuda();
-  auto precision = resolve_precision(c.precision, cuda, cuda && cuda_native_bf16(),
-                                      cuda ? std::set<std::string>{} : cpu_bf16_flags(), cpu_bf16_speedup);
-  if (precision.emulated) spdlog::warn("bf16 is emulated on this device ({}): training will be slow", precision.reason);
-  return precision;
-}
-
 c10::Device pick_device(const TrainConfig& c, const dist::Environment& environment) {
   auto device = util::resolve_device(c.device);
   if (device.is_cuda() && environment.distributed()) device = torch::Device(torch::kCUDA, environment.local_rank);
@@ -140,11 +131,13 @@ data::Corpus load_corpus(const TrainConfig& c, const DataPaths& paths, const dat
                             data::CorpusOptions{longest, c.max_length_ratio});
 }
 
+// Validation decodes and scores in the run's precision, as `trafo eval --precision auto` does on the
+// same machine: in-training figures equal a fresh eval's.
 std::optional<Validator> make_validator(const TrainConfig& c, const DataPaths& paths, const data::Tokenizer& tokenizer,
-                                        bool main_rank) {
+                                        bool main_rank, bool bf16) {
   if (!main_rank) return std::nullopt;
   return Validator(paths.dev_src, paths.dev_tgt, tokenizer, c.batch_tokens, c.valid_max_sentences, c.valid_samples,
-                   c.model.max_positions);
+                   c.model.max_positions, bf16);
 }
 
 // In training mode on `device`, with rank 0's weights on every rank. The seed is set first: it
@@ -223,13 +216,13 @@ Session::Session(TrainConfig& c)
       paths(checked_paths(c)),
       threads(use_threads(c, environment)),
       device(pick_device(c, environment)),
-      precision(pick_precision(c, device)),
+      precision(pick_precision(c.precision, device, "training")),
       replicas(environment, device, timeout(c)),
       folder(open_folder(c, replicas)),
       resume(choose_resume(c, folder, replicas)),
       tokenizer(make_tokenizer(c, threads, paths, resume, replicas)),
       corpus(load_corpus(c, paths, tokenizer)),
-      validator(make_validator(c, paths, tokenizer, main_rank())),
+      validator(make_validator(c, paths, tokenizer, main_rank(), precision.bf16)),
       model(make_model(c, resume, device, replicas)),
       average(make_average(c, resume, model, main_rank())),
       optimizer(make_optimizer(c.optimizer, model->parameters(), c.lr, c.adam_beta1, c.adam_beta2, c.adam_eps,

@@ -5,7 +5,7 @@
 #include <torch/torch.h>
 
 #include "trafo/model/loss.h"
-#include "trafo/train/autocast.h"
+#include "trafo/util/autocast.h"
 #include "replicas.h"
 
 namespace trafo::train {
@@ -28,7 +28,7 @@ StepResult TrainStep::run(const std::vector<data::Batch>& batches, double lr) {
     if (batch.source.size(0) == 0) continue;
     torch::Tensor smoothed;
     {
-      AutocastGuard autocast(options_.bf16, device_.type());
+      util::AutocastGuard autocast(options_.bf16, device_.type());
       smoothed = model::batch_loss(model_, batch.source.to(device_), batch.target_input.to(device_),
                                    batch.target_output.to(device_), options_.label_smoothing).smoothed;
     }

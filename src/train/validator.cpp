@@ -11,6 +11,7 @@
 #include "trafo/metrics/bleu.h"
 #include "trafo/metrics/chrf.h"
 #include "trafo/model/loss.h"
+#include "trafo/util/autocast.h"
 
 namespace trafo::train {
 namespace {
@@ -30,12 +31,13 @@ std::vector<std::string> read_lines(const std::string& path, int64_t limit) {
 
 Validator::Validator(const std::string& source_path, const std::string& target_path,
                      const data::Tokenizer& tokenizer, int64_t batch_tokens, int64_t max_sentences, int64_t samples,
-                     int64_t max_positions)
+                     int64_t max_positions, bool bf16)
     : tokenizer_(tokenizer),
       // + eos (source) or bos (target) must fit the positions
       corpus_(data::Corpus::load(source_path, target_path, tokenizer, data::CorpusOptions{max_positions - 1, 0.0})),
       batch_tokens_(std::max(batch_tokens, max_positions)),  // every pair the model takes fits a batch
       samples_(samples),
+      bf16_(bf16),
       sources_(read_lines(source_path, max_sentences)),
       references_(read_lines(target_path, max_sentences)) {}
 
@@ -45,6 +47,7 @@ ValidationResult Validator::run(model::Transformer& model, const at::Device& dev
   ValidationResult result;
   {
     torch::NoGradGuard no_grad;
+    const util::AutocastGuard autocast(bf16_, device.type());
     data::BatcherOptions options;
     options.batch_tokens = batch_tokens_;
     options.shuffle = false;
@@ -62,6 +65,7 @@ ValidationResult Validator::run(model::Transformer& model, const at::Device& dev
   }
   decode::DecodeOptions decode_options;
   decode_options.batch_tokens = batch_tokens_;
+  decode_options.bf16 = bf16_;
   decode::Translator translator(model, tokenizer_, decode_options);
   const auto hypotheses = translator.translate_best(sources_);
   result.bleu = metrics::corpus_bleu(hypotheses, {references_}).score;

@@ -34,6 +34,7 @@ struct DecodeOptions {
   int64_t max_length_b = 10;
   int64_t batch_tokens = 4096;   // source pieces per decoding batch (sentences sorted by length)
   bool use_cache = true;         // false: recompute the whole prefix every step (benchmarks, tests)
+  bool bf16 = false;             // under bf16 autocast (weights cast once a call; log-probs in fp32)
 };
 
 // Throws trafo::InputError naming the first invalid option.

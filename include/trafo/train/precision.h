@@ -9,6 +9,8 @@
 #include <set>
 #include <string>
 
+#include <c10/core/Device.h>
+
 namespace trafo::train {
 
 struct Precision {
@@ -36,5 +38,9 @@ std::set<std::string> cpu_bf16_flags();
 double cpu_bf16_speedup();
 // Whether the current CUDA device has compute capability >= 8.0 (false without CUDA).
 bool cuda_native_bf16();
+
+// What every command runs: resolve_precision for `device` with this machine's flags and timing
+// (on the current intra-op threads); bf16 where it is emulated warns once, naming `what` ("training").
+Precision pick_precision(const std::string& requested, const c10::Device& device, const std::string& what);
 
 }  // namespace trafo::train

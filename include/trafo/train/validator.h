@@ -26,7 +26,7 @@ class Validator {
   // Reads the dev pair once; decodes at most `max_sentences` of it (0: all). Pairs longer than the
   // model's `max_positions` are left out of the loss (with a warning); their sources are cut for decoding.
   Validator(const std::string& source_path, const std::string& target_path, const data::Tokenizer& tokenizer,
-            int64_t batch_tokens, int64_t max_sentences, int64_t samples, int64_t max_positions);
+            int64_t batch_tokens, int64_t max_sentences, int64_t samples, int64_t max_positions, bool bf16 = false);
   ValidationResult run(model::Transformer& model, const at::Device& device);
 
  private:
@@ -34,6 +34,7 @@ class Validator {
   data::Corpus corpus_;
   int64_t batch_tokens_;
   int64_t samples_;
+  bool bf16_;  // loss and decoding under bf16 autocast
   std::vector<std::string> sources_, references_;
 };
 

@@ -1,10 +1,11 @@
 // bf16 autocast on one device type for the lifetime of the guard (DESIGN.md: master weights and
-// the loss stay fp32; the cast cache is cleared after each step).
+// the loss stay fp32; the cast cache is cleared after each step). Training runs each step under
+// one; decoding in bf16 runs each translate call under one, so each weight is cast once a call.
 #pragma once
 
 #include <ATen/autocast_mode.h>
 
-namespace trafo::train {
+namespace trafo::util {
 
 class AutocastGuard {
  public:
@@ -26,4 +27,4 @@ class AutocastGuard {
   c10::DeviceType type_;
 };
 
-}  // namespace trafo::train
+}  // namespace trafo::util
