@@ -82,8 +82,10 @@ class Ct2Export : public ::testing::Test {
   // trafo translate's greedy output, one line per test sentence.
   static fs::path trafo_translation(const std::string& name) {
     const auto out = *dir_ / (name + ".trafo.txt");
-    const auto result = run_trafo("translate --checkpoint " + quoted(checkpoint(name)) + " --threads 2 --beam 1 --input " +
-                                  quoted(test_source()) + " --output " + quoted(out) +
+    // fp32, as the exported float32 model computes, whatever auto would pick here
+    const auto result = run_trafo("translate --checkpoint " + quoted(checkpoint(name)) +
+                                  " --threads 2 --beam 1 --precision fp32 --input " + quoted(test_source()) +
+                                  " --output " + quoted(out) +
                                   " --max-length-a 0 --max-length-b " + std::to_string(kMaxLength));
     EXPECT_EQ(result.exit_code, 0) << result.errors;
     return out;

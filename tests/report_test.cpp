@@ -207,7 +207,7 @@ class AttentionPicture : public ::testing::Test {
     delete dir_;
   }
   static std::string attention(const std::string& arguments) {
-    return "attention --checkpoint " + quote(*dir_ / "model.pt") + " --threads 1 " + arguments;
+    return "attention --checkpoint " + quote(*dir_ / "model.pt") + " --threads 1 --precision fp32 " + arguments;
   }
 
   static std::filesystem::path* dir_;

@@ -132,7 +132,7 @@ TEST_F(TranslateCli, InvalidUtf8IsAnErrorUnlessSkipped) {
 
 TEST_F(TranslateCli, EvalJsonHasTheScoresAndTheLoss) {
   const auto result = run_trafo("eval --checkpoint " + path("model.pt") + " --src " + path("test.en") + " --ref " +
-                                path("test.de") + " --json --threads 1 --output " + path("hyps.txt"));
+                                path("test.de") + " --json --threads 1 --precision fp32 --output " + path("hyps.txt"));  // compared with fp32 sums
   ASSERT_EQ(result.exit_code, 0) << result.errors;
   ASSERT_EQ(result.output.find('\n'), result.output.size() - 1) << "one line: " << result.output;
   const auto json = nlohmann::json::parse(result.output);
