@@ -3,9 +3,9 @@
 
     bench/profile_summary.py TRACE.json [--top N] [--steps N]
 
-TRACE is what `trafo bench --profile PREFIX` writes (PREFIX.fp32.json, PREFIX.bf16.json) or what
-`bench/pytorch_reference.py --profile PREFIX` writes. Self time = an op's duration less the ops it
-called on the same thread; per step = total / --steps (default 3, what both programs profile).
+TRACE is what `trafo bench --profile PREFIX` writes (PREFIX.fp32.json, PREFIX.bf16.json), or any
+Chrome trace of torch.profiler. Self time = an op's duration less the ops it called on the same
+thread; per step = total / --steps (default 3, what trafo bench profiles).
 """
 import argparse
 import collections

@@ -23,6 +23,24 @@ double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
   return ((fa - fb).norm() / fb.norm().clamp_min(1e-30)).item<double>();
 }
 
+// A translate call in bf16 inside a bf16 region (attention pictures) must leave the region in bf16.
+TEST(Bf16, AutocastGuardsNestAndRestoreWhatTheyFound) {
+  ASSERT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
+  {
+    util::AutocastGuard outer(true, c10::DeviceType::CPU);
+    {
+      util::AutocastGuard inner(true, c10::DeviceType::CPU);
+      util::AutocastGuard off(false, c10::DeviceType::CPU);  // a guard not asked for changes nothing
+      EXPECT_TRUE(at::autocast::is_autocast_enabled(at::kCPU));
+    }
+    EXPECT_TRUE(at::autocast::is_autocast_enabled(at::kCPU));
+    EXPECT_EQ(at::autocast::get_autocast_dtype(at::kCPU), at::kBFloat16);
+    EXPECT_EQ(torch::mm(torch::ones({2, 2}), torch::ones({2, 2})).scalar_type(), torch::kBFloat16);
+  }
+  EXPECT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
+  EXPECT_EQ(torch::mm(torch::ones({2, 2}), torch::ones({2, 2})).scalar_type(), torch::kFloat);
+}
+
 TEST(Bf16, DropoutDrawsTheFp32MaskAndRoundsItsProduct) {
   const double p = 0.2;
   const auto x = torch::rand({300, 257}) + 0.5;  // no zeros of its own; odd width: a ragged vector tail

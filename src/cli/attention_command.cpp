@@ -15,9 +15,9 @@
 #include "trafo/data/corpus.h"
 #include "trafo/errors.h"
 #include "trafo/report/attention_maps.h"
-#include "trafo/util/autocast.h"
 #include "trafo/report/attention_svg.h"
 #include "trafo/report/html.h"
+#include "trafo/util/autocast.h"
 #include "trafo/util/files.h"
 
 namespace trafo::cli {

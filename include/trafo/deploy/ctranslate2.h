@@ -19,9 +19,10 @@ enum class Quantization { kFloat32, kBFloat16, kInt8 };
 Quantization parse_quantization(const std::string& name);
 const std::vector<std::string>& quantization_names();
 
-// Writes `checkpoint` (as checkpoint::load returns it) as a CTranslate2 model into the folder `out`, which must not exist or be
-// empty unless `replace`. The folder appears complete or not at all (written beside it, then
-// renamed); a replaced folder is removed only once the new one is in place.
+// Writes `checkpoint` (as checkpoint::load returns it) as a CTranslate2 model into the folder
+// `out`, which must not exist or be empty unless `replace`. The folder appears complete or not at
+// all (written beside it, then renamed); a replaced folder is removed only once the new one is in
+// place.
 void export_ctranslate2(const checkpoint::Checkpoint& checkpoint, const std::filesystem::path& out,
                         Quantization quantization, bool replace);
 
