@@ -14,7 +14,7 @@ TOY_TRAIN=${TOY_TRAIN:-50000}
 trafo=build/trafo
 
 echo "== generating the toy corpus in $DATA_DIR" >&2
-"$trafo" toy-corpus --out "$DATA_DIR" --train "$TOY_TRAIN"
+"$trafo" toy-corpus --out "$DATA_DIR" --train "$TOY_TRAIN" --force  # the same corpus again
 
 echo "== training (configs/toy.toml) into $RUN_DIR" >&2
 # shellcheck disable=SC2086

@@ -1,5 +1,6 @@
 // Token-budget batching: budget, coverage, determinism, resume, padding.
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include "trafo/data/batcher.h"
 #include "trafo/data/corpus.h"
 #include "trafo/data/tokenizer.h"
+#include "trafo/errors.h"
 #include "trafo/toy/toy_corpus.h"
 
 namespace trafo::data {
@@ -38,6 +40,20 @@ TEST(Batcher, NeverExceedsTheBudgetAndServesEveryPairOncePerEpoch) {
   }
   EXPECT_EQ(seen.size(), 1000u);
   EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 1000u);
+}
+
+// A batch that fails to build on the background thread (a failed allocation, say) reaches the
+// caller of next() as the exception, after the batches built before it: not std::terminate.
+TEST(Batcher, AFailureOnTheBackgroundThreadReachesNext) {
+  ::setenv("TRAFO_TEST_BATCH_FAILS_AT", "3", 1);
+  const auto corpus = corpus_of_lengths(1000, 1);
+  BatcherOptions options;
+  options.batch_tokens = 256;
+  options.prefetch = 2;
+  Batcher batcher(corpus, options);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(batcher.next().position.index, i);
+  EXPECT_THROW(batcher.next(), RunError);
+  EXPECT_THROW(batcher.next(), RunError) << "and again, not a hang";
 }
 
 TEST(Batcher, PairLongerThanTheBudgetIsSkippedAndCounted) {

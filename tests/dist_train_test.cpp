@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -119,6 +120,17 @@ void expect_lost_rank_stops_the_other(const std::string& base, const std::filesy
   EXPECT_NE(last_line.find("lost rank " + std::to_string(victim)), std::string::npos) << errors;
   EXPECT_EQ(errors.find("frame #"), std::string::npos) << "no stack traces: " << errors;
   EXPECT_NO_THROW(checkpoint::load(run / "checkpoint-last.pt"));
+}
+
+// Bad input is found before the ranks start: one line and exit 2, not one line per rank.
+TEST_F(DistTrain, BadInputIsOneLineNotOnePerRank) {
+  const auto root = make_temp_dir("dist-bad-input");
+  const auto result = run_trafo("train --data-dir '" + (root / "nope").string() +
+                                "' --src-lang en --tgt-lang de --nproc 2 --max-steps 1 --run-dir '" +
+                                (root / "run").string() + "'" + kTinyRun);
+  EXPECT_EQ(result.exit_code, 2) << result.errors;
+  EXPECT_EQ(std::count(result.errors.begin(), result.errors.end(), '\n'), 1) << result.errors;
+  EXPECT_NE(result.errors.find("train.en"), std::string::npos) << result.errors;
 }
 
 TEST_F(DistTrain, AKilledRankStopsTheOtherWithOneLine) {

@@ -4,6 +4,8 @@
 // vocabulary size), the run succeeds.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -190,6 +192,71 @@ TEST_F(InputErrors, NumbersAreRangeCheckedAndFinite) {
   const std::string translate = "translate --checkpoint " + checkpoint() + " --input " + data("dev.en");
   expect_input_error(run_trafo(translate + " --length-penalty nan"), "--length-penalty");
   expect_input_error(run_trafo(translate + " --beam 1000000"), "beam");
+}
+
+// No output option writes over what a command reads or what a run saved: the same file by any
+// path or link, or a folder holding it, is one line and exit 2, with the input left as it was.
+TEST_F(InputErrors, OutputsNeverDestroyInputs) {
+  const auto dir = make_temp_dir("input-errors-outputs");
+  namespace fs = std::filesystem;
+  fs::create_directory(dir / "run");
+  fs::copy_file(*dir_ / "model-run" / "checkpoint-last.pt", dir / "run" / "model.pt");
+  fs::copy_file(*dir_ / "model-run" / "metrics.jsonl", dir / "run" / "metrics.jsonl");
+  fs::copy_file(*dir_ / "dev.en", dir / "src.en");
+  fs::copy_file(*dir_ / "dev.de", dir / "ref.de");
+  fs::create_symlink(dir / "ref.de", dir / "alias.de");
+  const auto model = dir / "run" / "model.pt";
+  std::map<fs::path, std::string> before;
+  for (const auto& path : {model, dir / "src.en", dir / "ref.de", dir / "run" / "metrics.jsonl"}) {
+    before[path] = read_text(path);
+  }
+  const std::string eval = "eval --threads 1 --checkpoint " + quote(model) + " --src " + quote(dir / "src.en") +
+                           " --ref " + quote(dir / "ref.de") + " --output ";
+  expect_input_error(run_trafo(eval + quote(dir / "ref.de")), "--ref");
+  expect_input_error(run_trafo(eval + quote(dir / "alias.de")), "--ref");
+  expect_input_error(run_trafo(eval + quote(model)), "--checkpoint");
+  expect_input_error(run_trafo(eval + quote(dir / "run" / ".." / "src.en")), "--src");
+  const std::string translate = "translate --threads 1 --checkpoint " + quote(model) + " --input " +
+                                quote(dir / "src.en") + " --output ";
+  expect_input_error(run_trafo(translate + quote(dir / "src.en")), "--input");
+  expect_input_error(run_trafo(translate + quote(model)), "--checkpoint");
+  expect_input_error(run_trafo("export --checkpoint " + quote(model) + " --force --out " + quote(dir / "run")),
+                     "holds the --checkpoint");
+  expect_input_error(run_trafo("export --checkpoint " + quote(model) + " --force --out " + quote(dir)),
+                     "holds the --checkpoint");
+  expect_input_error(run_trafo("average --force --out " + quote(model) + " " + quote(model)), "averaged");
+  expect_input_error(run_trafo("report " + quote(dir / "run") + " --out " + quote(dir / "run" / "metrics.jsonl")),
+                     "metrics.jsonl");
+  for (const auto& [path, text] : before) EXPECT_EQ(read_text(path), text) << path;
+  EXPECT_TRUE(fs::exists(dir / "alias.de"));
+
+  // A folder named with a trailing slash is that folder.
+  const auto exported = run_trafo("export --checkpoint " + quote(model) + " --out " + quote(dir / "ct2") + "/");
+  EXPECT_EQ(exported.exit_code, 0) << exported.errors;
+  EXPECT_TRUE(fs::is_regular_file(dir / "ct2" / "model.bin"));
+
+  // toy-corpus replaces a folder's train/dev/test files only when told to.
+  write_text(dir / "train.en", "real data\n");
+  expect_input_error(run_trafo("toy-corpus --train 20 --dev 2 --test 2 --out " + quote(dir)), "train.en exists");
+  EXPECT_EQ(read_text(dir / "train.en"), "real data\n");
+  const auto forced = run_trafo("toy-corpus --train 20 --dev 2 --test 2 --force --out " + quote(dir));
+  EXPECT_EQ(forced.exit_code, 0) << forced.errors;
+  EXPECT_NE(read_text(dir / "train.en"), "real data\n");
+}
+
+// Results that cannot reach standard output are a failure, not a quiet success.
+TEST_F(InputErrors, AFullStandardOutputIsAFailure) {
+  const auto result = run_trafo(train() + " --dump-config > /dev/full");
+  EXPECT_EQ(result.exit_code, 1) << result.errors;
+  EXPECT_NE(result.errors.find("standard output"), std::string::npos) << result.errors;
+}
+
+// Options whose cost grows with their value have an upper limit.
+TEST_F(InputErrors, CostlyOptionsHaveUpperLimits) {
+  expect_input_error(run_trafo(train() + " --max-steps 1 --accumulate 100000000"), "accumulate");
+  expect_input_error(run_trafo("score --ref " + data("dev.de") + " --hyp " + data("dev.de") +
+                               " --chrf-word-order 2000000000"),
+                     "--chrf-word-order");
 }
 
 TEST_F(InputErrors, DataFilesThatAreNotText) {

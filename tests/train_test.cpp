@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -228,6 +229,25 @@ TEST(Checkpoint, CorruptOrTruncatedFilesAreClearErrors) {
   trafo::testing::write_text(path, "not a checkpoint at all");
   EXPECT_THROW(checkpoint::load(path), InputError);
   EXPECT_THROW(checkpoint::load(dir / "missing.pt"), InputError);
+}
+
+// A checkpoint without the checksum header (format 1, as earlier trafo builds wrote) whose zip
+// directory says a record holds 2 GB: refused as corrupt (miniz checks a stored record's size
+// against the archive), not allocated.
+TEST(Checkpoint, ARecordLargerThanTheFileIsRefused) {
+  const auto dir = make_temp_dir("record-size");
+  const auto path = dir / "c.pt";
+  checkpoint::save(path, small_checkpoint(16));
+  const auto bytes = trafo::testing::read_text(path);
+  std::string archive = bytes.substr(bytes.find('\n') + 1);  // format 2's header off
+  trafo::testing::write_text(path, archive);
+  EXPECT_NO_THROW(checkpoint::load(path)) << "a bare archive still loads";
+  const auto entry = archive.find(std::string("PK\x01\x02", 4));  // the first central directory entry
+  ASSERT_NE(entry, std::string::npos);
+  const uint32_t claimed = 0x7ffffff0;
+  std::memcpy(&archive[entry + 24], &claimed, 4);  // its uncompressed size
+  trafo::testing::write_text(path, archive);
+  EXPECT_THROW(checkpoint::load(path), InputError);
 }
 
 // A byte changed anywhere in a checkpoint either makes the load fail with InputError or changes

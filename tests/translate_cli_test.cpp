@@ -199,6 +199,11 @@ TEST_F(TranslateCli, BadUsageIsAnInputError) {
                                path("short.de")),
                      "12");
   expect_input_error(run_trafo(translate("--beam 2 --n-best 3") + " < /dev/null"), "n-best");
+  // A line without end is no sentence: refused at 1 MiB, not read until memory runs out.
+  const auto endless = run_trafo(translate("--input /dev/zero"));
+  EXPECT_EQ(endless.exit_code, 2) << endless.errors;
+  EXPECT_NE(endless.errors.find("trafo: error: /dev/zero holds a line longer than 1 MiB"), std::string::npos)
+      << endless.errors;
   if (!torch::cuda::is_available()) {
     expect_input_error(run_trafo(translate("--device cuda") + " < /dev/null"), "cuda");
   }

@@ -24,9 +24,17 @@ Checkpoint average(const std::vector<fs::path>& paths) {
     if (other.tokenizer != first.tokenizer) {
       throw InputError(paths[i].string() + " has another tokenizer than " + paths.front().string());
     }
+    // The same config need not mean the same weights in a file that was tampered with.
+    if (other.weights.size() != sums.size()) {
+      throw InputError(paths[i].string() + " holds other weights than " + paths.front().string());
+    }
     for (auto& [name, sum] : sums) {
-      const auto& weight = other.weights.at(name);  // load() checked names and shapes against the config
-      if (sum.is_floating_point()) sum += weight.to(torch::kDouble);
+      const auto found = other.weights.find(name);
+      if (found == other.weights.end() || found->second.sizes() != sum.sizes() ||
+          found->second.is_floating_point() != sum.is_floating_point()) {
+        throw InputError(paths[i].string() + " has no weight " + name + " shaped as in " + paths.front().string());
+      }
+      if (sum.is_floating_point()) sum += found->second.to(torch::kDouble);
     }
   }
   const double count = static_cast<double>(paths.size());

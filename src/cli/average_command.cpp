@@ -12,6 +12,7 @@
 #include "trafo/checkpoint/average.h"
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/errors.h"
+#include "trafo/util/files.h"
 
 namespace trafo::cli {
 namespace {
@@ -25,11 +26,6 @@ struct AverageOptions {
   bool force = false;               // replace an existing --out
 };
 
-bool same_file(const fs::path& a, const fs::path& b) {
-  std::error_code error;
-  return fs::equivalent(a, b, error);
-}
-
 int run_average(const AverageOptions& options) {
   std::vector<fs::path> paths(options.inputs.begin(), options.inputs.end());
   if (options.last != 0) {
@@ -38,9 +34,9 @@ int run_average(const AverageOptions& options) {
     paths = checkpoint::last_numbered(paths.front(), options.last);
   }
   const fs::path out = options.out;
-  for (const auto& path : paths) {
-    if (same_file(path, out)) throw InputError("--out " + out.string() + " is one of the checkpoints averaged");
-  }
+  std::vector<util::NamedPath> inputs;
+  for (const auto& path : paths) inputs.push_back({"averaged checkpoint", path});
+  util::refuse_overwriting("--out", out, inputs);
   if (fs::exists(fs::symlink_status(out)) && !options.force) {
     throw InputError(out.string() + " exists; use --force to replace it");
   }

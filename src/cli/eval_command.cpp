@@ -84,6 +84,9 @@ std::vector<std::string> read_lines(const std::string& path) {
 int run_eval(const EvalOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   decode::validate(options.decode);
+  util::refuse_overwriting("--output", options.output,
+                           {{"--src", options.source}, {"--ref", options.reference},
+                            {"--checkpoint", options.runtime.checkpoint}});
   const int64_t sentences = data::check_parallel_files(options.source, options.reference);
   auto loaded = load_for_translation(options.runtime);
 

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/deploy/ctranslate2.h"
+#include "trafo/util/files.h"
 
 namespace trafo::cli {
 namespace {
@@ -23,6 +24,7 @@ struct ExportOptions {
 
 int run_export(const ExportOptions& options) {
   const auto quantization = deploy::parse_quantization(options.quantization);
+  util::refuse_overwriting("--out", options.out, {{"--checkpoint", options.checkpoint}});
   const auto checkpoint = checkpoint::load(options.checkpoint, /*with_training_state=*/false);
   deploy::export_ctranslate2(checkpoint, options.out, quantization, options.force);
   spdlog::info("wrote the CTranslate2 model {} ({}) from {}", options.out, options.quantization, options.checkpoint);

@@ -1,6 +1,9 @@
 // trafo: train, evaluate and use transformer translation models from the command line.
+#include <cerrno>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <iostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +26,15 @@ namespace {
 // One line on stderr, whatever the message holds.
 int fail(int code, const std::string& message) {
   std::fprintf(stderr, "trafo: error: %s\n", message.substr(0, message.find('\n')).c_str());
+  return code;
+}
+
+// A command's results went to standard output: a full disk or a closed pipe there is a failure,
+// not a success with nothing written (`trafo train --dump-config > /dev/full`).
+int finish(int code) {
+  std::cout.flush();
+  const bool written = static_cast<bool>(std::cout) && std::fflush(stdout) == 0 && std::ferror(stdout) == 0;
+  if (code == 0 && !written) return fail(1, "cannot write the results to standard output");
   return code;
 }
 
@@ -77,7 +89,7 @@ int main(int argc, char** argv) {
 
   try {
     for (auto& [command, runner] : commands) {
-      if (command->parsed()) return runner();
+      if (command->parsed()) return finish(runner());
     }
     return fail(2, "no subcommand given (see trafo --help)");
   } catch (const trafo::InputError& e) {
@@ -88,6 +100,11 @@ int main(int argc, char** argv) {
     return fail(2, e.what());
   } catch (const std::bad_alloc&) {
     return fail(1, "out of memory");
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path given on the command line that cannot be looked at (too long, no permission, a file
+    // where a folder should be) is bad input; a full disk is a failure at run time.
+    const bool disk = e.code() == std::errc::no_space_on_device || e.code().value() == EDQUOT;
+    return fail(disk ? 1 : 2, e.what());
   } catch (const c10::Error& e) {
     // LibTorch's message carries a C++ backtrace.
     return fail(1, e.what_without_backtrace());

@@ -1,5 +1,6 @@
 // `trafo report`: one self-contained HTML page (Chart.js embedded) with the curves, config, best
 // checkpoint and sample translations of one or more run folders; several runs overlay their curves.
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,9 @@ struct ReportOptions {
 };
 
 int run_report(const ReportOptions& options) {
+  std::vector<util::NamedPath> inputs;
+  for (const auto& dir : options.run_dirs) inputs.push_back({"metrics.jsonl", std::filesystem::path(dir) / "metrics.jsonl"});
+  util::refuse_overwriting("--out", options.out, inputs);
   std::vector<report::RunMetrics> runs;
   for (const auto& dir : options.run_dirs) {
     runs.push_back(report::read_run(dir));

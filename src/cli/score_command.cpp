@@ -48,7 +48,11 @@ std::vector<std::string> read_file_lines(const std::string& path) {
 }
 
 int run_score(const ScoreOptions& options) {
-  if (options.chrf_word_order < 0) throw InputError("--chrf-word-order must be 0 or more");
+  // chrF++ is 2; every order costs a table of n-grams per sentence.
+  if (options.chrf_word_order < 0 || options.chrf_word_order > 10) {
+    throw InputError("--chrf-word-order must be between 0 and 10 (chrF++: 2), not " +
+                     std::to_string(options.chrf_word_order));
+  }
   const std::string hyp_name = options.hypotheses == "-" ? "standard input" : options.hypotheses;
   const std::vector<std::string> hypotheses = read_file_lines(options.hypotheses);
   std::vector<std::vector<std::string>> references;

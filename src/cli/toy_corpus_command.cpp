@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "commands.h"
+#include "trafo/errors.h"
 #include "trafo/toy/toy_corpus.h"
 
 namespace trafo::cli {
@@ -14,6 +15,7 @@ namespace {
 
 struct ToyCorpusSettings {
   std::filesystem::path out;  // the folder that receives {train,dev,test}.{en,de}
+  bool force = false;         // replace files of those names that are already there
   data::ToyCorpusOptions corpus;
 };
 
@@ -32,6 +34,7 @@ CommandRunner add_toy_corpus_command(CLI::App& app) {
   command->add_option("--out", settings->out, "Folder to write into (created if missing)")
       ->required()
       ->type_name("DIR");
+  command->add_flag("--force", settings->force, "replace DIR's train/dev/test files when they exist");
   command->add_option("--train", settings->corpus.train, "Training pairs")->capture_default_str();
   command->add_option("--dev", settings->corpus.dev, "Development pairs")->capture_default_str();
   command->add_option("--test", settings->corpus.test, "Test pairs")->capture_default_str();
@@ -41,6 +44,14 @@ CommandRunner add_toy_corpus_command(CLI::App& app) {
       ->capture_default_str();
 
   return [settings]() -> int {
+    // A folder of real data is never overwritten by mistake (`--out data/wmt`).
+    for (const char* name : {"train.en", "train.de", "dev.en", "dev.de", "test.en", "test.de"}) {
+      const auto path = settings->out / name;
+      std::error_code error;
+      if (!settings->force && std::filesystem::exists(std::filesystem::symlink_status(path, error))) {
+        throw InputError(path.string() + " exists; use --force to replace it");
+      }
+    }
     // Throws trafo::InputError for negative or too large counts, or a folder it cannot write.
     const data::ToySplits splits = data::generate_toy_corpus(settings->corpus);
     data::write_toy_splits(settings->out, splits);

@@ -43,7 +43,7 @@ CommandRunner add_train_command(CLI::App& app) {
       return 0;
     }
     if (config->nproc > 1 && !dist::read_environment().launched) {
-      train::validate(*config);
+      train::check_before_launch(*config);
       return dist::launch_local(config->nproc, config->dist_timeout + 30.0);
     }
     std::signal(SIGINT, request_stop);

@@ -23,6 +23,7 @@
 #include "decode_flags.h"
 #include "trafo/data/corpus.h"
 #include "trafo/errors.h"
+#include "trafo/util/files.h"
 
 namespace trafo::cli {
 namespace {
@@ -94,7 +95,15 @@ class LineReader {
     if (count < 0) throw InputError("cannot read " + name_ + ": " + std::strerror(errno));
     if (count == 0) eof_ = true;
     buffer_.append(chunk, static_cast<size_t>(count > 0 ? count : 0));
+    // A line is a sentence: one without an end in sight (/dev/zero, a binary file) would take all
+    // the memory there is.
+    if (buffer_.size() > kMaxLineBytes && buffer_.find('\n') == std::string::npos) {
+      throw InputError(name_ + " holds a line longer than " + std::to_string(kMaxLineBytes >> 20) +
+                       " MiB: not sentences to translate");
+    }
   }
+
+  static constexpr size_t kMaxLineBytes = size_t{1} << 20;
 
   int fd_;
   std::string name_;
@@ -122,6 +131,8 @@ void write_chunk(std::ostream& out, const std::vector<std::vector<decode::Hypoth
 int run_translate(const TranslateOptions& options) {
   decode::validate(options.decode);
   if (options.buffer_lines < 1) throw InputError("--buffer-lines must be 1 or more");
+  util::refuse_overwriting("--output", options.output,
+                           {{"--input", options.input}, {"--checkpoint", options.runtime.checkpoint}});
   const bool from_stdin = options.input == "-";
   const std::string input_name = from_stdin ? "standard input" : options.input;
   const int fd = from_stdin ? STDIN_FILENO : ::open(options.input.c_str(), O_RDONLY | O_CLOEXEC);

@@ -1,6 +1,7 @@
 #include "trafo/data/batcher.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 #include <random>
 
@@ -131,6 +132,10 @@ Batcher::~Batcher() {
 }
 
 Batch Batcher::build(BatchPosition& cursor, std::vector<std::vector<int64_t>>& plan) {
+  // Test hook (tests/batcher_test.cpp): building batch N of an epoch throws, as a failed
+  // allocation would.
+  static const char* fail_at = std::getenv("TRAFO_TEST_BATCH_FAILS_AT");
+  if (fail_at != nullptr && cursor.index == std::atoll(fail_at)) throw RunError("test: building a batch failed");
   const auto& pairs = plan[cursor.index];
   Batch batch;
   if (options_.shards == 1) {
@@ -149,16 +154,26 @@ Batch Batcher::build(BatchPosition& cursor, std::vector<std::vector<int64_t>>& p
 }
 
 void Batcher::produce() {
-  while (true) {
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      changed_.wait(lock, [&] { return stopping_ || static_cast<int>(ready_.size()) < options_.prefetch; });
-      if (stopping_) return;
+  try {
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [&] { return stopping_ || static_cast<int>(ready_.size()) < options_.prefetch; });
+        if (stopping_) return;
+      }
+      Batch batch = build(cursor_, plan_);  // cursor_ and plan_ belong to this thread once it runs
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ready_.push_back(std::move(batch));
+      }
+      changed_.notify_all();
     }
-    Batch batch = build(cursor_, plan_);  // cursor_ and plan_ belong to this thread once it runs
+  } catch (...) {
+    // An exception leaving a thread ends the process (std::terminate); next() rethrows it on the
+    // training thread instead, where the command reports it in one line.
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      ready_.push_back(std::move(batch));
+      failure_ = std::current_exception();
     }
     changed_.notify_all();
   }
@@ -167,7 +182,8 @@ void Batcher::produce() {
 Batch Batcher::next() {
   if (options_.prefetch <= 0) return build(cursor_, plan_);
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [&] { return !ready_.empty(); });
+  changed_.wait(lock, [&] { return !ready_.empty() || failure_; });
+  if (ready_.empty()) std::rethrow_exception(failure_);
   Batch batch = std::move(ready_.front());
   ready_.pop_front();
   lock.unlock();

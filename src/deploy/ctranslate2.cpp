@@ -169,8 +169,11 @@ std::string ctranslate2_model_bin(const checkpoint::Checkpoint& checkpoint, Quan
   return transformer_spec(checkpoint).serialize(quantization);
 }
 
-void export_ctranslate2(const checkpoint::Checkpoint& checkpoint, const fs::path& out, Quantization quantization,
+void export_ctranslate2(const checkpoint::Checkpoint& checkpoint, const fs::path& folder, Quantization quantization,
                         bool replace) {
+  // "ct2/" names the folder ct2: its staging folder goes beside it, not into it.
+  const fs::path out = folder.has_filename() ? folder : folder.parent_path();
+  if (out.empty()) throw InputError("--out must name a folder, not " + folder.string());
   const bool exists = fs::exists(fs::symlink_status(out));
   if (exists && !replace && !is_empty_folder(out)) {
     throw InputError(out.string() + " exists and is not empty; use --force to replace it");

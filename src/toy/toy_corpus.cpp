@@ -2,6 +2,8 @@
 // monotone word-for-word baseline that shows the corpus needs attention.
 #include "trafo/toy/toy_corpus.h"
 
+#include <unistd.h>
+
 #include <fstream>
 #include <string>
 #include <string_view>
@@ -57,12 +59,20 @@ void draw_split(uint64_t seed, int64_t count, std::unordered_set<std::string>& s
   }
 }
 
+// Through a temporary file renamed into place: a full disk leaves the old file, not half a new one.
 void write_lines(const std::filesystem::path& path, const std::vector<SentencePair>& pairs,
                  std::string SentencePair::*side) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  const std::filesystem::path temporary = path.string() + ".tmp-" + std::to_string(::getpid());
+  std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+  if (!out) throw InputError("toy corpus: cannot write " + path.string());
   for (const auto& pair : pairs) out << pair.*side << '\n';
   out.close();
-  if (!out) throw InputError("toy corpus: cannot write " + path.string());
+  std::error_code error;
+  if (out) std::filesystem::rename(temporary, path, error);
+  if (!out || error) {
+    std::filesystem::remove(temporary, error);
+    throw RunError("toy corpus: cannot write " + path.string() + " (is the disk full?)");
+  }
 }
 
 const std::unordered_map<std::string, std::string>& baseline_dictionary() {

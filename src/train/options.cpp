@@ -96,7 +96,8 @@ void validate(const TrainConfig& c) {
   require(c.label_smoothing >= 0 && c.label_smoothing < 1, "label-smoothing must be in [0, 1)");
   require(c.batch_tokens > 0 && c.batch_tokens <= kMaxBatchTokens,
           "batch-tokens must be between 1 and " + std::to_string(kMaxBatchTokens));
-  require(c.accumulate >= 1, "accumulate must be at least 1");
+  // The batches of one update are held until its step: far beyond any real use, memory runs out.
+  require(c.accumulate >= 1 && c.accumulate <= 1000, "accumulate must be between 1 and 1000");
   require(c.ema >= 0 && c.ema < 1, "ema must be in [0, 1) (0: off)");
   require(c.max_steps >= 0, "max-steps must not be negative");
   require(c.max_epochs >= 0, "max-epochs must not be negative");

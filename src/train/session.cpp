@@ -8,6 +8,7 @@
 #include "trafo/errors.h"
 #include "trafo/train/config_file.h"
 #include "trafo/train/optimizer.h"
+#include "trafo/train/trainer.h"
 #include "trafo/util/device.h"
 #include "trafo/util/files.h"
 
@@ -33,6 +34,15 @@ DataPaths checked_paths(const TrainConfig& c) {
   data::check_parallel_files(p.dev_src, p.dev_tgt);
   return p;
 }
+
+}  // namespace
+
+void check_before_launch(const TrainConfig& c) {
+  validate(c);
+  checked_paths(c);
+}
+
+namespace {
 
 // Sets and returns this process's threads: ranks on one machine share its cores (--nproc always;
 // under torchrun when --threads is left at 0).

@@ -69,4 +69,35 @@ std::string read_file(const std::filesystem::path& path) {
   return bytes;
 }
 
+namespace {
+
+// The absolute path with links and dots resolved as far as it exists, without a trailing slash.
+std::filesystem::path resolved(const std::filesystem::path& path, std::error_code& error) {
+  auto full = std::filesystem::weakly_canonical(path, error);
+  return full.has_filename() ? full : full.parent_path();
+}
+
+}  // namespace
+
+void refuse_overwriting(const std::string& option, const std::filesystem::path& output,
+                        const std::vector<NamedPath>& inputs) {
+  if (output.empty() || output == "-") return;
+  for (const auto& input : inputs) {
+    if (input.path.empty() || input.path == "-") continue;
+    std::error_code error;
+    if (std::filesystem::equivalent(output, input.path, error)) {
+      throw InputError(option + " " + output.string() + " is the " + input.option + " file: writing it would destroy it");
+    }
+    std::error_code out_error, in_error;
+    const auto out = resolved(output, out_error);
+    const auto in = resolved(input.path, in_error);
+    if (out_error || in_error || !std::filesystem::exists(in, error)) continue;
+    const auto [out_end, in_end] = std::mismatch(out.begin(), out.end(), in.begin(), in.end());
+    if (out_end == out.end() && in_end != in.end()) {
+      throw InputError(option + " " + output.string() + " holds the " + input.option + " file " + input.path.string() +
+                       ": writing it would destroy it");
+    }
+  }
+}
+
 }  // namespace trafo::util

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -60,7 +61,7 @@ class Batcher {
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
 
-  Batch next();  // endless: epochs follow each other
+  Batch next();  // endless: epochs follow each other; rethrows what stopped the background thread
   int64_t batches_per_epoch() const { return batches_per_epoch_; }
   int64_t skipped_too_long() const { return skipped_too_long_; }  // pairs over the budget alone
 
@@ -78,6 +79,7 @@ class Batcher {
   std::condition_variable changed_;
   std::deque<Batch> ready_;
   bool stopping_ = false;
+  std::exception_ptr failure_;  // what ended produce(), once the batches built before it are taken
   std::thread worker_;
 };
 

@@ -18,6 +18,11 @@ struct TrainResult {
   double best_metric = 0.0;
 };
 
+// The checks every rank would make before training, made once before `--nproc` starts the ranks,
+// so that bad input is one line, not one per rank: the options and the data files. Throws
+// InputError.
+void check_before_launch(const TrainConfig& config);
+
 class Trainer {
  public:
   // `config` goes into checkpoints and config.toml as train::to_toml(config) (config_file.h);

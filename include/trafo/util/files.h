@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace trafo::util {
 
@@ -21,5 +22,17 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
 // The whole file; throws trafo::InputError when it cannot be read or is no regular file (a folder,
 // a device, a pipe): what is read is bounded by the file's size.
 std::string read_file(const std::filesystem::path& path);
+
+// An input of a command as the user named it: its option ("--ref") and path.
+struct NamedPath {
+  std::string option;
+  std::filesystem::path path;
+};
+
+// Throws trafo::InputError when writing `output` (given as `option`) would destroy one of `inputs`:
+// it is the same file, by any path or link, or a folder that holds it (a folder output is
+// replaced whole). Missing inputs, "-" (a standard stream) and empty paths are skipped.
+void refuse_overwriting(const std::string& option, const std::filesystem::path& output,
+                        const std::vector<NamedPath>& inputs);
 
 }  // namespace trafo::util
