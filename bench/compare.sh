@@ -4,8 +4,8 @@
 #
 #   bench/compare.sh [--rounds N] [--trafo PATH] [BENCH OPTIONS...]
 #
-# BENCH OPTIONS go to both programs unchanged (--config FILE, --threads N, --precision, --train-steps,
-# --decode-sentences, model options, ...). Defaults: 3 rounds, build/trafo, --threads $(nproc).
+# BENCH OPTIONS go to both programs unchanged (--config FILE, --threads N, --device cpu|cuda, --precision,
+# --train-steps, --decode-sentences, model options, ...). Defaults: 3 rounds, build/trafo, --threads $(nproc).
 # Without --config both use trafo's ModelConfig defaults (d_model 256, 3+3 layers, d_ff 1024,
 # vocabulary 8000); configs/base.toml gives the base model.
 set -euo pipefail
@@ -55,7 +55,7 @@ runs = [(load("trafo", r), load("pytorch", r)) for r in range(1, rounds + 1)]
 setup = runs[0][0][("setup", "", "", "")]
 print(f"trafo vs PyTorch Python, {rounds} round(s): d_model {setup['d_model']}, layers "
       f"{setup['encoder_layers']}+{setup['decoder_layers']}, d_ff {setup['d_ff']}, vocab {setup['vocab_size']}, "
-      f"{setup['threads']} thread(s), batches ~{setup['batch_tokens']} tokens "
+      f"{setup['threads']} thread(s), {setup.get('device', 'cpu')}, batches ~{setup['batch_tokens']} tokens "
       f"({setup['mean_target_tokens']:.0f} target tokens on average)\n")
 print(f"{'figure':<52} {'rounds':<32} {'median':>9}  target")
 
@@ -90,6 +90,13 @@ for p, mfu_target, speed_target in (("fp32", 0.60, 1.2), ("bf16", 0.40, 1.3)):
          [get(t, ("matmul_peak", p, "", ""), "gflops") for t, _ in runs], number)
     line(f"matmul peak {p} GFLOP/s: pytorch run",
          [get(q, ("matmul_peak", p, "", ""), "gflops") for _, q in runs], number)
+if ("train", "bf16", "", "") in runs[0][0] and ("train", "fp32", "", "") in runs[0][0]:
+    cuda = setup.get("device", "cpu").startswith("cuda")
+    for name, i in (("trafo", 0), ("pytorch", 1)):
+        line(f"training bf16 / fp32: {name}",
+             [get(run[i], ("train", "bf16", "", ""), "tgt_tokens_per_s") /
+              get(run[i], ("train", "fp32", "", ""), "tgt_tokens_per_s") for run in runs], ratio,
+             ">= 1.5x" if cuda and name == "trafo" else None, lambda m: m >= 1.5)
 for batching, label in (("batched", "batched"), ("batch1", "batch 1")):
     mine = ("decode", "fp32", "cached", batching)
     if mine not in runs[0][0]:

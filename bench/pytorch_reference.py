@@ -4,7 +4,7 @@
 The same model, batches, optimizer and figures as `trafo bench`, written as a competent PyTorch
 user would: torch.nn.Transformer (batch_first, SDPA inside), embeddings × sqrt(d) plus sinusoidal
 positions, tied output projection, torch.optim.Adam (defaults, betas/eps as trafo), torch.autocast
-for bf16, torch.set_num_threads. Two greedy decoders: the tutorial's, which recomputes the whole
+for bf16, torch.set_num_threads; on the CPU or, with --device cuda, on a CUDA device. Two greedy decoders: the tutorial's, which recomputes the whole
 prefix every step, and one with a KV cache written by hand over nn.Transformer's own weights.
 
 Batches and sentences follow the recipe in include/trafo/bench/synthetic.h (SplitMix64 from the
@@ -156,7 +156,7 @@ class Seq2Seq(nn.Module):
 
     def forward(self, src, tgt_in):
         T = tgt_in.size(1)
-        causal = nn.Transformer.generate_square_subsequent_mask(T)
+        causal = nn.Transformer.generate_square_subsequent_mask(T, device=src.device)
         # Targets are right-padded: the causal mask alone keeps real positions off the padding,
         # so no target padding mask (which would turn SDPA's causal kernel into a masked one).
         src_pad = src.eq(PAD)
@@ -165,16 +165,16 @@ class Seq2Seq(nn.Module):
         return self.logits(hidden)
 
 
-def make_model(c, seed):
+def make_model(c, seed, device="cpu"):
     torch.manual_seed(seed)
-    return Seq2Seq(c)
+    return Seq2Seq(c).to(device)
 
 
 # ---- training ----
 
-def make_training_step(c, bf16, seed):
+def make_training_step(c, bf16, seed, device):
     """One step as a PyTorch user writes it; returns the smoothed loss per target token."""
-    model = make_model(c, seed)
+    model = make_model(c, seed, device)
     model.train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
 
@@ -182,7 +182,7 @@ def make_training_step(c, bf16, seed):
         src, tgt_in, tgt_out, pairs = batch
         tokens = sum(T for _, T in pairs)
         optimizer.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
             logits = model(src, tgt_in)  # [B,T,V]
         loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), tgt_out.view(-1), ignore_index=PAD,
                                label_smoothing=0.1, reduction="sum")
@@ -194,8 +194,8 @@ def make_training_step(c, bf16, seed):
     return step
 
 
-def measure_training(c, batches, bf16, warmup, steps, rounds, seed, log):
-    step = make_training_step(c, bf16, seed)
+def measure_training(c, batches, bf16, warmup, steps, rounds, seed, device, log):
+    step = make_training_step(c, bf16, seed, device)
     n = len(batches)
     for i in range(warmup):
         step(batches[i % n])
@@ -206,15 +206,16 @@ def measure_training(c, batches, bf16, warmup, steps, rounds, seed, log):
         started = time.perf_counter()
         for i in range(steps):
             loss = step(batches[i % n])
+        synchronize(device)
         seconds.append(time.perf_counter() - started)
         log(f"training {'bf16' if bf16 else 'fp32'} round {r + 1}: {steps} steps in {seconds[-1]:.2f} s, "
             f"{tokens / seconds[-1]:.0f} target tokens/s, loss {loss:.3f}")
     return tokens, flops, seconds
 
 
-def memory_trend(c, batches, bf16, steps, seed, log):
+def memory_trend(c, batches, bf16, steps, seed, device, log):
     """RSS at step steps/5 and at the end (DESIGN.md "flat memory")."""
-    step = make_training_step(c, bf16, seed)
+    step = make_training_step(c, bf16, seed, device)
     early_step, early = max(1, steps // 5), 0.0
     for i in range(1, steps + 1):
         step(batches[(i - 1) % len(batches)])
@@ -240,7 +241,7 @@ class RecomputingDecoder:
         step_tokens = tokens.unsqueeze(1)
         self.prefix = step_tokens if self.prefix is None else torch.cat([self.prefix, step_tokens], 1)
         T = self.prefix.size(1)
-        causal = nn.Transformer.generate_square_subsequent_mask(T)
+        causal = nn.Transformer.generate_square_subsequent_mask(T, device=self.prefix.device)
         hidden = self.model.transformer.decoder(self.model.embed(self.prefix), self.memory, tgt_mask=causal,
                                                 memory_key_padding_mask=self.src_pad, tgt_is_causal=True)
         return F.log_softmax(self.model.logits(hidden[:, -1]).float(), -1)
@@ -356,14 +357,16 @@ def check_decoders(c, seed, steps=12):
 def greedy_batch(model, decoder_class, sentences):
     """Greedy search over one batch as trafo does it: pad and bos banned, eos forced at the length
     limit, finished rows leave the batch. Returns the output pieces of each sentence."""
-    src = pad_sources(sentences)
-    limits = torch.tensor([max_output_length(len(s), model.c["max_positions"]) for s in sentences])  # [N]
-    not_eos = torch.ones(1, model.c["vocab_size"], dtype=torch.bool)
+    device = model.positions.device
+    src = pad_sources(sentences).to(device)
+    limits = torch.tensor([max_output_length(len(s), model.c["max_positions"]) for s in sentences],
+                          device=device)  # [N]
+    not_eos = torch.ones(1, model.c["vocab_size"], dtype=torch.bool, device=device)
     not_eos[0, EOS] = False
     decoder = decoder_class(model, src)
     outputs = [[] for _ in sentences]
     alive = list(range(len(sentences)))
-    tokens = torch.full((len(sentences),), BOS, dtype=torch.long)
+    tokens = torch.full((len(sentences),), BOS, dtype=torch.long, device=device)
     step = 0
     while alive:
         log_probs = decoder.next_log_probs(tokens, step)  # [N,V]
@@ -380,7 +383,7 @@ def greedy_batch(model, decoder_class, sentences):
         if len(keep) < len(alive):
             alive = [alive[i] for i in keep]
             if alive:
-                index = torch.tensor(keep)
+                index = torch.tensor(keep, device=device)
                 decoder.select(index)
                 tokens = tokens.index_select(0, index)
                 limits = limits.index_select(0, index)
@@ -419,8 +422,8 @@ def silence_eos(model):
             model.output.bias[EOS].zero_()
 
 
-def measure_decoding(c, sentences, decoder_class, batch_tokens, rounds, seed, log):
-    model = make_model(c, seed)
+def measure_decoding(c, sentences, decoder_class, batch_tokens, rounds, seed, device, log):
+    model = make_model(c, seed, device)
     model.eval()
     silence_eos(model)
     seconds, tokens = [], 0
@@ -438,20 +441,32 @@ def measure_decoding(c, sentences, decoder_class, batch_tokens, rounds, seed, lo
 
 # ---- the machine ----
 
-def matmul_peak_flops(dtype, size=2048, min_seconds=1.0):
-    """Best FLOP/s of size × size products: one warm-up, then at least 3 and min_seconds."""
+def synchronize(device):
+    """Waits for the work queued on a CUDA device; CPU ops return when done."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def matmul_peak_flops(dtype, device, size=2048, min_seconds=1.0):
+    """Best FLOP/s of size × size products: one warm-up, then at least 3 timings and min_seconds.
+    On CUDA a timing is 20 products between two synchronisations, as trafo bench times them."""
     torch.manual_seed(0)
+    products = 20 if device.type == "cuda" else 1
     with torch.inference_mode():
-        a, b = torch.randn(size, size).to(dtype), torch.randn(size, size).to(dtype)
+        a = torch.randn(size, size).to(device=device, dtype=dtype)
+        b = torch.randn(size, size).to(device=device, dtype=dtype)
         c = torch.mm(a, b)
+        synchronize(device)
         best, total, runs = 0.0, 0.0, 0
         while runs < 3 or total < min_seconds:
             started = time.perf_counter()
-            torch.mm(a, b, out=c)
+            for _ in range(products):
+                torch.mm(a, b, out=c)
+            synchronize(device)
             seconds = time.perf_counter() - started
             total += seconds
             runs += 1
-            best = max(best, 2.0 * size ** 3 / seconds)
+            best = max(best, products * 2.0 * size ** 3 / seconds)
     return best
 
 
@@ -474,8 +489,11 @@ def parse_args(argv):
                                      "the command line wins; other keys are ignored")
     p.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
     p.add_argument("--threads", type=int, help="intra-op threads (0: all cores; default 0)")
+    p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu",
+                   help="where the model runs: cpu, cuda, or auto (cuda when one is available)")
     p.add_argument("--precision", choices=["fp32", "bf16", "both", "auto"], default="auto",
-                   help="auto: both where the CPU has native bf16 (avx512_bf16, amx_bf16), else fp32")
+                   help="auto: both where the device has native bf16 (a CPU with avx512_bf16 or amx_bf16, "
+                        "CUDA compute capability >= 8.0), else fp32")
     p.add_argument("--batch-tokens", type=int, default=4096)
     p.add_argument("--train-steps", type=int, default=0, help="default 30, or 8 for d-model >= 512")
     p.add_argument("--warmup-steps", type=int, default=-1, help="default 5, or 2 for d-model >= 512")
@@ -515,8 +533,16 @@ def main(argv):
     warmup = args.warmup_steps if args.warmup_steps >= 0 else (2 if large else 5)
     threads = args.threads if args.threads > 0 else os.cpu_count()  # as trafo: all logical cores
     torch.set_num_threads(threads)
-    capabilities = torch._C._cpu._get_cpu_capability()
-    native_bf16 = bool(capabilities.get("avx512_bf16") or capabilities.get("amx_bf16"))
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("pytorch_reference.py: error: --device cuda: no CUDA device is available", file=sys.stderr)
+        return 2
+    device = torch.device("cuda" if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
+                          else "cpu")
+    if device.type == "cuda":
+        native_bf16 = torch.cuda.get_device_capability(device)[0] >= 8
+    else:
+        capabilities = torch._C._cpu._get_cpu_capability()
+        native_bf16 = bool(capabilities.get("avx512_bf16") or capabilities.get("amx_bf16"))
     if args.precision == "auto":
         args.precision = "both" if native_bf16 else "fp32"
     precisions = [p for p in ("fp32", "bf16") if args.precision in (p, "both")]
@@ -548,8 +574,9 @@ def main(argv):
     source = sum(S for b in batches for S, _ in b[3])
     rows = sum(len(b[3]) for b in batches)
     parameters = sum(p.numel() for p in make_model(c, args.seed).parameters())
+    batches = [(src.to(device), tgt_in.to(device), tgt_out.to(device), pairs) for src, tgt_in, tgt_out, pairs in batches]
     report({"record": "setup", "impl": "pytorch", "torch": torch.__version__, "threads": threads,
-            "native_bf16": native_bf16, "vocab_size": c["vocab_size"], "d_model": c["d_model"], "heads": c["heads"],
+            "device": str(device), "native_bf16": native_bf16, "vocab_size": c["vocab_size"], "d_model": c["d_model"], "heads": c["heads"],
             "encoder_layers": c["encoder_layers"], "decoder_layers": c["decoder_layers"], "d_ff": c["d_ff"],
             "norm": c["norm"], "parameters": parameters, "batch_tokens": args.batch_tokens, "batches": n,
             "mean_sentences": rows / n, "mean_source_tokens": source / n, "mean_target_tokens": target / n,
@@ -557,7 +584,7 @@ def main(argv):
             "rounds": args.rounds, "decode_sentences": args.decode_sentences, "seed": args.seed},
            f"pytorch reference (torch {torch.__version__}): d_model {c['d_model']}, heads {c['heads']}, layers "
            f"{c['encoder_layers']}+{c['decoder_layers']}, d_ff {c['d_ff']}, vocab {c['vocab_size']}, {c['norm']} norm, "
-           f"{parameters / 1e6:.1f} M parameters, {threads} thread{'' if threads == 1 else 's'}\n"
+           f"{parameters / 1e6:.1f} M parameters, {threads} thread{'' if threads == 1 else 's'}, {device}\n"
            f"{n} batches under {args.batch_tokens} tokens: {rows / n:.0f} sentences, {source / n:.0f} source and "
            f"{target / n:.0f} target tokens on average; {flops / target / 1e6:.1f} MFLOP per target token (training)\n"
            f"steps: {warmup} warm-up + {steps} timed, {args.rounds} round{'' if args.rounds == 1 else 's'}\n\n"
@@ -565,12 +592,12 @@ def main(argv):
 
     peak = {}
     for p in precisions:
-        peak[p] = matmul_peak_flops(torch.bfloat16 if p == "bf16" else torch.float)
+        peak[p] = matmul_peak_flops(torch.bfloat16 if p == "bf16" else torch.float, device)
         report({"record": "matmul_peak", "precision": p, "size": 2048, "gflops": peak[p] / 1e9},
                row("matmul peak 2048x2048", p, f"{peak[p] / 1e9:.1f} GFLOP/s"))
     for p in precisions:
         tokens, round_flops, seconds = measure_training(c, batches, p == "bf16", warmup, steps, args.rounds,
-                                                        args.seed, log)
+                                                        args.seed, device, log)
         per_s = statistics.median(tokens / s for s in seconds)
         flops_per_s = statistics.median(round_flops / s for s in seconds)
         step_ms = 1000 * statistics.median(seconds) / steps
@@ -588,7 +615,7 @@ def main(argv):
         for name, decoder_class in (("recompute", RecomputingDecoder), ("cached", CachedDecoder)):
             for batched in (False, True):
                 tokens, seconds, _ = measure_decoding(c, sentences, decoder_class, 4096 if batched else 1,
-                                                      args.rounds, args.seed, log)
+                                                      args.rounds, args.seed, device, log)
                 per_s = statistics.median(tokens / s for s in seconds)
                 batching = "batched" if batched else "batch1"
                 what = f"greedy decoding, {'batched (4096)' if batched else 'batch 1'}, {name}"
@@ -599,7 +626,7 @@ def main(argv):
 
     if args.leak_steps > 0:
         for p in precisions:
-            early_step, early, end = memory_trend(c, batches, p == "bf16", args.leak_steps, args.seed, log)
+            early_step, early, end = memory_trend(c, batches, p == "bf16", args.leak_steps, args.seed, device, log)
             growth = 100 * (end - early) / early if early > 0 else 0.0
             report({"record": "memory_trend", "precision": p, "early_step": early_step, "early_rss_mb": early,
                     "steps": args.leak_steps, "end_rss_mb": end, "growth_percent": growth,

@@ -1,11 +1,13 @@
 // trafo bench: the FLOP counter against a hand count, the synthetic batches against their recipe
 // and against bench/pytorch_reference.py, and `trafo bench` end to end. No timing assertions.
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include "model_support.h"
@@ -195,6 +197,40 @@ TEST(BenchCli, PrintsATable) {
   ASSERT_EQ(result.exit_code, 0) << result.errors;
   for (const char* text : {"matmul peak", "training", "MFU", "peak RSS"}) {
     EXPECT_NE(result.output.find(text), std::string::npos) << text << "\n" << result.output;
+  }
+}
+
+// --device names where both programs run: the setup record says which; a CUDA device that is not
+// there is one line and exit 2 from each. Where CUDA is there, the tiny bench runs on it.
+TEST(BenchCli, RunsOnTheDeviceItNames) {
+  TRAFO_REQUIRE_PYTHON_MODULE("torch");
+  const std::string reference = std::string("'") + TRAFO_PYTHON + "' '" + TRAFO_SOURCE_DIR + "/bench/pytorch_reference.py'";
+  const std::string tiny = std::string(kTinyBench) + " --decode-sentences 2";
+  for (const std::string device : {"cpu", "cuda"}) {
+    if (device == "cuda" && !torch::cuda::is_available()) {
+      for (const auto& result : {run_trafo("bench --device cuda" + tiny),
+                                 run_command(reference + " --device cuda" + tiny)}) {
+        EXPECT_EQ(result.exit_code, 2) << result.errors;
+        EXPECT_EQ(std::count(result.errors.begin(), result.errors.end(), '\n'), 1) << result.errors;
+        EXPECT_NE(result.errors.find("no CUDA device"), std::string::npos) << result.errors;
+        EXPECT_EQ(result.output, "");
+      }
+      continue;
+    }
+    for (const auto& result : {run_trafo("bench --json --device " + device + tiny),
+                               run_command(reference + " --json --device " + device + tiny)}) {
+      ASSERT_EQ(result.exit_code, 0) << result.errors;
+      const auto records = parse_lines(result.output);
+      ASSERT_FALSE(records.empty());
+      EXPECT_EQ(records.front()["device"].get<std::string>().rfind(device, 0), 0u) << records.front().dump();
+      int trained = 0, decoded = 0;
+      for (const auto& r : records) {
+        if (r["record"] == "train") trained += r["tgt_tokens_per_s"].get<double>() > 0.0;
+        if (r["record"] == "decode") decoded += r["tgt_tokens"].get<double>() > 0.0;
+      }
+      EXPECT_EQ(trained, 1) << result.output;
+      EXPECT_EQ(decoded, 4) << result.output;
+    }
   }
 }
 

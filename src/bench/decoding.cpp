@@ -36,6 +36,7 @@ int64_t output_tokens(const std::vector<std::vector<decode::Hypothesis>>& result
 Rounds measure_greedy_decoding(model::Transformer& model, const std::vector<std::vector<int>>& sentences,
                                const DecodeBenchOptions& options) {
   if (sentences.empty() || options.rounds < 1) throw InputError("the decoding benchmark needs sentences and rounds");
+  model->to(options.device);
   silence_eos(model);
   decode::DecodeOptions decode_options;
   decode_options.batch_tokens = options.batch_tokens;

@@ -12,6 +12,7 @@
 #include "trafo/errors.h"
 #include "trafo/train/optimizer.h"
 #include "trafo/train/train_step.h"
+#include "trafo/util/device.h"
 
 namespace trafo::bench {
 namespace {
@@ -22,11 +23,18 @@ using Clock = std::chrono::steady_clock;
 class TrainingStep {
  public:
   TrainingStep(model::Transformer& model, const TrainOptions& options)
-      : optimizer_(train::make_optimizer("adam", model->parameters(), options.lr, 0.9, 0.98, 1e-9, 0.0)),
-        step_(model, *optimizer_, torch::kCPU,
+      : optimizer_(make_optimizer(model, options)),
+        step_(model, *optimizer_, options.device,
               train::StepOptions{options.label_smoothing, options.clip_norm, options.bf16}),
         lr_(options.lr) {
     model->train();
+  }
+
+  // Moves `model` to the device first: the optimizer holds the parameters it will update.
+  static std::unique_ptr<torch::optim::Optimizer> make_optimizer(model::Transformer& model,
+                                                                 const TrainOptions& options) {
+    model->to(options.device);
+    return train::make_optimizer("adam", model->parameters(), options.lr, 0.9, 0.98, 1e-9, 0.0);
   }
 
   // Returns the smoothed loss per target token (read back, as the trainer does every step).
@@ -48,17 +56,20 @@ std::vector<std::vector<data::Batch>> as_updates(const std::vector<SyntheticBatc
   return updates;
 }
 
-// `steps` more updates under LibTorch's profiler (CPU activity: every op with its self time), the
-// trace written as Chrome JSON to `path`.
+// `steps` more updates under LibTorch's profiler (every op with its self time, and on CUDA every
+// kernel), the trace written as Chrome JSON to `path`.
 void profile_steps(TrainingStep& step, const std::vector<std::vector<data::Batch>>& updates, int64_t steps,
-                   const std::string& path) {
+                   const std::string& path, const c10::Device& device) {
   namespace profiler = torch::autograd::profiler;
-  const std::set<torch::profiler::impl::ActivityType> cpu{torch::profiler::impl::ActivityType::CPU};
+  using torch::profiler::impl::ActivityType;
+  std::set<ActivityType> activities{ActivityType::CPU};
+  if (device.is_cuda()) activities.insert(ActivityType::CUDA);
   const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO,
                                                     /*report_input_shapes=*/true);
-  profiler::prepareProfiler(config, cpu);
-  profiler::enableProfiler(config, cpu);
+  profiler::prepareProfiler(config, activities);
+  profiler::enableProfiler(config, activities);
   for (int64_t i = 0; i < steps; ++i) step.run(updates[static_cast<size_t>(i) % updates.size()]);
+  util::synchronize(device);
   profiler::disableProfiler()->save(path);
   spdlog::info("bench: profile of {} training steps written to {}", steps, path);
 }
@@ -112,13 +123,14 @@ TrainMeasurement measure_training(model::Transformer& model, const std::vector<S
     const auto started = Clock::now();
     double loss = 0.0;
     for (int64_t i = 0; i < options.timed_steps; ++i) loss = step.run(updates[i % n]);
+    util::synchronize(options.device);
     const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
     result.tokens.seconds.push_back(seconds);
     spdlog::info("bench: training {} round {}: {} steps in {:.2f} s, {:.0f} target tokens/s, loss {:.3f}",
                  options.bf16 ? "bf16" : "fp32", round + 1, options.timed_steps, seconds,
                  result.tokens.work / seconds, loss);
   }
-  if (!options.profile_path.empty()) profile_steps(step, updates, 3, options.profile_path);
+  if (!options.profile_path.empty()) profile_steps(step, updates, 3, options.profile_path, options.device);
   return result;
 }
 

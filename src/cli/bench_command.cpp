@@ -31,7 +31,8 @@ struct BenchOptions {
   train::TrainConfig shape;       // the model's keys, vocab-size and threads, bound and read as trafo train does
   std::string config;             // TOML file: the model keys and `threads` apply, other train keys are ignored
   bool json = false;              // one JSON object per line instead of a table
-  std::string precision = "auto"; // fp32 | bf16 | both | auto (both where the CPU has native bf16); decoding is fp32
+  std::string device = "cpu";     // cpu | cuda | auto (cuda when one is available)
+  std::string precision = "auto"; // fp32 | bf16 | both | auto (both where the device has native bf16); decoding is fp32
   int64_t batch_tokens = 4096;    // token budget of the synthetic training batches
   int64_t train_steps = 0;        // timed steps per round (0: 30, or 8 for d-model ≥ 512)
   int64_t warmup_steps = -1;      // untimed steps first (−1: 5, or 2 for d-model ≥ 512)
@@ -77,9 +78,12 @@ void add_options(CLI::App& cmd, BenchOptions& o) {
                  "TOML config of trafo train (configs/toy.toml): its model keys and threads apply, the command line "
                  "wins; its other keys (batch-tokens, lr, warmup-steps, ...) are checked, then ignored");
   cmd.add_flag("--json", o.json, "one JSON object per line instead of a table");
+  cmd.add_option("--device", o.device, "cpu, cuda, or auto (cuda when one is available)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))->capture_default_str();
   cmd.add_option("--precision", o.precision,
-                 "training precision: fp32, bf16, both, or auto: both where the CPU has native bf16 (avx512_bf16 or "
-                 "amx_bf16), else fp32 (emulated bf16 matmuls are tens of times slower); decoding runs in fp32")
+                 "training precision: fp32, bf16, both, or auto: both where the device has native bf16 (a CPU with "
+                 "avx512_bf16 or amx_bf16, CUDA compute capability >= 8.0), else fp32 (emulated bf16 matmuls are "
+                 "tens of times slower); decoding runs in fp32")
       ->check(CLI::IsMember({"fp32", "bf16", "both", "auto"}))->capture_default_str();
   cmd.add_option("--batch-tokens", o.batch_tokens, "token budget of the synthetic batches, padding included")
       ->capture_default_str();
@@ -130,11 +134,13 @@ int run_bench(BenchOptions o) {
   if (o.warmup_steps < 0) o.warmup_steps = large ? 2 : 5;
   const int threads = util::resolve_threads(o.shape.threads);
   at::set_num_threads(threads);
-  const bool native_bf16 = !train::cpu_bf16_flags().empty();
+  const auto device = util::resolve_device(o.device);
+  const bool native_bf16 = device.is_cuda() ? train::cuda_native_bf16() : !train::cpu_bf16_flags().empty();
   if (o.precision == "auto") {
     o.precision = native_bf16 ? "both" : "fp32";
-    if (!native_bf16) spdlog::warn("bench: this CPU has no native bf16 (avx512_bf16, amx_bf16): bf16 skipped; "
-                                   "--precision both measures it anyway");
+    if (!native_bf16) spdlog::warn("bench: this {} has no native bf16: bf16 skipped; --precision both measures it anyway",
+                                   device.is_cuda() ? "CUDA device (compute capability < 8.0)"
+                                                    : "CPU (neither avx512_bf16 nor amx_bf16)");
   }
   std::vector<std::string> precisions;
   if (o.precision != "bf16") precisions.push_back("fp32");
@@ -153,7 +159,7 @@ int run_bench(BenchOptions o) {
   Report report(o.json);
   const int64_t parameters = make_model(m, o.seed)->parameter_count();
   report.add({{"record", "setup"}, {"impl", "trafo"}, {"version", TRAFO_VERSION}, {"torch", TORCH_VERSION},
-              {"threads", threads}, {"native_bf16", native_bf16}, {"vocab_size", m.vocab_size}, {"d_model", m.d_model}, {"heads", m.heads},
+              {"threads", threads}, {"device", device.str()}, {"native_bf16", native_bf16}, {"vocab_size", m.vocab_size}, {"d_model", m.d_model}, {"heads", m.heads},
               {"encoder_layers", m.encoder_layers}, {"decoder_layers", m.decoder_layers}, {"d_ff", m.d_ff},
               {"norm", m.norm}, {"parameters", parameters}, {"batch_tokens", o.batch_tokens},
               {"batches", batches.size()}, {"mean_sentences", rows / n}, {"mean_source_tokens", source_tokens / n},
@@ -161,23 +167,24 @@ int run_bench(BenchOptions o) {
               {"warmup_steps", o.warmup_steps}, {"train_steps", o.train_steps}, {"rounds", o.rounds},
               {"decode_sentences", o.decode_sentences}, {"seed", o.seed}},
              fmt::format("trafo bench: d_model {}, heads {}, layers {}+{}, d_ff {}, vocab {}, {} norm, {:.1f} M "
-                         "parameters, {} thread{}\n{} batches under {} tokens: {:.0f} sentences, {:.0f} source and "
+                         "parameters, {} thread{}, {}\n{} batches under {} tokens: {:.0f} sentences, {:.0f} source and "
                          "{:.0f} target tokens on average; {:.1f} MFLOP per target token (training)\n"
                          "steps: {} warm-up + {} timed, {} round{}\n\n{:<40} {:<6} {}",
                          m.d_model, m.heads, m.encoder_layers, m.decoder_layers, m.d_ff, m.vocab_size, m.norm,
-                         static_cast<double>(parameters) / 1e6, threads, threads == 1 ? "" : "s", batches.size(),
+                         static_cast<double>(parameters) / 1e6, threads, threads == 1 ? "" : "s", device.str(), batches.size(),
                          o.batch_tokens, rows / n, source_tokens / n, target_tokens / n, flops / target_tokens / 1e6,
                          o.warmup_steps, o.train_steps, o.rounds, o.rounds == 1 ? "" : "s", "measurement",
                          "dtype", "value"));
 
   std::map<std::string, double> peak;
   for (const auto& precision : precisions) {
-    peak[precision] = bench::matmul_peak_flops(precision == "bf16" ? torch::kBFloat16 : torch::kFloat);
+    peak[precision] = bench::matmul_peak_flops(precision == "bf16" ? torch::kBFloat16 : torch::kFloat, device);
     report.add({{"record", "matmul_peak"}, {"precision", precision}, {"size", 2048}, {"gflops", peak[precision] / 1e9}},
                row("matmul peak 2048x2048", precision, fmt::format("{:.1f} GFLOP/s", peak[precision] / 1e9)));
   }
   for (const auto& precision : precisions) {
     bench::TrainOptions options;
+    options.device = device;
     options.bf16 = precision == "bf16";
     options.warmup_steps = o.warmup_steps;
     options.timed_steps = o.train_steps;
@@ -207,6 +214,7 @@ int run_bench(BenchOptions o) {
         options.batch_tokens = batched ? 4096 : 1;
         options.rounds = o.rounds;
         options.use_cache = cached;
+        options.device = device;
         const auto rounds = bench::measure_greedy_decoding(model, sentences, options);
         const std::string batching = batched ? "batched" : "batch1";
         report.add({{"record", "decode"}, {"decoder", cached ? "cached" : "recomputed"}, {"batching", batching}, {"precision", "fp32"},
@@ -223,6 +231,7 @@ int run_bench(BenchOptions o) {
   if (o.leak_steps > 0) {
     for (const auto& precision : precisions) {
       bench::TrainOptions options;
+      options.device = device;
       options.bf16 = precision == "bf16";
       auto model = make_model(m, o.seed);
       const auto trend = bench::measure_memory_trend(model, batches, o.leak_steps, options);

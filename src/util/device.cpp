@@ -17,6 +17,10 @@ c10::Device resolve_device(const std::string& name) {
   return c10::kCPU;
 }
 
+void synchronize(const c10::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.has_index() ? device.index() : -1);
+}
+
 int resolve_threads(int requested) {
   // More threads than any machine has cores only spawns threads until the system refuses.
   constexpr int kMaxThreads = 1024;
