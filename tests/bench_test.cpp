@@ -200,6 +200,22 @@ TEST(BenchCli, PrintsATable) {
   }
 }
 
+// --profile writes a Chrome trace of the training steps per precision; a folder that cannot take
+// it is refused before any timed work.
+TEST(BenchCli, ProfilesIntoATraceOrRefusesAtOnce) {
+  const auto dir = make_temp_dir("bench-profile");
+  const auto result = run_trafo(std::string("bench") + kTinyBench + " --decode-sentences 0 --profile '" +
+                                (dir / "p").string() + "'");
+  ASSERT_EQ(result.exit_code, 0) << result.errors;
+  const auto trace = nlohmann::json::parse(read_text(dir / "p.fp32.json"));
+  EXPECT_FALSE(trace["traceEvents"].empty());
+  const auto refused = run_trafo(std::string("bench") + kTinyBench + " --profile '" + (dir / "no" / "p").string() + "'");
+  EXPECT_EQ(refused.exit_code, 2) << refused.errors;
+  EXPECT_EQ(std::count(refused.errors.begin(), refused.errors.end(), '\n'), 1) << refused.errors;
+  EXPECT_NE(refused.errors.find("--profile"), std::string::npos) << refused.errors;
+  EXPECT_EQ(refused.output, "");
+}
+
 // --device names where both programs run: the setup record says which; a CUDA device that is not
 // there is one line and exit 2 from each. Where CUDA is there, the tiny bench runs on it.
 TEST(BenchCli, RunsOnTheDeviceItNames) {

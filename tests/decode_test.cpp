@@ -166,6 +166,13 @@ TEST(DecodeTest, SentenceAloneEqualsInsideABatchOfLongerOnes) {
     small.batch_tokens = 20;
     expect_same(batched, Translator(model, small).translate_ids(sources));
   }
+  // One-piece sentences at beam 3 under a budget of 8: 4 fit by source pieces (4 × 2), 2 by decoder
+  // rows (2 × 3): the row bound splits the batch, and changes no result.
+  const std::vector<std::vector<int>> words = {{5}, {6}, {7}, {8}, {9}};
+  auto options = make_options(3);
+  const auto together = Translator(model, options).translate_ids(words);
+  options.batch_tokens = 8;
+  expect_same(together, Translator(model, options).translate_ids(words));
 }
 
 // log p(y) of every output up to `max_length` pieces (plus eos), scored by full forward passes.

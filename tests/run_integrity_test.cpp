@@ -3,6 +3,7 @@
 // newest checkpoint whatever its name, the folder lock, --overwrite only once the new run is checked,
 // stale temporaries, a full disk).
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <random>
@@ -164,6 +165,11 @@ TEST_F(RunIntegrity, ResumesFromTheNewestCheckpointWhateverItsName) {
 TEST_F(RunIntegrity, OneTrainerPerRunFolderAndNoStaleTemporaries) {
   std::filesystem::create_directories(run_);
   write_text(run_ / "checkpoint-last.pt.tmp-999999", "half a checkpoint");
+  // Another command's temporary, its process alive (this test's), and a user's file that only
+  // looks like one: neither is a killed run's, so both stay.
+  const auto live = run_ / ("avg.pt.tmp-" + std::to_string(::getpid()));
+  write_text(live, "being written");
+  write_text(run_ / "notes.tmp-draft", "mine");
   const auto log = run_.parent_path() / "first.log";
   const int first = spawn_command("'" + std::string(TRAFO_BINARY) + "' " + base() +
                                   " --max-steps 100000 --valid-every 0 2>" + quoted(log));
@@ -175,6 +181,8 @@ TEST_F(RunIntegrity, OneTrainerPerRunFolderAndNoStaleTemporaries) {
   EXPECT_NE(second.errors.find("in use"), std::string::npos) << second.errors;
   EXPECT_EQ(count_lines(second.errors), 1) << second.errors;
   EXPECT_FALSE(std::filesystem::exists(run_ / "checkpoint-last.pt.tmp-999999"));
+  EXPECT_TRUE(std::filesystem::exists(live));
+  EXPECT_TRUE(std::filesystem::exists(run_ / "notes.tmp-draft"));
   ::kill(first, SIGTERM);
   EXPECT_EQ(wait_for_exit(first, 120), 0) << read_text(log);
   for (const auto& event : read_jsonl(run_ / "metrics.jsonl")) EXPECT_TRUE(event.contains("event"));

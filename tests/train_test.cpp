@@ -11,6 +11,7 @@
 
 #include "data_support.h"
 #include "model_support.h"
+#include "trafo/checkpoint/archive_check.h"
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/errors.h"
 #include "trafo/model/loss.h"
@@ -248,6 +249,25 @@ TEST(Checkpoint, ARecordLargerThanTheFileIsRefused) {
   std::memcpy(&archive[entry + 24], &claimed, 4);  // its uncompressed size
   trafo::testing::write_text(path, archive);
   EXPECT_THROW(checkpoint::load(path), InputError);
+}
+
+// LibTorch's Unpickler grows its memo table to any slot number and allocates any string length
+// it reads; the pickles are walked first. The fuzzer's finding (a format 1 file, no checksum)
+// asked for 26 GB that way.
+TEST(Checkpoint, PicklesThatAskForAnyAmountOfMemoryAreRefused) {
+  const std::string good("\x80\x02]q\x00X\x03\x00\x00\x00" "abcq\x01\x86r\x02\x00\x00\x00.", 22);
+  EXPECT_NO_THROW(checkpoint::check_pickle(good.data(), good.size(), "good"));
+  const std::string far_slot("\x80\x02]r\xff\xff\xff\x7f.", 9);
+  EXPECT_THROW(checkpoint::check_pickle(far_slot.data(), far_slot.size(), "far"), InputError);
+  const std::string long_text("\x80\x02X\xff\xff\xff\x7f" "abc.", 11);
+  EXPECT_THROW(checkpoint::check_pickle(long_text.data(), long_text.size(), "long"), InputError);
+  const std::filesystem::path finding = std::string(TRAFO_SOURCE_DIR) + "/fuzz/findings/checkpoint/huge-alloc-unpickler";
+  try {
+    checkpoint::load(finding);
+    ADD_FAILURE() << "loaded";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("memo slot"), std::string::npos) << e.what();
+  }
 }
 
 // A byte changed anywhere in a checkpoint either makes the load fail with InputError or changes

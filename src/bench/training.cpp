@@ -1,6 +1,7 @@
 // Timed training steps: train::TrainStep, the update `trafo train` runs, on synthetic batches.
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <set>
 
@@ -71,6 +72,7 @@ void profile_steps(TrainingStep& step, const std::vector<std::vector<data::Batch
   for (int64_t i = 0; i < steps; ++i) step.run(updates[static_cast<size_t>(i) % updates.size()]);
   util::synchronize(device);
   profiler::disableProfiler()->save(path);
+  if (!std::filesystem::is_regular_file(path)) throw RunError("cannot write the profile " + path);
   spdlog::info("bench: profile of {} training steps written to {}", steps, path);
 }
 

@@ -10,6 +10,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "trafo/checkpoint/archive_check.h"
 #include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
 #include "trafo/util/files.h"
@@ -179,6 +180,7 @@ Checkpoint load(const std::filesystem::path& path, bool with_training_state) {
   try {
     torch::serialize::InputArchive archive;
     const auto [archive_data, archive_size] = checked_archive(bytes, path.string());
+    check_archive(archive_data, archive_size, path.string());
     archive.load_from(archive_data, archive_size);
     c10::IValue version;
     if (!archive.try_read("format_version", version) || !version.isInt()) {

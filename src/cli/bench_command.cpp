@@ -2,6 +2,9 @@
 // model FLOPs utilisation and memory, as a table or one JSON object per line. bench/
 // pytorch_reference.py prints the same records for PyTorch Python; bench/compare.sh sets the
 // two side by side.
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -71,6 +74,13 @@ void validate(const BenchOptions& o) {
   require_between(o.rounds, 1, 1000, "rounds");
   require_between(o.decode_sentences, 0, 100000, "decode-sentences");
   require_between(o.leak_steps, 0, 1000000, "leak-steps");
+  // The traces are written after all the timed work: a folder that cannot take them is found now.
+  if (!o.profile.empty()) {
+    const auto folder = std::filesystem::path(o.profile).parent_path();
+    if (::access(folder.empty() ? "." : folder.c_str(), W_OK) != 0) {
+      throw InputError("--profile " + o.profile + ": cannot write into " + (folder.empty() ? "." : folder.string()));
+    }
+  }
 }
 
 void add_options(CLI::App& cmd, BenchOptions& o) {

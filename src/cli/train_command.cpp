@@ -43,6 +43,7 @@ CommandRunner add_train_command(CLI::App& app) {
       return 0;
     }
     if (config->nproc > 1 && !dist::read_environment().launched) {
+      dist::check_local_launch(config->nproc);
       train::check_before_launch(*config);
       return dist::launch_local(config->nproc, config->dist_timeout + 30.0);
     }

@@ -108,7 +108,11 @@ std::vector<std::vector<Hypothesis>> Translator::translate_ids(const std::vector
   int64_t width = 0;  // padded source length of `batch` (pieces + eos)
   for (const size_t i : order) {
     const int64_t length = std::min(static_cast<int64_t>(sources[i].size()), longest) + 1;
-    if (!batch.empty() && std::max(width, length) * static_cast<int64_t>(batch.size() + 1) > options_.batch_tokens) {
+    // The budget bounds the padded source, and the decoder's rows (sentences × beam) too: 4,096
+    // one-word lines at beam 1,024 would otherwise be 4M rows of vocabulary-wide log-probs a step.
+    const auto sentences = static_cast<int64_t>(batch.size() + 1);
+    if (!batch.empty() && (std::max(width, length) * sentences > options_.batch_tokens ||
+                           sentences * options_.beam > options_.batch_tokens)) {
       translate_batch(sources, batch, results);
       batch.clear();
       width = 0;

@@ -126,11 +126,15 @@ std::string describe_status(int rank, int status) {
 
 }  // namespace
 
-int launch_local(int nproc, double grace_s) {
+void check_local_launch(int nproc) {
   if (nproc < 1 || nproc > kMaxLocalRanks) {
     throw InputError("--nproc must be in [1, " + std::to_string(kMaxLocalRanks) + "], not " + std::to_string(nproc));
   }
   if (env("WORLD_SIZE") != nullptr) throw InputError("--nproc cannot be used under torchrun (WORLD_SIZE is set)");
+}
+
+int launch_local(int nproc, double grace_s) {
+  check_local_launch(nproc);
   int port = 0;
   const int fd = listen_on("127.0.0.1", 0, &port);
   std::vector<std::string> argv_strings;

@@ -1,6 +1,7 @@
 #include "trafo/train/run_folder.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -23,8 +24,16 @@ bool is_checkpoint(const std::string& name) {
   return std::regex_match(name, pattern);
 }
 
-// util::write_file_atomically's temporaries: NAME.tmp-PID.
-bool is_temporary(const std::string& name) { return name.find(".tmp-") != std::string::npos; }
+// util::write_file_atomically's temporaries, NAME.tmp-PID, of a process that is gone: another
+// command (`trafo average --out RUN/avg.pt`) may be writing one of its own here right now, and a
+// user's file that merely looks like one is not ours to remove.
+bool is_stale_temporary(const std::string& name) {
+  const auto at = name.rfind(".tmp-");
+  if (at == std::string::npos) return false;
+  const std::string pid = name.substr(at + 5);
+  if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos) return false;
+  return ::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH;
+}
 
 }  // namespace
 
@@ -54,7 +63,7 @@ RunFolder::RunFolder(std::filesystem::path path, bool lock) : path_(std::move(pa
   // Holding the lock, no other trafo writes here: every temporary is a killed run's.
   for (const auto& entry : std::filesystem::directory_iterator(path_)) {
     const auto name = entry.path().filename().string();
-    if (entry.is_regular_file() && is_temporary(name)) {
+    if (entry.is_regular_file() && is_stale_temporary(name)) {
       spdlog::info("removing {}, left by a run that was killed while writing it", entry.path().string());
       std::filesystem::remove(entry.path(), error);
     }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "trafo/checkpoint/archive_check.h"
 #include "trafo/errors.h"
 
 namespace trafo::train {
@@ -60,6 +61,7 @@ Progress unpack_training_state(const checkpoint::TrainingState& state, torch::op
     progress.bad_validations = json.at("bad_validations").get<int64_t>();
     const std::string bytes = tensor_to_bytes(state.tensors.at("optimizer"));
     torch::serialize::InputArchive archive;
+    checkpoint::check_archive(bytes.data(), bytes.size(), "optimizer state");
     archive.load_from(bytes.data(), bytes.size());
     optimizer.load(archive);
     auto generator = at::detail::getDefaultCPUGenerator();

@@ -32,7 +32,8 @@ struct DecodeOptions {
   int n_best = 1;                // hypotheses returned per sentence (≤ beam)
   double max_length_a = 1.5;     // output length ≤ a × source length + b (in pieces)
   int64_t max_length_b = 10;
-  int64_t batch_tokens = 4096;   // source pieces per decoding batch (sentences sorted by length)
+  int64_t batch_tokens = 4096;   // source pieces per decoding batch (sentences sorted by length), and
+                                 // the most decoder rows in one (sentences × beam)
   bool use_cache = true;         // false: recompute the whole prefix every step (benchmarks, tests)
   bool bf16 = false;             // under bf16 autocast (weights cast once a call; log-probs in fp32)
 };

@@ -31,6 +31,10 @@ bool is_loopback(const std::string& address);
 // loopback only. Returns the descriptor; InputError when the port is in use.
 int listen_on(const std::string& address, int port, int* bound_port = nullptr);
 
+// Throws InputError where launch_local(nproc) cannot start: nproc outside [1, 1024], or under
+// torchrun (WORLD_SIZE set).
+void check_local_launch(int nproc);
+
 // Runs `nproc` copies of this process's own command line (/proc/self/cmdline) as ranks
 // 0..nproc-1 of one job on this machine, on loopback; they see TRAFO_LAUNCHED and do not launch. SIGINT/SIGTERM are passed on; when a rank
 // fails, the others get `grace_s` seconds to notice and stop before they are killed. Returns the
