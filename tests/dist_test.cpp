@@ -142,6 +142,7 @@ TEST(DataParallel, ABadEnvironmentIsOneLineAndExit2) {
   expect_one_line_exit_2("WORLD_SIZE=2 RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=1234", "--nproc 2",
                          "--nproc cannot be used under torchrun");
   expect_one_line_exit_2("", "--nproc 0", "nproc must be between 1 and 1024");
+  expect_one_line_exit_2("", "--nproc 1000", "more ranks than this machine's");
 }
 
 TEST(DataParallel, APortInUseIsOneLineAndExit2) {

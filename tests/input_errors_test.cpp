@@ -227,8 +227,34 @@ TEST_F(InputErrors, OutputsNeverDestroyInputs) {
   expect_input_error(run_trafo("average --force --out " + quote(model) + " " + quote(model)), "averaged");
   expect_input_error(run_trafo("report " + quote(dir / "run") + " --out " + quote(dir / "run" / "metrics.jsonl")),
                      "metrics.jsonl");
+  fs::copy_file(model, dir / "model.html");
+  expect_input_error(run_trafo("attention --threads 1 --src 'a b' --checkpoint " + quote(dir / "model.html") +
+                               " --out " + quote(dir / "model.html")),
+                     "--checkpoint");
+  fs::copy_file(model, dir / "run" / "checkpoint-last.pt");
+  fs::copy_file(*dir_ / "model-run" / "config.toml", dir / "run" / "config.toml");
+  for (const char* saved : {"checkpoint-last.pt", "config.toml"}) {
+    before[dir / "run" / saved] = read_text(dir / "run" / saved);
+    expect_input_error(run_trafo("report " + quote(dir / "run") + " --out " + quote(dir / "run" / saved)), saved);
+  }
   for (const auto& [path, text] : before) EXPECT_EQ(read_text(path), text) << path;
+  EXPECT_EQ(read_text(dir / "model.html"), before[model]);
   EXPECT_TRUE(fs::exists(dir / "alias.de"));
+
+  // A link is written through: to a device it stays a device (/dev/full: exit 1, the disk is full),
+  // to a file the file gets the text and the link stays.
+  fs::create_symlink("/dev/full", dir / "full");
+  const auto full = run_trafo(eval + quote(dir / "full"));
+  EXPECT_EQ(full.exit_code, 1) << full.errors;
+  EXPECT_NE(full.errors.find("cannot write"), std::string::npos) << full.errors;
+  EXPECT_TRUE(fs::is_symlink(dir / "full"));
+  EXPECT_TRUE(fs::is_character_file("/dev/full"));
+  write_text(dir / "old.txt", "old\n");
+  fs::create_symlink(dir / "old.txt", dir / "hyp.link");
+  const auto linked = run_trafo(eval + quote(dir / "hyp.link"));
+  EXPECT_EQ(linked.exit_code, 0) << linked.errors;
+  EXPECT_TRUE(fs::is_symlink(dir / "hyp.link"));
+  EXPECT_NE(read_text(dir / "old.txt"), "old\n");
 
   // A folder named with a trailing slash is that folder.
   const auto exported = run_trafo("export --checkpoint " + quote(model) + " --out " + quote(dir / "ct2") + "/");
@@ -254,6 +280,9 @@ TEST_F(InputErrors, AFullStandardOutputIsAFailure) {
 // Options whose cost grows with their value have an upper limit.
 TEST_F(InputErrors, CostlyOptionsHaveUpperLimits) {
   expect_input_error(run_trafo(train() + " --max-steps 1 --accumulate 100000000"), "accumulate");
+  expect_input_error(run_trafo("translate --threads 1 --checkpoint " + checkpoint() + " --input " + data("dev.en") +
+                               " --max-length-b=-100"),
+                     "max-length-b");
   expect_input_error(run_trafo("score --ref " + data("dev.de") + " --hyp " + data("dev.de") +
                                " --chrf-word-order 2000000000"),
                      "--chrf-word-order");

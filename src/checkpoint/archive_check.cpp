@@ -68,6 +68,8 @@ void check_pickle(const char* data, size_t size, const std::string& what) {
     }
     at = end + 1;
   };
+  // Opcodes of one argument shape share a line.
+  // clang-format off
   while (at < size) {
     switch (p[at]) {
       case '.':  // STOP
@@ -125,6 +127,7 @@ void check_pickle(const char* data, size_t size, const std::string& what) {
         return;
     }
   }
+  // clang-format on
 }
 
 void check_archive(const char* data, size_t size, const std::string& what) {

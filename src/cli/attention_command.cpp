@@ -45,6 +45,7 @@ int run_attention(const AttentionOptions& options) {
   if (!out.empty() && !ends_with(out, ".html") && !ends_with(out, ".svg")) {
     throw InputError("--out must end in .html or .svg, not " + out);
   }
+  util::refuse_overwriting("--out", out, {{"--checkpoint", options.runtime.checkpoint}});
   auto loaded = load_for_translation(options.runtime);
   const util::AutocastGuard autocast(loaded.bf16, loaded.model->parameters().front().device().type());
   const std::optional<std::string> target =

@@ -21,8 +21,18 @@ struct ReportOptions {
 };
 
 int run_report(const ReportOptions& options) {
+  // What trafo train saved in each run folder: a report is never written over it.
   std::vector<util::NamedPath> inputs;
-  for (const auto& dir : options.run_dirs) inputs.push_back({"metrics.jsonl", std::filesystem::path(dir) / "metrics.jsonl"});
+  for (const auto& dir : options.run_dirs) {
+    for (const char* name : {"metrics.jsonl", "config.toml", "train.log"}) {
+      inputs.push_back({name, std::filesystem::path(dir) / name});
+    }
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+      const auto name = entry.path().filename().string();
+      if (name.rfind("checkpoint", 0) == 0) inputs.push_back({"checkpoint", entry.path()});
+    }
+  }
   util::refuse_overwriting("--out", options.out, inputs);
   std::vector<report::RunMetrics> runs;
   for (const auto& dir : options.run_dirs) {

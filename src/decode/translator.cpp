@@ -49,6 +49,9 @@ void validate(const DecodeOptions& options) {
   if (!std::isfinite(options.max_length_a) || options.max_length_a < 0.0) {
     throw InputError("max-length-a must be 0 or more, not " + std::to_string(options.max_length_a));
   }
+  if (options.max_length_b < 0) {
+    throw InputError("max-length-b must be 0 or more, not " + std::to_string(options.max_length_b));
+  }
   if (options.batch_tokens < 1 || options.batch_tokens > kMaxBatchTokens) {
     throw InputError("batch tokens must be between 1 and " + std::to_string(kMaxBatchTokens) + ", not " +
                      std::to_string(options.batch_tokens));

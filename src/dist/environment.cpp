@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -129,6 +130,13 @@ std::string describe_status(int rank, int status) {
 void check_local_launch(int nproc) {
   if (nproc < 1 || nproc > kMaxLocalRanks) {
     throw InputError("--nproc must be in [1, " + std::to_string(kMaxLocalRanks) + "], not " + std::to_string(nproc));
+  }
+  // Each rank is a whole LibTorch process with a thread of its own at least: more ranks than cores
+  // only crowd the machine (--nproc 1000 started 1000 processes). Two are allowed anywhere.
+  const int cores = std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
+  if (nproc > cores) {
+    throw InputError("--nproc " + std::to_string(nproc) + " is more ranks than this machine's " + std::to_string(cores) +
+                     " cores");
   }
   if (env("WORLD_SIZE") != nullptr) throw InputError("--nproc cannot be used under torchrun (WORLD_SIZE is set)");
 }

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <ftw.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,7 +21,49 @@ void remove_tree(const std::filesystem::path& path) {
   ::nftw(path.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+namespace {
+
+// Writes `bytes` into the device, pipe or link at `path` as it is: renaming a file over it would put
+// a regular file where /dev/full or the link /dev/stdout was.
+void write_in_place(const std::filesystem::path& path, const std::string& bytes, bool truncate) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | (truncate ? O_TRUNC : 0));
+  if (fd < 0) throw RunError("cannot write " + path.string() + ": " + std::strerror(errno));
+  size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string reason = n < 0 ? std::strerror(errno) : "nothing written";
+      ::close(fd);
+      throw RunError("cannot write " + path.string() + ": " + reason);
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) throw RunError("cannot write " + path.string() + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
 void write_file_atomically(const std::filesystem::path& path, const std::string& bytes) {
+  struct stat existing {}, link {};
+  if (::stat(path.c_str(), &existing) == 0) {
+    if (S_ISDIR(existing.st_mode)) throw InputError("cannot write " + path.string() + ": it is a folder");
+    if (!S_ISREG(existing.st_mode)) return write_in_place(path, bytes, false);
+    if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+      // A link to a file: the file is replaced, the link stays. /dev/stdout redirected to a file
+      // is written through: the shell holds that file open.
+      std::error_code error;
+      const auto special = [](const std::string& name) {
+        return name.rfind("/dev/", 0) == 0 || name.rfind("/proc/", 0) == 0;
+      };
+      const auto target = std::filesystem::canonical(path, error);
+      if (error || special(std::filesystem::absolute(path).string()) ||
+          special(std::filesystem::read_symlink(path, error).string())) {
+        return write_in_place(path, bytes, true);
+      }
+      return write_file_atomically(target, bytes);
+    }
+  }
   const std::string temporary = path.string() + ".tmp-" + std::to_string(::getpid());
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw RunError("cannot write " + temporary + ": " + std::strerror(errno));

@@ -16,7 +16,9 @@ void remove_tree(const std::filesystem::path& path);
 
 // Writes `bytes` to a temporary file in the same folder, flushes it to disk, then renames it
 // over `path`: a reader sees the old file or the new one, never a torn one.
-// Throws trafo::RunError when the disk refuses (full, read-only), leaving `path` untouched.
+// Throws trafo::RunError when the disk refuses (full, read-only), leaving `path` untouched. A
+// device, a pipe or a link at `path` (/dev/full, /dev/stdout) is written through in place, never
+// replaced by a file; a folder there is trafo::InputError.
 void write_file_atomically(const std::filesystem::path& path, const std::string& bytes);
 
 // The whole file; throws trafo::InputError when it cannot be read or is no regular file (a folder,
