@@ -76,9 +76,10 @@ void validate(const BenchOptions& o) {
   require_between(o.leak_steps, 0, 1000000, "leak-steps");
   // The traces are written after all the timed work: a folder that cannot take them is found now.
   if (!o.profile.empty()) {
-    const auto folder = std::filesystem::path(o.profile).parent_path();
-    if (::access(folder.empty() ? "." : folder.c_str(), W_OK) != 0) {
-      throw InputError("--profile " + o.profile + ": cannot write into " + (folder.empty() ? "." : folder.string()));
+    auto folder = std::filesystem::path(o.profile).parent_path();
+    if (folder.empty()) folder = ".";
+    if (::access(folder.c_str(), W_OK) != 0) {
+      throw InputError("--profile " + o.profile + ": cannot write into " + folder.string());
     }
   }
 }

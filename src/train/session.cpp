@@ -35,15 +35,6 @@ DataPaths checked_paths(const TrainConfig& c) {
   return p;
 }
 
-}  // namespace
-
-void check_before_launch(const TrainConfig& c) {
-  validate(c);
-  checked_paths(c);
-}
-
-namespace {
-
 // Sets and returns this process's threads: ranks on one machine share its cores (--nproc always;
 // under torchrun when --threads is left at 0).
 int use_threads(const TrainConfig& c, const dist::Environment& environment) {
@@ -216,6 +207,11 @@ data::BatcherOptions batcher_options(const TrainConfig& c, const Replicas& repli
 }
 
 }  // namespace
+
+void check_before_launch(const TrainConfig& c) {
+  validate(c);
+  checked_paths(c);
+}
 
 Session::Session(TrainConfig& c)
     : config(c),

@@ -23,23 +23,32 @@ void remove_tree(const std::filesystem::path& path) {
 
 namespace {
 
+// Writes all of `bytes` to `fd`, again after a signal or a short write; returns why it could not,
+// or an empty string.
+std::string write_all(int fd, const std::string& bytes) {
+  // Test hook (tests/kill_test.cpp): write in 64 KB pieces, pausing this many ms after each, so that
+  // a SIGKILL lands inside a write.
+  static const char* slow = std::getenv("TRAFO_TEST_SLOW_WRITES_MS");
+  const size_t piece = slow != nullptr ? size_t{1} << 16 : bytes.size();
+  size_t written = 0;
+  while (written < bytes.size()) {
+    if (slow != nullptr && written > 0) ::usleep(static_cast<useconds_t>(std::atoi(slow)) * 1000);
+    const ssize_t n = ::write(fd, bytes.data() + written, std::min(piece, bytes.size() - written));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? std::strerror(errno) : "nothing written";
+    written += static_cast<size_t>(n);
+  }
+  return "";
+}
+
 // Writes `bytes` into the device, pipe or link at `path` as it is: renaming a file over it would put
 // a regular file where /dev/full or the link /dev/stdout was.
 void write_in_place(const std::filesystem::path& path, const std::string& bytes, bool truncate) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | (truncate ? O_TRUNC : 0));
   if (fd < 0) throw RunError("cannot write " + path.string() + ": " + std::strerror(errno));
-  size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string reason = n < 0 ? std::strerror(errno) : "nothing written";
-      ::close(fd);
-      throw RunError("cannot write " + path.string() + ": " + reason);
-    }
-    written += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0) throw RunError("cannot write " + path.string() + ": " + std::strerror(errno));
+  std::string reason = write_all(fd, bytes);
+  if (::close(fd) != 0 && reason.empty()) reason = std::strerror(errno);
+  if (!reason.empty()) throw RunError("cannot write " + path.string() + ": " + reason);
 }
 
 }  // namespace
@@ -67,22 +76,11 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
   const std::string temporary = path.string() + ".tmp-" + std::to_string(::getpid());
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw RunError("cannot write " + temporary + ": " + std::strerror(errno));
-  // Test hook (tests/kill_test.cpp): write in 64 KB pieces, pausing this many ms after each, so that
-  // a SIGKILL lands inside a write.
-  static const char* slow = std::getenv("TRAFO_TEST_SLOW_WRITES_MS");
-  const size_t piece = slow != nullptr ? size_t{1} << 16 : bytes.size();
-  size_t written = 0;
-  while (written < bytes.size()) {
-    if (slow != nullptr && written > 0) ::usleep(static_cast<useconds_t>(std::atoi(slow)) * 1000);
-    const ssize_t n = ::write(fd, bytes.data() + written, std::min(piece, bytes.size() - written));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string reason = std::strerror(errno);
-      ::close(fd);
-      ::unlink(temporary.c_str());
-      throw RunError("cannot write " + path.string() + ": " + reason);
-    }
-    written += static_cast<size_t>(n);
+  const std::string reason = write_all(fd, bytes);
+  if (!reason.empty()) {
+    ::close(fd);
+    ::unlink(temporary.c_str());
+    throw RunError("cannot write " + path.string() + ": " + reason);
   }
   const bool synced = ::fsync(fd) == 0;
   const bool closed = ::close(fd) == 0;
@@ -125,14 +123,15 @@ std::filesystem::path resolved(const std::filesystem::path& path, std::error_cod
 void refuse_overwriting(const std::string& option, const std::filesystem::path& output,
                         const std::vector<NamedPath>& inputs) {
   if (output.empty() || output == "-") return;
+  std::error_code out_error;
+  const auto out = resolved(output, out_error);
   for (const auto& input : inputs) {
     if (input.path.empty() || input.path == "-") continue;
     std::error_code error;
     if (std::filesystem::equivalent(output, input.path, error)) {
       throw InputError(option + " " + output.string() + " is the " + input.option + " file: writing it would destroy it");
     }
-    std::error_code out_error, in_error;
-    const auto out = resolved(output, out_error);
+    std::error_code in_error;
     const auto in = resolved(input.path, in_error);
     if (out_error || in_error || !std::filesystem::exists(in, error)) continue;
     const auto [out_end, in_end] = std::mismatch(out.begin(), out.end(), in.begin(), in.end());
