@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Memory over time (issue 15): RSS of training over many toy steps and of `trafo translate` over
-# many lines must stay flat after warm-up (DESIGN.md: growth under 5%).
+# many lines must stay flat after warm-up (docs/design.md "Flat memory": growth under 5%).
 #
 #   bench/memory.sh [--steps 5000] [--lines 100000] [--threads 2] [--trafo PATH]
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch Python reference for `trafo bench` (DESIGN.md "Benchmark reference").
+"""PyTorch Python reference for `trafo bench` (docs/design.md "Benchmark reference").
 
 The same model, batches, optimizer and figures as `trafo bench`, written as a competent PyTorch
 user would: torch.nn.Transformer (batch_first, SDPA inside), embeddings × sqrt(d) plus sinusoidal
@@ -107,7 +107,7 @@ def synthetic_sentences(count, vocab, seed):
 
 
 def training_flops(c, pairs):
-    """DESIGN.md "Model FLOPs and MFU"; the same count as include/trafo/bench/flops.h."""
+    """docs/design.md "Model FLOPs and MFU"; the same count as include/trafo/bench/flops.h."""
     d, f, e, dl = c["d_model"], c["d_ff"], c["encoder_layers"], c["decoder_layers"]
     w_source = e * (4 * d * d + 2 * d * f) + dl * 2 * d * d
     w_target = dl * (6 * d * d + 2 * d * f) + d * c["vocab_size"]
@@ -214,7 +214,7 @@ def measure_training(c, batches, bf16, warmup, steps, rounds, seed, device, log)
 
 
 def memory_trend(c, batches, bf16, steps, seed, device, log):
-    """RSS at step steps/5 and at the end (DESIGN.md "flat memory")."""
+    """RSS at step steps/5 and at the end (docs/design.md "Flat memory")."""
     step = make_training_step(c, bf16, seed, device)
     early_step, early = max(1, steps // 5), 0.0
     for i in range(1, steps + 1):

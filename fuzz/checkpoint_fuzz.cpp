@@ -2,9 +2,10 @@
 // and data::Tokenizer::from_bytes on what it returns, as `trafo translate` and `trafo eval` do.
 // Seeds: real tiny checkpoints (fuzz/corpus/checkpoint/, and fresh ones from scripts/fuzz.sh).
 // Input: the file's bytes; the last byte's low bit also chooses with or without training state.
-// Only format 2 files (those starting with the checksum header) are tried: a format 1 file is a bare
-// archive that LibTorch unpickles unchecked, and a changed byte there can ask it for any amount of
-// memory (fuzz/findings/checkpoint/huge-alloc-unpickler); format 2 checks the bytes first.
+// Only safetensors files (format 3, an 8-byte header length then '{') are tried: the reader of
+// today's checkpoints. Format 2 files are LibTorch archives behind a checksum, read only for old
+// runs; format 1 is refused before anything is read.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -14,6 +15,7 @@
 
 #include "fuzz_support.h"
 #include "trafo/checkpoint/checkpoint.h"
+#include "trafo/checkpoint/safetensors.h"
 #include "trafo/data/tokenizer.h"
 
 using namespace trafo;
@@ -24,8 +26,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static constexpr std::string_view kFormat2 = "trafo-checkpoint ";
-  if (std::string_view(reinterpret_cast<const char*>(data), size).substr(0, kFormat2.size()) != kFormat2) return 0;
+  if (!checkpoint::looks_like_safetensors(std::string(reinterpret_cast<const char*>(data), std::min<size_t>(size, 16)))) {
+    return 0;
+  }
   const bool with_training_state = size > 0 && (data[size - 1] & 1);
   const auto path = fuzz::write_scratch("checkpoint.pt", std::string_view(reinterpret_cast<const char*>(data), size));
   checkpoint::Checkpoint loaded;

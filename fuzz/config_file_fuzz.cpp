@@ -1,5 +1,5 @@
 // The TOML config reader on arbitrary bytes: train::read_config_text into a TrainConfig, then
-// train::validate on it. Also checks DESIGN.md's promise that `--dump-config` output
+// train::validate on it. Also checks the promise of docs/design.md "Config files" that `--dump-config` output
 // (train::to_toml) reads back unchanged, and that keys the command line gives are checked
 // but left as they are.
 #include <cstddef>

@@ -14,6 +14,8 @@ TENSORBOARD_VERSION=2.21.0
 # models with them, and bench/ctranslate2_decode.py measures them.
 CTRANSLATE2_VERSION=4.8.5
 SENTENCEPIECE_VERSION=0.2.0
+# Hugging Face's safetensors reader: a test opens trafo's checkpoints with it.
+SAFETENSORS_VERSION=0.7.0
 VENV=.venv
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -62,12 +64,14 @@ else
 fi
 have_ctranslate2=$("$VENV/bin/python" -c 'import ctranslate2; print(ctranslate2.__version__)' 2>/dev/null || true)
 have_sentencepiece=$("$VENV/bin/python" -c 'import sentencepiece; print(sentencepiece.__version__)' 2>/dev/null || true)
-if [ "$have_ctranslate2" != "$CTRANSLATE2_VERSION" ] || [ "$have_sentencepiece" != "$SENTENCEPIECE_VERSION" ]; then
-  say "installing ctranslate2==$CTRANSLATE2_VERSION and sentencepiece==$SENTENCEPIECE_VERSION into $VENV"
+have_safetensors=$("$VENV/bin/python" -c 'import safetensors; print(safetensors.__version__)' 2>/dev/null || true)
+if [ "$have_ctranslate2" != "$CTRANSLATE2_VERSION" ] || [ "$have_sentencepiece" != "$SENTENCEPIECE_VERSION" ] \
+  || [ "$have_safetensors" != "$SAFETENSORS_VERSION" ]; then
+  say "installing ctranslate2==$CTRANSLATE2_VERSION, sentencepiece==$SENTENCEPIECE_VERSION and safetensors==$SAFETENSORS_VERSION into $VENV"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
-    "ctranslate2==$CTRANSLATE2_VERSION" "sentencepiece==$SENTENCEPIECE_VERSION" \
+    "ctranslate2==$CTRANSLATE2_VERSION" "sentencepiece==$SENTENCEPIECE_VERSION" "safetensors==$SAFETENSORS_VERSION" \
     || fail "pip could not install ctranslate2==$CTRANSLATE2_VERSION (is PyPI reachable?)"
 fi
-"$VENV/bin/python" -c 'import torch, sacrebleu, tensorboard, ctranslate2, sentencepiece' \
-  || fail "torch, sacrebleu, tensorboard, ctranslate2 or sentencepiece does not import from $VENV"
+"$VENV/bin/python" -c 'import torch, sacrebleu, tensorboard, ctranslate2, sentencepiece, safetensors' \
+  || fail "torch, sacrebleu, tensorboard, ctranslate2, sentencepiece or safetensors does not import from $VENV"
 say "done"

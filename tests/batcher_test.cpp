@@ -98,6 +98,20 @@ TEST(Batcher, ResumesAtAPositionToTheSameSequence) {
   }
 }
 
+// A resume with a larger --batch-tokens plans fewer batches than the saved position: the next epoch
+// starts, as an uninterrupted run with those options would begin it.
+TEST(Batcher, APositionPastTheEpochsBatchesGoesOnAtTheNextEpoch) {
+  const auto corpus = corpus_of_lengths(300, 3);
+  BatcherOptions options;
+  options.batch_tokens = 800;
+  Batcher fresh(corpus, options, BatchPosition{3, 0});
+  Batcher resumed(corpus, options, BatchPosition{2, fresh.batches_per_epoch() + 5});
+  const auto expected = fresh.next(), batch = resumed.next();
+  EXPECT_EQ(batch.position.epoch, 3);
+  EXPECT_EQ(batch.position.index, 0);
+  EXPECT_EQ(batch.pairs, expected.pairs);
+}
+
 TEST(Batcher, BatchTensorsCarryEosBosAndPadding) {
   Corpus corpus;
   corpus.add({10, 11, 12}, {20, 21}, 1);

@@ -19,6 +19,8 @@
 #include "test_support.h"
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/data/tokenizer.h"
+#include "trafo/deploy/export.h"
+#include "trafo/errors.h"
 
 namespace trafo::testing {
 namespace {
@@ -166,6 +168,22 @@ TEST_F(Ct2Export, WritesTheModelFolder) {
   // bfloat16 halves the float32 file (the flags and names aside).
   const auto float32 = export_model(model, "float32");
   EXPECT_LT(fs::file_size(out / "model.bin"), fs::file_size(float32 / "model.bin") * 0.55);
+}
+
+// --format dispatches through deploy::export_formats(); each row names the quantizations it takes.
+TEST(ExportFormats, OneRowPerFormatAndClearErrorsOtherwise) {
+  ASSERT_FALSE(deploy::export_formats().empty());
+  EXPECT_STREQ(deploy::export_format("ctranslate2").name, "ctranslate2");
+  try {
+    deploy::export_format("onnx");
+    ADD_FAILURE() << "found";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("one of ctranslate2"), std::string::npos) << e.what();
+  }
+  const auto& ct2 = deploy::export_format("ctranslate2");
+  EXPECT_EQ(deploy::pick_quantization(ct2, ""), "float32");
+  EXPECT_EQ(deploy::pick_quantization(ct2, "int8"), "int8");
+  EXPECT_THROW(deploy::pick_quantization(ct2, "int4"), InputError);
 }
 
 TEST_F(Ct2Export, RefusesWithOneLineAndKeepsWhatIsThere) {

@@ -94,7 +94,13 @@ ResumeComparison run_uninterrupted_and_resumed(MakeOptimizer make, const Variant
   train(*interrupted, 0, kSteps / 2);
   runs.resumed = trainable_copy(first_half);
   auto resumed = fused(v, runs.resumed);
-  unpack_training_state(pack_training_state(Progress{}, *interrupted), *resumed);
+  auto named = [](const std::vector<torch::Tensor>& params) {
+    NamedParameters out;
+    for (size_t i = 0; i < params.size(); ++i) out.emplace_back("w" + std::to_string(i), params[i]);
+    return out;
+  };
+  unpack_training_state(pack_training_state(Progress{}, *interrupted, named(first_half)), *resumed,
+                        named(runs.resumed));
   train(*resumed, kSteps / 2, kSteps);
   return runs;
 }

@@ -1,7 +1,8 @@
 // --precision fp32 | bf16 | auto: auto takes bf16 only where the hardware runs it natively and faster
-// (the CPU flags and the timed speed are injected: resolve_precision's arguments, or TRAFO_CPU_FLAGS
-// and TRAFO_BF16_SPEEDUP for the binary); the choice
-// and its reason reach the `start` event; bf16 where it is emulated runs with one warning.
+// (the CPU flags and the timed speeds are injected: resolve_precision's arguments, or TRAFO_CPU_FLAGS,
+// TRAFO_BF16_SPEEDUP and TRAFO_BF16_DECODING_SPEEDUP for the binary), per workload: training times
+// matmuls, decoding times the model's own steps; the choice and its reason reach the `start` event;
+// bf16 where it is emulated runs with one warning.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,9 +11,14 @@
 #include <string>
 
 #include "data_support.h"
+#include "model_support.h"
 #include "run_support.h"
 #include "test_support.h"
+#include <torch/torch.h>
+
+#include "trafo/decode/precision_probe.h"
 #include "trafo/errors.h"
+#include "trafo/model/transformer.h"
 #include "trafo/train/precision.h"
 
 namespace trafo::testing {
@@ -63,6 +69,21 @@ TEST(Precision, ExplicitChoicesAreKeptAndEmulationIsNamed) {
   EXPECT_FALSE(native.emulated);
   EXPECT_THROW(resolve_precision("fp16", false, false, {}, slow), InputError);
   EXPECT_EQ(calls, 0);  // an explicit choice times nothing
+}
+
+// Decoding is judged on its own timing, on CUDA too; without native bf16 nothing is timed.
+TEST(Precision, DecodingAutoTimesDecodingWhereBf16IsNative) {
+  int calls = 0;
+  using train::resolve_decoding_precision;
+  EXPECT_FALSE(resolve_decoding_precision("auto", false, false, {"avx512_bf16"}, Speedup{0.85, &calls}).bf16);
+  EXPECT_TRUE(resolve_decoding_precision("auto", false, false, {"avx512_bf16"}, Speedup{1.3, &calls}).bf16);
+  EXPECT_FALSE(resolve_decoding_precision("auto", true, true, {}, Speedup{0.9, &calls}).bf16);
+  EXPECT_EQ(calls, 3);
+  EXPECT_FALSE(resolve_decoding_precision("auto", false, false, {"avx2"}, Speedup{9.0, &calls}).bf16);
+  EXPECT_TRUE(resolve_decoding_precision("bf16", false, false, {"avx512_bf16"}, Speedup{0.5, &calls}).bf16);
+  EXPECT_EQ(calls, 3);
+  const auto reason = resolve_decoding_precision("auto", false, false, {"avx512_bf16"}, Speedup{0.85, &calls}).reason;
+  EXPECT_NE(reason.find("decoding steps of this model ran 0.85x"), std::string::npos) << reason;
 }
 
 class PrecisionRun : public ::testing::Test {
@@ -134,15 +155,18 @@ TEST_F(PrecisionRun, Bf16WhereItIsEmulatedRunsWithOneWarning) {
 }
 
 // This process and the commands it starts pose as a CPU with `flags` whose bf16 matmuls run
-// `speedup` times as fast as fp32, until the object goes.
+// `speedup` times as fast as fp32 and whose bf16 decoding runs `decoding_speedup` times as fast,
+// until the object goes.
 struct PosedCpu {
-  PosedCpu(const char* flags, const char* speedup) {
+  PosedCpu(const char* flags, const char* speedup, const char* decoding_speedup) {
     ::setenv("TRAFO_CPU_FLAGS", flags, 1);
     ::setenv("TRAFO_BF16_SPEEDUP", speedup, 1);
+    ::setenv("TRAFO_BF16_DECODING_SPEEDUP", decoding_speedup, 1);
   }
   ~PosedCpu() {
     ::unsetenv("TRAFO_CPU_FLAGS");
     ::unsetenv("TRAFO_BF16_SPEEDUP");
+    ::unsetenv("TRAFO_BF16_DECODING_SPEEDUP");
   }
   PosedCpu(const PosedCpu&) = delete;
   PosedCpu& operator=(const PosedCpu&) = delete;
@@ -155,7 +179,7 @@ TEST(PrecisionDecoding, AutoBf16ReachesValidationEvalAndTranslate) {
   const auto toy = make_temp_dir("precision-toy");
   ASSERT_EQ(run_trafo("toy-corpus --out " + quoted(toy) + " --train 300 --dev 10 --test 10").exit_code, 0);
   const auto run = make_temp_dir("precision-run") / "run";
-  std::optional<PosedCpu> posed(std::in_place, "avx2 avx512_bf16", "4");
+  std::optional<PosedCpu> posed(std::in_place, "avx2 avx512_bf16", "4", "1.5");
   const auto trained = run_trafo("train --data-dir " + quoted(toy) + " --src-lang en --tgt-lang de --run-dir " +
                                  quoted(run) + " --vocab-size 400 --d-model 32 --heads 2 --encoder-layers 1"
                                  " --decoder-layers 1 --d-ff 64 --threads 1 --max-steps 20 --valid-every 10"
@@ -181,6 +205,52 @@ TEST(PrecisionDecoding, AutoBf16ReachesValidationEvalAndTranslate) {
                                       "' translate --checkpoint " + checkpoint + " --precision bf16 --threads 1");
   EXPECT_EQ(translated.exit_code, 0) << translated.errors;
   EXPECT_EQ(lines_of(translated.output).size(), 1u) << translated.output;
+}
+
+// Fast bf16 matmuls but slower bf16 decoding (posed; a Zen 5 is such a CPU: matmuls 4x, greedy
+// decoding 0.6-0.85x): auto trains in bf16 and decodes in fp32, in validation, eval and translate
+// alike, and the in-training figures still equal a fresh eval's.
+TEST(PrecisionDecoding, AutoDecodesInFp32WhereBf16DecodingIsSlower) {
+  const auto toy = make_temp_dir("precision-slow-toy");
+  ASSERT_EQ(run_trafo("toy-corpus --out " + quoted(toy) + " --train 300 --dev 10 --test 10").exit_code, 0);
+  const auto run = make_temp_dir("precision-slow-run") / "run";
+  const PosedCpu posed("avx2 avx512_bf16", "4", "0.6");
+  const auto trained = run_trafo("train --data-dir " + quoted(toy) + " --src-lang en --tgt-lang de --run-dir " +
+                                 quoted(run) + " --vocab-size 400 --d-model 32 --heads 2 --encoder-layers 1"
+                                 " --decoder-layers 1 --d-ff 64 --threads 1 --max-steps 20 --valid-every 10"
+                                 " --valid-samples 10 --lr 1e-3 --warmup-steps 1");
+  ASSERT_EQ(trained.exit_code, 0) << trained.errors;
+  const auto start = read_jsonl(run / "metrics.jsonl").front();
+  EXPECT_EQ(start["precision"], "bf16") << start;
+  EXPECT_EQ(start["validation_precision"], "fp32") << start;
+  EXPECT_NE(start["validation_precision_reason"].get<std::string>().find("decoding steps of this model ran 0.60x"),
+            std::string::npos)
+      << start;
+  EXPECT_EQ(expect_validations_equal_fresh_evals(run, toy).size(), 2u);
+  const auto translated = run_command("echo 'the dog sees the cat' | '" + std::string(TRAFO_BINARY) +
+                                      "' translate --checkpoint " + quoted(run / "checkpoint-last.pt") + " --threads 1");
+  EXPECT_EQ(translated.exit_code, 0) << translated.errors;
+  EXPECT_NE(translated.errors.find("fp32: --precision auto"), std::string::npos) << translated.errors;
+}
+
+// The decoding probe on a real model: a positive ratio, and the model's weights, its training mode
+// and the random generator as they were (validation times it in the middle of a run).
+TEST(PrecisionDecoding, TheProbeTimesTheModelAndLeavesEverythingAsItWas) {
+  auto config = tiny_model_config(64);
+  config.dropout = 0.1;
+  config.max_positions = 12;  // fewer than the probe's steps and source pieces
+  torch::manual_seed(3);
+  model::Transformer model(config);
+  model->train();
+  const auto before = model->parameters().front().clone();
+  torch::manual_seed(5);
+  const auto expected_draw = torch::randn({4});
+  torch::manual_seed(5);
+  const double speedup = decode::bf16_decoding_speedup(model);
+  EXPECT_GT(speedup, 0.0);
+  EXPECT_TRUE(model->is_training());
+  EXPECT_TRUE(torch::equal(model->parameters().front(), before));
+  EXPECT_TRUE(torch::equal(torch::randn({4}), expected_draw));
 }
 
 }  // namespace

@@ -50,7 +50,7 @@ constexpr double kLogits = 1e-5;  // max |Δ| over real target positions
 // [1.7e-7 one batch; 3e-7 over the steps]. Fairseq's smoothing (ε/(V−1) on the other tokens, not
 // ε/V on all) moves the loss by 1.5e-5, and every gradient by up to 24 times its tolerance.
 constexpr double kLoss = 1e-5;  // |Δ| / loss, of the one batch and of each training step
-// trafo's definition of the smoothed loss (DESIGN.md) is PyTorch's: both in float64.
+// trafo's definition of the smoothed loss (docs/design.md "Loss and perplexity") is PyTorch's: both in float64.
 constexpr double kDefinition = 1e-12;
 // Gradients, against each parameter's largest [1.5e-6]: every gradient 0.1% off fails (by 10
 // times the tolerance), as does fairseq's smoothing in the fused loss gradient (above).

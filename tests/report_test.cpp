@@ -207,7 +207,7 @@ class AttentionPicture : public ::testing::Test {
     delete dir_;
   }
   static std::string attention(const std::string& arguments) {
-    return "attention --checkpoint " + quote(*dir_ / "model.pt") + " --threads 1 --precision fp32 " + arguments;
+    return "attention --checkpoint " + quote(*dir_ / "model.pt") + " --threads 1 " + arguments;
   }
 
   static std::filesystem::path* dir_;
@@ -283,6 +283,25 @@ TEST_F(AttentionPicture, CommandWritesPicturesAndJson) {
     EXPECT_NE(picture.find("average of heads"), std::string::npos);
     EXPECT_NE(picture.find(tokenizer_->pieces("birden reden").front()), std::string::npos);
   }
+}
+
+// On a CPU where auto would take bf16 for training and for decoding (posed), the weights drawn are
+// still computed in fp32: every row sums to 1 within fp32 rounding, and --precision is no option.
+TEST_F(AttentionPicture, WeightsAreFp32WhateverTheCpuFavours) {
+  const auto result = run_command("TRAFO_CPU_FLAGS=avx512_bf16 TRAFO_BF16_SPEEDUP=4 TRAFO_BF16_DECODING_SPEEDUP=4 '" +
+                                  std::string(TRAFO_BINARY) + "' " +
+                                  attention("--src 'the cat sees a dog and the big red bird' --json"));
+  ASSERT_EQ(result.exit_code, 0) << result.errors;
+  for (const auto& map : nlohmann::json::parse(result.output)["maps"]) {
+    for (const auto& matrix : map["heads"]) {
+      for (const auto& row : matrix) {
+        double sum = 0;
+        for (const auto& weight : row) sum += weight.get<double>();
+        EXPECT_NEAR(sum, 1.0, 1e-5);
+      }
+    }
+  }
+  EXPECT_EQ(run_trafo(attention("--src 'sun' --precision bf16")).exit_code, 2);
 }
 
 TEST_F(AttentionPicture, BadInputIsOneLineAndExitCode2) {

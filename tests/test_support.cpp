@@ -47,7 +47,17 @@ CommandResult run_command(const std::string& command) {
 }
 
 CommandResult run_trafo(const std::string& arguments) {
-  return run_command(std::string("'") + TRAFO_BINARY + "' " + arguments);
+  auto result = run_command(std::string("'") + TRAFO_BINARY + "' " + arguments);
+  // Every error line, in every test that runs the binary, keeps its reason.
+  std::istringstream lines(result.errors);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("trafo: error:", 0) != 0) continue;
+    const auto end = line.find_last_not_of(' ');
+    if (end == std::string::npos || line[end] == ':' || line.size() > 2100) {
+      ADD_FAILURE() << "trafo " << arguments << ": an error line without its reason, or over 2000 characters: " << line;
+    }
+  }
+  return result;
 }
 
 std::filesystem::path make_temp_dir(const std::string& prefix) {

@@ -41,7 +41,7 @@ bool python_can_import(const std::string& module);
 
 }  // namespace trafo::testing
 
-// In a test body: unless `present`, ends the test, as a failure under CI=true (DESIGN.md "Testing
+// In a test body: unless `present`, ends the test, as a failure under CI=true (docs/design.md "Testing
 // rules") and as a skip elsewhere. `what` names the missing tool (anything that streams).
 #define TRAFO_REQUIRE_TOOL(present, what)                                                                          \
   do {                                                                                                             \

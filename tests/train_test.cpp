@@ -11,7 +11,6 @@
 
 #include "data_support.h"
 #include "model_support.h"
-#include "trafo/checkpoint/archive_check.h"
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/errors.h"
 #include "trafo/model/loss.h"
@@ -181,7 +180,7 @@ TEST(Trainer, RefusesToResumeARunWithAnotherModel) {
     Trainer(config).run();
     FAIL() << "expected an error";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("d_model 32 vs 64"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("d-model 32 vs 64"), std::string::npos) << e.what();
   }
 }
 
@@ -232,46 +231,21 @@ TEST(Checkpoint, CorruptOrTruncatedFilesAreClearErrors) {
   EXPECT_THROW(checkpoint::load(dir / "missing.pt"), InputError);
 }
 
-// A checkpoint without the checksum header (format 1, as earlier trafo builds wrote) whose zip
-// directory says a record holds 2 GB: refused as corrupt (miniz checks a stored record's size
-// against the archive), not allocated.
-TEST(Checkpoint, ARecordLargerThanTheFileIsRefused) {
-  const auto dir = make_temp_dir("record-size");
-  const auto path = dir / "c.pt";
-  checkpoint::save(path, small_checkpoint(16));
-  const auto bytes = trafo::testing::read_text(path);
-  std::string archive = bytes.substr(bytes.find('\n') + 1);  // format 2's header off
-  trafo::testing::write_text(path, archive);
-  EXPECT_NO_THROW(checkpoint::load(path)) << "a bare archive still loads";
-  const auto entry = archive.find(std::string("PK\x01\x02", 4));  // the first central directory entry
-  ASSERT_NE(entry, std::string::npos);
-  const uint32_t claimed = 0x7ffffff0;
-  std::memcpy(&archive[entry + 24], &claimed, 4);  // its uncompressed size
-  trafo::testing::write_text(path, archive);
-  EXPECT_THROW(checkpoint::load(path), InputError);
-}
-
-// LibTorch's Unpickler grows its memo table to any slot number and allocates any string length
-// it reads; the pickles are walked first. The fuzzer's finding (a format 1 file, no checksum)
-// asked for 26 GB that way.
-TEST(Checkpoint, PicklesThatAskForAnyAmountOfMemoryAreRefused) {
-  const std::string good("\x80\x02]q\x00X\x03\x00\x00\x00" "abcq\x01\x86r\x02\x00\x00\x00.", 22);
-  EXPECT_NO_THROW(checkpoint::check_pickle(good.data(), good.size(), "good"));
-  const std::string far_slot("\x80\x02]r\xff\xff\xff\x7f.", 9);
-  EXPECT_THROW(checkpoint::check_pickle(far_slot.data(), far_slot.size(), "far"), InputError);
-  const std::string long_text("\x80\x02X\xff\xff\xff\x7f" "abc.", 11);
-  EXPECT_THROW(checkpoint::check_pickle(long_text.data(), long_text.size(), "long"), InputError);
+// Format 1 (a bare LibTorch archive without a checksum, from early trafo builds) is refused before
+// anything is unpickled: LibTorch's Unpickler allocates whatever a pickle's numbers say, and the
+// fuzzer's finding, such a file, asked for 26 GB.
+TEST(Checkpoint, Format1IsRefusedBeforeAnythingIsUnpickled) {
   const std::filesystem::path finding = std::string(TRAFO_SOURCE_DIR) + "/fuzz/findings/checkpoint/huge-alloc-unpickler";
   try {
     checkpoint::load(finding);
     ADD_FAILURE() << "loaded";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("memo slot"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("format 1"), std::string::npos) << e.what();
   }
 }
 
-// A byte changed anywhere in a checkpoint either makes the load fail with InputError or changes
-// nothing that is read (zip padding, an unused header field): never a silently different model.
+// A byte changed anywhere in a checkpoint makes the load fail with InputError: the checksum covers
+// the whole file, header and data.
 TEST(Checkpoint, NoChangedByteLoadsSilently) {
   const auto dir = make_temp_dir("flip");
   const auto path = dir / "c.pt";
@@ -281,7 +255,9 @@ TEST(Checkpoint, NoChangedByteLoadsSilently) {
   checkpoint::save(path, original);
   const auto bytes = trafo::testing::read_text(path);
   int refused = 0;
+  int tried = 0;
   for (size_t at = 0; at < bytes.size(); at += 211) {
+    ++tried;
     auto changed = bytes;
     changed[at] = static_cast<char>(changed[at] ^ 0x5a);
     trafo::testing::write_text(path, changed);
@@ -296,7 +272,7 @@ TEST(Checkpoint, NoChangedByteLoadsSilently) {
       ++refused;
     }
   }
-  EXPECT_GT(refused, 0);
+  EXPECT_EQ(refused, tried);
 }
 
 }  // namespace

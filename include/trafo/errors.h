@@ -1,5 +1,5 @@
 // Typed errors thrown at the library boundary; the CLI maps them to exit codes
-// (DESIGN.md "Exit codes") and prints their message as one line.
+// (docs/design.md "Exit codes") and prints their message as one line.
 #pragma once
 
 #include <stdexcept>

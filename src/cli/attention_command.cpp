@@ -17,7 +17,6 @@
 #include "trafo/report/attention_maps.h"
 #include "trafo/report/attention_svg.h"
 #include "trafo/report/html.h"
-#include "trafo/util/autocast.h"
 #include "trafo/util/files.h"
 
 namespace trafo::cli {
@@ -46,8 +45,7 @@ int run_attention(const AttentionOptions& options) {
     throw InputError("--out must end in .html or .svg, not " + out);
   }
   util::refuse_overwriting("--out", out, {{"--checkpoint", options.runtime.checkpoint}});
-  auto loaded = load_for_translation(options.runtime);
-  const util::AutocastGuard autocast(loaded.bf16, loaded.model->parameters().front().device().type());
+  auto loaded = load_for_translation(options.runtime);  // in fp32: the weights drawn are the model's own
   const std::optional<std::string> target =
       options.target.empty() ? std::nullopt : std::optional<std::string>(options.target);
   const auto maps = report::extract_attention(loaded.model, loaded.tokenizer, options.source, target, options.decode);
@@ -72,7 +70,8 @@ CommandRunner add_attention_command(CLI::App& app) {
       "attention",
       "translate a sentence (or force-decode --tgt) and draw every layer's and head's attention weights: "
       "cross-attention, encoder self-attention, causal decoder self-attention");
-  add_runtime_flags(*command, options->runtime);
+  options->runtime.precision = "fp32";
+  add_runtime_flags(*command, options->runtime, /*with_precision=*/false);
   command->add_option("--src,-s", options->source, "the source sentence")->required();
   command->add_option("--tgt,-t", options->target, "force-decode this translation instead of translating");
   command->add_option("--out,-o", options->out, "the picture: FILE.html or FILE.svg (default attention.html)");

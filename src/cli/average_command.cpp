@@ -22,14 +22,18 @@ namespace fs = std::filesystem;
 struct AverageOptions {
   std::vector<std::string> inputs;  // checkpoints, or one run folder with --last
   int64_t last = 0;                 // average the run folder's last N numbered checkpoints
+  bool last_given = false;          // --last was given (any value, 0 included, is then checked)
   std::string out;
   bool force = false;               // replace an existing --out
 };
 
 int run_average(const AverageOptions& options) {
   std::vector<fs::path> paths(options.inputs.begin(), options.inputs.end());
-  if (options.last != 0) {
-    if (options.last < 1) throw InputError("--last must be 1 or more");
+  if (options.last_given) {
+    if (options.last < 1) {
+      throw InputError("--last must be 1 or more, not " + std::to_string(options.last) +
+                       ": the number of newest numbered checkpoints to average");
+    }
     if (paths.size() != 1) throw InputError("--last N takes one run folder, not " + std::to_string(paths.size()) + " paths");
     paths = checkpoint::last_numbered(paths.front(), options.last);
   }
@@ -56,10 +60,14 @@ CommandRunner add_average_command(CLI::App& app) {
       "average the weights of checkpoints of one model into a new checkpoint for translation "
       "(trafo average --out avg.pt CKPT... or --last N RUN_DIR)");
   command->add_option("inputs", options->inputs, "checkpoints, or with --last one run folder")->required();
-  command->add_option("--last", options->last, "average the last N numbered checkpoints (checkpoint-STEP.pt) of RUN_DIR");
+  auto* last =
+      command->add_option("--last", options->last, "average the last N numbered checkpoints (checkpoint-STEP.pt) of RUN_DIR");
   command->add_option("--out,-o", options->out, "the checkpoint to write")->required();
   command->add_flag("--force", options->force, "replace --out when it exists");
-  return [options] { return run_average(*options); };
+  return [options, last] {
+    options->last_given = last->count() > 0;
+    return run_average(*options);
+  };
 }
 
 }  // namespace trafo::cli

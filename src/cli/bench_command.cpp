@@ -143,7 +143,7 @@ int run_bench(BenchOptions o) {
   const bool large = m.d_model >= 512;
   if (o.train_steps == 0) o.train_steps = large ? 8 : 30;
   if (o.warmup_steps < 0) o.warmup_steps = large ? 2 : 5;
-  const int threads = util::resolve_threads(o.shape.threads);
+  const int threads = util::threads_following_load(o.shape.threads);
   at::set_num_threads(threads);
   const auto device = util::resolve_device(o.device);
   const bool native_bf16 = device.is_cuda() ? train::cuda_native_bf16() : !train::cpu_bf16_flags().empty();

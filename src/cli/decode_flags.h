@@ -18,13 +18,13 @@ struct RuntimeOptions {
   std::string checkpoint;       // the model file (trafo train's checkpoint-*.pt)
   std::string device = "auto";  // cpu | cuda | auto (cuda when available)
   int threads = 0;              // CPU threads for LibTorch; 0: all cores
-  std::string precision = "auto";  // fp32 | bf16 | auto (train/precision.h, as trafo train picks)
+  std::string precision = "auto";  // fp32 | bf16 | auto (train/precision.h: decoding timed in both)
 };
 
 // --beam, --length-penalty, [--n-best,] --max-length-a, --max-length-b, --batch-tokens.
 void add_decode_flags(CLI::App& command, decode::DecodeOptions& options, bool with_n_best);
-// --checkpoint, --device, --threads, --precision.
-void add_runtime_flags(CLI::App& command, RuntimeOptions& options);
+// --checkpoint, --device, --threads and, `with_precision`, --precision.
+void add_runtime_flags(CLI::App& command, RuntimeOptions& options, bool with_precision = true);
 
 struct LoadedModel {
   model::Transformer model;  // in eval mode on the chosen device
@@ -32,8 +32,9 @@ struct LoadedModel {
   bool bf16 = false;  // --precision resolved: run the model under bf16 autocast
 };
 
-// Sets the thread count, picks the device and the precision, and loads the checkpoint without its
-// training state; throws InputError for an unusable device or checkpoint.
+// Sets the thread count, picks the device, loads the checkpoint without its training state and picks
+// the decoding precision (auto times the loaded model); throws InputError for an unusable device or
+// checkpoint.
 LoadedModel load_for_translation(const RuntimeOptions& options);
 
 // `options` with the loaded model's precision.

@@ -19,13 +19,11 @@
 #include "commands.h"
 #include "config_options.h"
 #include "decode_flags.h"
-#include "trafo/data/batcher.h"
 #include "trafo/data/corpus.h"
 #include "trafo/errors.h"
+#include "trafo/eval/evaluator.h"
 #include "trafo/metrics/bleu.h"
 #include "trafo/metrics/chrf.h"
-#include "trafo/model/loss.h"
-#include "trafo/util/autocast.h"
 #include "trafo/util/files.h"
 
 namespace trafo::cli {
@@ -40,47 +38,6 @@ struct EvalOptions {
   bool json = false;   // one JSON object on one line instead of text
 };
 
-struct Loss {
-  double sum = 0.0;    // summed -log p over target tokens
-  int64_t tokens = 0;  // non-padding target tokens (eos included)
-  int64_t pairs = 0;   // pairs scored: empty pairs and pairs longer than the model allows are left out
-};
-
-Loss teacher_forced_loss(model::Transformer& model, const data::Tokenizer& tokenizer, const EvalOptions& options,
-                         bool bf16) {
-  c10::InferenceMode inference;
-  const int64_t max_positions = model->config().max_positions;
-  data::CorpusOptions corpus_options;
-  corpus_options.max_length = max_positions - 1;  // + eos (source) or bos (target) must fit the positions
-  const auto corpus = data::Corpus::load(options.source, options.reference, tokenizer, corpus_options);
-  data::BatcherOptions batcher_options;
-  batcher_options.batch_tokens = std::max(options.decode.batch_tokens, max_positions);  // no pair is too long alone
-  batcher_options.shuffle = false;
-  const auto device = model->parameters().front().device();
-  const util::AutocastGuard autocast(bf16, device.type());
-  auto sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
-  auto count = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device));
-  for (const auto& pairs : data::plan_epoch(corpus, batcher_options, 0)) {
-    const auto batch = data::make_batch(corpus, pairs);
-    const auto logits = model(batch.source.to(device), batch.target_input.to(device));  // [B,T,V]
-    const auto [nll, tokens] = model::token_nll(logits, batch.target_output.to(device), model->config().pad_id);
-    sum += nll.to(torch::kDouble);
-    count += tokens;
-  }
-  return Loss{sum.item<double>(), count.item<int64_t>(), corpus.size()};
-}
-
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot open " + path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(std::move(line));
-  }
-  return lines;
-}
-
 int run_eval(const EvalOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   decode::validate(options.decode);
@@ -90,23 +47,23 @@ int run_eval(const EvalOptions& options) {
   const int64_t sentences = data::check_parallel_files(options.source, options.reference);
   auto loaded = load_for_translation(options.runtime);
 
-  const Loss loss = teacher_forced_loss(loaded.model, loaded.tokenizer, options, loaded.bf16);
-  const double mean_loss = loss.tokens > 0 ? loss.sum / static_cast<double>(loss.tokens) : std::nan("");
-  const auto translate_start = std::chrono::steady_clock::now();
-  decode::Translator translator(loaded.model, loaded.tokenizer, with_precision(options.decode, loaded));
-  const auto hypotheses = translator.translate_best(read_lines(options.source));
-  const std::chrono::duration<double> translate_seconds = std::chrono::steady_clock::now() - translate_start;
+  const auto set = eval::EvalSet::read(options.source, options.reference, loaded.tokenizer,
+                                       loaded.model->config().max_positions);
+  const auto evaluated =
+      eval::Evaluator(with_precision(options.decode, loaded)).run(loaded.model, loaded.tokenizer, set);
+  const auto& loss = evaluated.loss;
+  const auto& hypotheses = evaluated.hypotheses;
+  const auto& bleu = evaluated.bleu;
+  const auto& chrf = evaluated.chrf;
+  const double mean_loss = loss.mean();
   if (!options.output.empty()) {
     std::string text;
     for (const auto& hypothesis : hypotheses) text += hypothesis + "\n";
     util::write_file_atomically(options.output, text);
   }
 
-  const std::vector<std::vector<std::string>> references = {read_lines(options.reference)};
   const metrics::BleuOptions bleu_options;
   const metrics::ChrfOptions chrf_options;
-  const auto bleu = metrics::corpus_bleu(hypotheses, references, bleu_options);
-  const auto chrf = metrics::corpus_chrf(hypotheses, references, chrf_options);
   const auto bleu_signature = metrics::bleu_signature(bleu_options, 1);
   const auto chrf_signature = metrics::chrf_signature(chrf_options, 1);
   const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
@@ -118,7 +75,7 @@ int run_eval(const EvalOptions& options) {
                                    {"ppl", std::exp(mean_loss)},
                                    {"sentences", sentences},
                                    {"seconds", seconds.count()},
-                                   {"translate_seconds", translate_seconds.count()},
+                                   {"translate_seconds", evaluated.translate_seconds},
                                    {"target_tokens", loss.tokens},
                                    {"loss_pairs", loss.pairs},
                                    {"beam", options.decode.beam},
@@ -132,7 +89,7 @@ int run_eval(const EvalOptions& options) {
                 static_cast<long long>(loss.tokens), static_cast<long long>(loss.pairs));
     std::cout << metrics::format(bleu, 2, bleu_signature) << '\n' << metrics::format(chrf, 2, chrf_signature) << '\n';
     std::printf("%lld sentences in %.1f s (translation %.1f s, beam %d)\n", static_cast<long long>(sentences),
-                seconds.count(), translate_seconds.count(), options.decode.beam);
+                seconds.count(), evaluated.translate_seconds, options.decode.beam);
   }
   std::cout.flush();
   if (!std::cout) throw RunError("cannot write the results to standard output");

@@ -1,14 +1,15 @@
-// `trafo export`: a checkpoint as a model folder another inference engine loads. One format so
-// far, CTranslate2 (src/deploy/ctranslate2.cpp).
+// `trafo export`: a checkpoint as a model folder another inference engine loads, in one of the
+// formats of deploy::export_formats().
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
 #include "commands.h"
 #include "trafo/checkpoint/checkpoint.h"
-#include "trafo/deploy/ctranslate2.h"
+#include "trafo/deploy/export.h"
 #include "trafo/util/files.h"
 
 namespace trafo::cli {
@@ -18,37 +19,46 @@ struct ExportOptions {
   std::string checkpoint;
   std::string format = "ctranslate2";
   std::string out;
-  std::string quantization = "float32";
+  std::string quantization;  // empty: the format's default
   bool force = false;  // replace a non-empty --out
 };
 
 int run_export(const ExportOptions& options) {
-  const auto quantization = deploy::parse_quantization(options.quantization);
+  const auto& format = deploy::export_format(options.format);
+  const auto quantization = deploy::pick_quantization(format, options.quantization);
   util::refuse_overwriting("--out", options.out, {{"--checkpoint", options.checkpoint}});
   const auto checkpoint = checkpoint::load(options.checkpoint, /*with_training_state=*/false);
-  deploy::export_ctranslate2(checkpoint, options.out, quantization, options.force);
-  spdlog::info("wrote the CTranslate2 model {} ({}) from {}", options.out, options.quantization, options.checkpoint);
+  deploy::export_model(checkpoint, format.name, quantization, options.out, options.force);
+  spdlog::info("wrote the {} model {} ({}) from {}", format.name, options.out, quantization, options.checkpoint);
   return 0;
+}
+
+// "ctranslate2: a CTranslate2 model folder (...); quantization float32 (default), int8, ..." per format.
+std::string formats_help() {
+  std::string text;
+  for (const auto& format : deploy::export_formats()) {
+    text += std::string(text.empty() ? "" : "; ") + format.name + ": " + format.description + "; --quantization ";
+    for (size_t i = 0; i < format.quantizations.size(); ++i) {
+      text += (i > 0 ? ", " : "") + format.quantizations[i] + (i == 0 ? " (default)" : "");
+    }
+  }
+  return text;
 }
 
 }  // namespace
 
 CommandRunner add_export_command(CLI::App& app) {
   auto options = std::make_shared<ExportOptions>();
-  CLI::App* command = app.add_subcommand(
-      "export",
-      "write a checkpoint as a CTranslate2 model folder (model.bin, config.json, shared_vocabulary.json, "
-      "sentencepiece.model) for ctranslate2.Translator");
+  CLI::App* command = app.add_subcommand("export", "write a checkpoint as a model folder for another inference engine");
   command->add_option("--checkpoint,-c", options->checkpoint, "model checkpoint written by trafo train or average")
       ->required();
-  command->add_option("--format", options->format, "ctranslate2 (the only format so far)")
-      ->check(CLI::IsMember({"ctranslate2"}))
-      ->capture_default_str();
+  std::vector<std::string> names;
+  for (const auto& format : deploy::export_formats()) names.push_back(format.name);
+  command->add_option("--format", options->format, formats_help())->check(CLI::IsMember(names))->capture_default_str();
   command->add_option("--out,-o", options->out, "the model folder to write (new or empty)")->required();
   command->add_option("--quantization", options->quantization,
-                      "weights as int8 (= int8_float32: int8 matrices, float32 scales), bfloat16 or float32")
-      ->check(CLI::IsMember(deploy::quantization_names()))
-      ->capture_default_str();
+                      "how the weights are stored, as the format allows (see --format); int8 = int8_float32: int8 "
+                      "matrices, float32 scales");
   command->add_flag("--force", options->force, "replace --out when it holds files");
   return [options] { return run_export(*options); };
 }

@@ -23,9 +23,23 @@
 
 namespace {
 
-// One line on stderr, whatever the message holds.
+// One line on stderr, whatever the message holds: line breaks and other control characters become
+// spaces (a reason after a line break is kept, not cut off), and a message with nothing after its
+// last colon says so instead of ending in ": ".
 int fail(int code, const std::string& message) {
-  std::fprintf(stderr, "trafo: error: %s\n", message.substr(0, message.find('\n')).c_str());
+  std::string line;
+  for (const char c : message) {
+    const bool control = static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    if (!control) {
+      line += c;
+    } else if (!line.empty() && line.back() != ' ') {
+      line += ' ';
+    }
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  if (line.size() > 2000) line = line.substr(0, 2000) + " ...";
+  if (line.empty() || line.back() == ':') line += line.empty() ? "failed, and gave no reason" : " no reason given";
+  std::fprintf(stderr, "trafo: error: %s\n", line.c_str());
   return code;
 }
 

@@ -1,5 +1,5 @@
 // `trafo score`: corpus BLEU and chrF of a translation against one or more references, as
-// sacreBLEU computes them (DESIGN.md: scores text, not a model's likelihood of it).
+// sacreBLEU computes them (docs/design.md "Scope": it scores text, not a model's likelihood of it).
 #include <utf8.h>
 
 #include <CLI/CLI.hpp>

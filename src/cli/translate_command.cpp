@@ -1,5 +1,5 @@
 // `trafo translate`: raw sentences in, detokenized translations out, in input order.
-// Reading follows DESIGN.md "Reading input": translate what has arrived. Every line already
+// Reading follows docs/design.md "Reading input": translate what has arrived. Every line already
 // available is taken without waiting (up to --buffer-lines), then translated and written out:
 // a file fills whole batches, an interactive writer gets each line back at once.
 #include <fcntl.h>

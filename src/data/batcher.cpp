@@ -5,6 +5,7 @@
 #include <numeric>
 #include <random>
 
+#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include "trafo/data/corpus.h"
@@ -118,7 +119,14 @@ Batcher::Batcher(const Corpus& corpus, BatcherOptions options, BatchPosition sta
   if (batches_per_epoch_ == 0) {
     throw InputError("no sentence pair fits into --batch-tokens " + std::to_string(options_.batch_tokens));
   }
-  if (cursor_.index >= batches_per_epoch_) throw InputError("resume position lies beyond the epoch's batches");
+  if (cursor_.index >= batches_per_epoch_) {
+    // A resume with other --batch-tokens, --seed or ranks plans fewer batches than the saved position.
+    spdlog::warn("the saved data position, batch {} of epoch {}, lies past this epoch's {} batches (other batch "
+                 "options than the run's): going on at the start of epoch {}",
+                 cursor_.index, cursor_.epoch, batches_per_epoch_, cursor_.epoch + 1);
+    cursor_ = {cursor_.epoch + 1, 0};
+    plan_ = plan_epoch(corpus_, options_, cursor_.epoch);
+  }
   if (options_.prefetch > 0) worker_ = std::thread([this] { produce(); });
 }
 

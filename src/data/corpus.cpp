@@ -35,6 +35,14 @@ void strip_carriage_return(std::string& line) {
   if (!line.empty() && line.back() == '\r') line.pop_back();
 }
 
+// A file whose lines end in CR alone (classic Mac OS) reads as one line holding them all.
+void check_line_breaks(std::ifstream& in, const std::string& first_line, const std::filesystem::path& path) {
+  const auto cr = first_line.find('\r');
+  if (cr == std::string::npos || cr + 1 == first_line.size() || in.peek() != std::ifstream::traits_type::eof()) return;
+  throw InputError(path.string() + " ends its lines with a carriage return (CR) alone, so it reads as one line; "
+                   "convert them to line feeds, e.g. tr '\\r' '\\n' < FILE > FILE.lf");
+}
+
 bool has_text(const std::string& line) { return line.find_first_not_of(" \t\r\f\v") != std::string::npos; }
 
 }  // namespace
@@ -80,6 +88,10 @@ int64_t check_parallel_files(const std::filesystem::path& source, const std::fil
       throw_mismatch(source, src_total, target, tgt_total);
     }
     ++lines;
+    if (lines == 1) {
+      check_line_breaks(src, src_line, source);
+      check_line_breaks(tgt, tgt_line, target);
+    }
     check_utf8(src_line, source.string(), lines);
     check_utf8(tgt_line, target.string(), lines);
     src_text = src_text || has_text(src_line);

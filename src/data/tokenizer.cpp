@@ -63,10 +63,14 @@ class FileLines : public sentencepiece::SentenceIterator {
 // SentencePiece's reason, on one line, without the source location and expression of the check
 // that failed, and with the fix in trafo's option names.
 std::string training_failure(std::string message, int64_t vocab_size) {
+  std::replace(message.begin(), message.end(), '\n', ' ');
   const auto location = message.find(".cc(");
   const auto check_end = location == std::string::npos ? location : message.find("] ", location);
-  if (check_end != std::string::npos) message.erase(0, check_end + 2);
-  std::replace(message.begin(), message.end(), '\n', ' ');
+  // Past the check's location and expression comes its reason; a check without one keeps its text.
+  if (check_end != std::string::npos && message.find_first_not_of(' ', check_end + 2) != std::string::npos) {
+    message.erase(0, check_end + 2);
+  }
+  if (message.find_first_not_of(' ') == std::string::npos) message = "SentencePiece failed without a reason";
   const std::string prefix = "cannot train the vocabulary (--vocab-size " + std::to_string(vocab_size) + "): ";
   long asked = 0, needed = 0;
   const auto required = message.find("required_chars. ");
@@ -76,6 +80,10 @@ std::string training_failure(std::string message, int64_t vocab_size) {
            " pieces; use a larger --vocab-size or a smaller --vocab-character-coverage";
   }
   if (message.find("too high") != std::string::npos) message += "; try a smaller --vocab-size";
+  if (message.find("sentences_.empty()") != std::string::npos) {
+    return prefix + "SentencePiece found no line to learn from: it leaves out lines over 4192 bytes, and every "
+                    "line of the training text is longer; check the line breaks, or split the lines";
+  }
   return prefix + message;
 }
 

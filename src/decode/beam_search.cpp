@@ -8,7 +8,7 @@
 
 #include "step_decoder.h"
 #include "trafo/data/tokenizer.h"
-#include "trafo/decode/translator.h"
+#include "trafo/decode/search.h"
 
 namespace trafo::decode {
 namespace {
@@ -34,9 +34,10 @@ bool cannot_be_beaten(const std::vector<Hypothesis>& finished, double best_open,
 
 }  // namespace
 
-std::vector<std::vector<Hypothesis>> beam_search(model::Transformer& model, const torch::Tensor& src,
-                                                 const std::vector<int64_t>& max_lengths,
-                                                 const DecodeOptions& options) {
+std::vector<std::vector<Hypothesis>> BeamSearch::search(model::Transformer& model, const torch::Tensor& src,
+                                                        const std::vector<int64_t>& max_lengths,
+                                                        const DecodeOptions& options,
+                                                        const TokenSelector& selector) const {
   c10::InferenceMode inference;
   const int64_t beam = options.beam, vocab = model->config().vocab_size, rows = src.size(0);
   const auto& device = src.device();
@@ -56,7 +57,7 @@ std::vector<std::vector<Hypothesis>> beam_search(model::Transformer& model, cons
     const auto groups = static_cast<int64_t>(active.size());
     const auto log_probs = decoder.next_log_probs(tokens, step);                        // [N*K,V]
     const auto candidates = (scores.unsqueeze(1) + log_probs).view({groups, beam * vocab});  // [N,K*V]
-    const auto [top_scores, top_ids] = candidates.topk(2 * beam, 1);                    // [N,2K]
+    const auto [top_scores, top_ids] = selector.select(candidates, 2 * beam);          // [N,2K]
     const auto host = detail::to_host({top_scores, top_ids});                           // [2,N,2K]
     const auto values = host.accessor<double, 3>();
 

@@ -1,17 +1,19 @@
-// Greedy search: the most probable piece at every step; finished rows leave the batch.
+// Greedy search: one piece a step per row, as the selector takes it (the most probable by default);
+// finished rows leave the batch.
 #include <numeric>
 
 #include <torch/torch.h>
 
 #include "step_decoder.h"
 #include "trafo/data/tokenizer.h"
-#include "trafo/decode/translator.h"
+#include "trafo/decode/search.h"
 
 namespace trafo::decode {
 
-std::vector<std::vector<Hypothesis>> greedy_search(model::Transformer& model, const torch::Tensor& src,
-                                                   const std::vector<int64_t>& max_lengths,
-                                                   const DecodeOptions& options) {
+std::vector<std::vector<Hypothesis>> GreedySearch::search(model::Transformer& model, const torch::Tensor& src,
+                                                          const std::vector<int64_t>& max_lengths,
+                                                          const DecodeOptions& options,
+                                                          const TokenSelector& selector) const {
   c10::InferenceMode inference;
   const int64_t rows = src.size(0);
   std::vector<std::vector<Hypothesis>> results(rows, std::vector<Hypothesis>(1));
@@ -21,7 +23,8 @@ std::vector<std::vector<Hypothesis>> greedy_search(model::Transformer& model, co
   auto tokens = torch::full({rows}, data::Tokenizer::kBos, torch::TensorOptions().dtype(torch::kLong).device(src.device()));
 
   for (int64_t step = 0; !alive.empty(); ++step) {
-    const auto [best, next] = decoder.next_log_probs(tokens, step).max(-1);  // [N], [N]
+    const auto [chosen, ids] = selector.select(decoder.next_log_probs(tokens, step), 1);  // [N,1], [N,1]
+    const auto best = chosen.squeeze(1), next = ids.squeeze(1);                           // [N], [N]
     const auto host = detail::to_host({next, best});                           // [2,N]
     const auto values = host.accessor<double, 2>();
     std::vector<int64_t> keep;  // decoder rows still open

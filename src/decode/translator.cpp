@@ -1,5 +1,7 @@
 #include "trafo/decode/translator.h"
 
+#include "trafo/decode/search.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -11,26 +13,6 @@
 #include "trafo/util/autocast.h"
 
 namespace trafo::decode {
-namespace {
-
-// Puts the model in eval mode for the duration of a call and restores training mode after,
-// so that the trainer can hand over the model it is training.
-class EvalMode {
- public:
-  explicit EvalMode(model::Transformer& model) : model_(model), was_training_(model->is_training()) { model_->eval(); }
-  ~EvalMode() {
-    if (was_training_) model_->train();
-  }
-  EvalMode(const EvalMode&) = delete;
-  EvalMode& operator=(const EvalMode&) = delete;
-
- private:
-  model::Transformer& model_;
-  bool was_training_;
-};
-
-}  // namespace
-
 void validate(const DecodeOptions& options) {
   // Beams and batches far beyond any real use would only fail later, allocating.
   constexpr int kMaxBeam = 1024;
@@ -73,6 +55,8 @@ Translator::Translator(model::Transformer model, const data::Tokenizer& tokenize
 Translator::Translator(model::Transformer model, DecodeOptions options)
     : model_(std::move(model)), options_(options) {
   validate(options_);
+  search_ = make_search(options_);
+  selector_ = make_selector(options_);
 }
 
 std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std::string>& sources) {
@@ -104,7 +88,7 @@ std::vector<std::vector<Hypothesis>> Translator::translate_ids(const std::vector
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return sources[a].size() > sources[b].size(); });
   const int64_t longest = model_->config().max_positions - 1;  // source pieces; eos takes the last position
-  EvalMode eval_mode(model_);
+  model::EvalMode eval_mode(model_);
   const util::AutocastGuard autocast(options_.bf16, model_->parameters().front().device().type());
   const model::PackedInference packed(*model_);  // one packing for all batches of this call (fp32 only)
   std::vector<size_t> batch;
@@ -153,8 +137,7 @@ void Translator::translate_batch(const std::vector<std::vector<int>>& sources, c
     max_lengths.push_back(max_output_length(length, options_, max_positions));
   }
   src = src.to(model_->parameters().front().device());
-  auto hypotheses = options_.beam == 1 ? greedy_search(model_, src, max_lengths, options_)
-                                       : beam_search(model_, src, max_lengths, options_);
+  auto hypotheses = search_->search(model_, src, max_lengths, options_, *selector_);
   for (size_t r = 0; r < rows.size(); ++r) results[rows[r]] = std::move(hypotheses[r]);
 }
 

@@ -140,17 +140,6 @@ nlohmann::json vocabulary(const data::Tokenizer& tokenizer) {
 
 std::string json_text(const nlohmann::json& value) { return value.dump(2) + "\n"; }
 
-bool is_empty_folder(const fs::path& path) {
-  std::error_code error;
-  return fs::is_directory(path, error) && fs::is_empty(path, error);
-}
-
-void rename_or_throw(const fs::path& from, const fs::path& to) {
-  std::error_code error;
-  fs::rename(from, to, error);
-  if (error) throw RunError("cannot rename " + from.string() + " to " + to.string() + ": " + error.message());
-}
-
 }  // namespace
 
 const std::vector<std::string>& quantization_names() {
@@ -169,48 +158,13 @@ std::string ctranslate2_model_bin(const checkpoint::Checkpoint& checkpoint, Quan
   return transformer_spec(checkpoint).serialize(quantization);
 }
 
-void export_ctranslate2(const checkpoint::Checkpoint& checkpoint, const fs::path& folder, Quantization quantization,
-                        bool replace) {
-  // "ct2/" names the folder ct2: its staging folder goes beside it, not into it.
-  const fs::path out = folder.has_filename() ? folder : folder.parent_path();
-  if (out.empty()) throw InputError("--out must name a folder, not " + folder.string());
-  const bool exists = fs::exists(fs::symlink_status(out));
-  if (exists && !replace && !is_empty_folder(out)) {
-    throw InputError(out.string() + " exists and is not empty; use --force to replace it");
-  }
-  if (exists && !fs::is_directory(out)) throw InputError(out.string() + " exists and is not a folder");
+std::vector<std::pair<std::string, std::string>> ctranslate2_files(const checkpoint::Checkpoint& checkpoint,
+                                                                   const std::string& quantization) {
   const auto tokenizer = data::Tokenizer::from_bytes(checkpoint.tokenizer);
-  const auto pieces = vocabulary(tokenizer);
-  const auto bin = ctranslate2_model_bin(checkpoint, quantization);
-
-  // Everything goes into OUT.tmp-PID beside OUT, which then takes OUT's place.
-  const fs::path staging = out.string() + ".tmp-" + std::to_string(::getpid());
-  util::remove_tree(staging);
-  std::error_code error;
-  fs::create_directories(staging, error);
-  if (error) throw InputError("cannot create " + staging.string() + ": " + error.message());
-  try {
-    util::write_file_atomically(staging / "model.bin", bin);
-    util::write_file_atomically(staging / "config.json", json_text(model_config(tokenizer)));
-    util::write_file_atomically(staging / "shared_vocabulary.json", json_text(pieces));
-    util::write_file_atomically(staging / "sentencepiece.model", checkpoint.tokenizer);
-    if (exists) {
-      const fs::path old = out.string() + ".old-" + std::to_string(::getpid());
-      rename_or_throw(out, old);
-      try {
-        rename_or_throw(staging, out);
-      } catch (...) {
-        fs::rename(old, out, error);  // the old folder back where it was
-        throw;
-      }
-      util::remove_tree(old);
-    } else {
-      rename_or_throw(staging, out);
-    }
-  } catch (...) {
-    util::remove_tree(staging);
-    throw;
-  }
+  return {{"model.bin", ctranslate2_model_bin(checkpoint, parse_quantization(quantization))},
+          {"config.json", json_text(model_config(tokenizer))},
+          {"shared_vocabulary.json", json_text(vocabulary(tokenizer))},
+          {"sentencepiece.model", checkpoint.tokenizer}};
 }
 
 }  // namespace trafo::deploy

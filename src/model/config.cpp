@@ -1,6 +1,7 @@
 #include "trafo/model/config.h"
 
 #include <cmath>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -52,7 +53,8 @@ void validate(const ModelConfig& c) {
 }
 
 nlohmann::json to_json(const ModelConfig& c) {
-  return {{"vocab_size", c.vocab_size}, {"d_model", c.d_model},
+  return {{"version", kModelConfigVersion},
+          {"vocab_size", c.vocab_size}, {"d_model", c.d_model},
           {"heads", c.heads},           {"encoder_layers", c.encoder_layers},
           {"decoder_layers", c.decoder_layers}, {"d_ff", c.d_ff},
           {"dropout", c.dropout},       {"activation", c.activation},
@@ -62,24 +64,82 @@ nlohmann::json to_json(const ModelConfig& c) {
 
 ModelConfig model_config_from_json(const nlohmann::json& j) {
   try {
+    if (!j.is_object()) throw InputError("invalid model config: not a JSON object");
+    // Checkpoints before versions were written are version 1. A key a config lacks keeps its default:
+    // a key added later defaults to what the models before it did.
+    const auto version = j.value("version", int64_t{1});
+    if (version < 1 || version > kModelConfigVersion) {
+      throw InputError("the model config has version " + std::to_string(version) + "; this trafo reads versions 1 to " +
+                       std::to_string(kModelConfigVersion) + " (a newer trafo wrote it)");
+    }
     ModelConfig c;
-    c.vocab_size = j.at("vocab_size").get<int64_t>();
-    c.d_model = j.at("d_model").get<int64_t>();
-    c.heads = j.at("heads").get<int64_t>();
-    c.encoder_layers = j.at("encoder_layers").get<int64_t>();
-    c.decoder_layers = j.at("decoder_layers").get<int64_t>();
-    c.d_ff = j.at("d_ff").get<int64_t>();
-    c.dropout = j.at("dropout").get<double>();
-    c.activation = j.at("activation").get<std::string>();
-    c.norm = j.at("norm").get<std::string>();
-    c.tie_embeddings = j.at("tie_embeddings").get<bool>();
-    c.max_positions = j.at("max_positions").get<int64_t>();
-    c.pad_id = j.at("pad_id").get<int64_t>();
+    auto read = [&](const char* key, auto& field) {
+      if (j.contains(key)) field = j.at(key).get<std::decay_t<decltype(field)>>();
+    };
+    read("vocab_size", c.vocab_size);
+    read("d_model", c.d_model);
+    read("heads", c.heads);
+    read("encoder_layers", c.encoder_layers);
+    read("decoder_layers", c.decoder_layers);
+    read("d_ff", c.d_ff);
+    read("dropout", c.dropout);
+    read("activation", c.activation);
+    read("norm", c.norm);
+    read("tie_embeddings", c.tie_embeddings);
+    read("max_positions", c.max_positions);
+    read("pad_id", c.pad_id);
     validate(c);
     return c;
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("invalid model config: ") + e.what());
   }
+}
+
+std::map<std::string, std::vector<int64_t>> weight_shapes(const ModelConfig& c) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  const int64_t d = c.d_model;
+  auto linear = [&](const std::string& name, int64_t out, int64_t in) {
+    shapes[name + ".weight"] = {out, in};
+    shapes[name + ".bias"] = {out};
+  };
+  auto norm = [&](const std::string& name) {
+    shapes[name + ".weight"] = {d};
+    shapes[name + ".bias"] = {d};
+  };
+  auto feed_forward = [&](const std::string& layer) {
+    linear(layer + "feed_forward.linear1", c.d_ff, d);
+    linear(layer + "feed_forward.linear2", d, c.d_ff);
+  };
+  shapes["source_embedding.embedding.weight"] = {c.vocab_size, d};
+  if (!c.tie_embeddings) {
+    shapes["target_embedding.embedding.weight"] = {c.vocab_size, d};
+    linear("output_projection", c.vocab_size, d);
+  }
+  shapes["positions.table"] = {c.max_positions, d};
+  for (int64_t i = 0; i < c.encoder_layers; ++i) {
+    const std::string layer = "encoder_layers." + std::to_string(i) + ".";
+    linear(layer + "self_attention.qkv_proj", 3 * d, d);
+    linear(layer + "self_attention.out_proj", d, d);
+    feed_forward(layer);
+    for (const char* residual : {"attention_residual", "feed_forward_residual"}) norm(layer + residual + ".norm");
+  }
+  for (int64_t i = 0; i < c.decoder_layers; ++i) {
+    const std::string layer = "decoder_layers." + std::to_string(i) + ".";
+    linear(layer + "self_attention.qkv_proj", 3 * d, d);
+    linear(layer + "self_attention.out_proj", d, d);
+    linear(layer + "cross_attention.q_proj", d, d);
+    linear(layer + "cross_attention.kv_proj", 2 * d, d);
+    linear(layer + "cross_attention.out_proj", d, d);
+    feed_forward(layer);
+    for (const char* residual : {"self_residual", "cross_residual", "feed_forward_residual"}) {
+      norm(layer + residual + ".norm");
+    }
+  }
+  if (c.norm == "pre") {
+    norm("encoder_norm");
+    norm("decoder_norm");
+  }
+  return shapes;
 }
 
 std::string describe_differences(const ModelConfig& a, const ModelConfig& b) {

@@ -105,7 +105,70 @@ class FusedAdam final : public Base {
 using FusedAdamL2 = FusedAdam<torch::optim::Adam, torch::optim::AdamOptions, torch::optim::AdamParamState>;
 using FusedAdamW = FusedAdam<torch::optim::AdamW, torch::optim::AdamWOptions, torch::optim::AdamWParamState>;
 
+// Adam and AdamW keep the same state; `Step` is how each names its step count.
+template <typename State>
+void put_state(torch::optim::Optimizer& optimizer, const torch::Tensor& p, const torch::Tensor& exp_avg,
+               const torch::Tensor& exp_avg_sq, int64_t step) {
+  auto state = std::make_unique<State>();
+  state->step(step);
+  state->exp_avg(exp_avg.to(p.device(), p.scalar_type()).contiguous().clone());
+  state->exp_avg_sq(exp_avg_sq.to(p.device(), p.scalar_type()).contiguous().clone());
+  optimizer.state()[p.unsafeGetTensorImpl()] = std::move(state);
+}
+
 }  // namespace
+
+NamedParameters named_parameters(const torch::nn::Module& module) {
+  NamedParameters out;
+  for (const auto& p : module.named_parameters()) out.emplace_back(p.key(), p.value());
+  return out;
+}
+
+std::map<std::string, torch::Tensor> optimizer_state(torch::optim::Optimizer& optimizer,
+                                                     const NamedParameters& parameters) {
+  std::map<std::string, torch::Tensor> tensors;
+  for (const auto& [name, p] : parameters) {
+    const auto found = optimizer.state().find(p.unsafeGetTensorImpl());
+    if (found == optimizer.state().end()) continue;
+    const torch::optim::OptimizerParamState& state = *found->second;
+    torch::Tensor exp_avg, exp_avg_sq;
+    int64_t step = 0;
+    if (const auto* adam = dynamic_cast<const torch::optim::AdamParamState*>(&state)) {
+      exp_avg = adam->exp_avg(), exp_avg_sq = adam->exp_avg_sq(), step = adam->step();
+    } else if (const auto* adamw = dynamic_cast<const torch::optim::AdamWParamState*>(&state)) {
+      exp_avg = adamw->exp_avg(), exp_avg_sq = adamw->exp_avg_sq(), step = adamw->step();
+    } else {
+      throw std::logic_error("optimizer_state: not an Adam state");
+    }
+    tensors["exp_avg/" + name] = exp_avg.detach().cpu().clone();
+    tensors["exp_avg_sq/" + name] = exp_avg_sq.detach().cpu().clone();
+    tensors["step/" + name] = torch::tensor(step, torch::kLong);
+  }
+  return tensors;
+}
+
+void load_optimizer_state(torch::optim::Optimizer& optimizer, const NamedParameters& parameters,
+                          const std::map<std::string, torch::Tensor>& tensors) {
+  const bool decoupled = dynamic_cast<torch::optim::AdamW*>(&optimizer) != nullptr;
+  for (const auto& [name, p] : parameters) {
+    const auto step = tensors.find("step/" + name);
+    if (step == tensors.end()) continue;  // no update yet reached this parameter
+    const auto exp_avg = tensors.find("exp_avg/" + name), exp_avg_sq = tensors.find("exp_avg_sq/" + name);
+    if (exp_avg == tensors.end() || exp_avg_sq == tensors.end()) {
+      throw InputError("the optimizer state of " + name + " lacks its moments");
+    }
+    if (exp_avg->second.sizes() != p.sizes() || exp_avg_sq->second.sizes() != p.sizes() ||
+        step->second.numel() != 1 || step->second.scalar_type() != torch::kLong) {
+      throw InputError("the optimizer state of " + name + " does not fit the parameter");
+    }
+    const int64_t count = step->second.item<int64_t>();
+    if (decoupled) {
+      put_state<torch::optim::AdamWParamState>(optimizer, p, exp_avg->second, exp_avg_sq->second, count);
+    } else {
+      put_state<torch::optim::AdamParamState>(optimizer, p, exp_avg->second, exp_avg_sq->second, count);
+    }
+  }
+}
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::string& name, std::vector<torch::Tensor> params,
                                                         double lr, double beta1, double beta2, double eps,

@@ -25,10 +25,16 @@ const char* native_flag(const std::set<std::string>& flags) {
   return nullptr;
 }
 
-}  // namespace
+// What auto times and requires for one workload.
+struct Probe {
+  const char* timed;        // "matmuls", "decoding steps"
+  double min_speedup;
+  bool timed_on_cuda;       // false: a CUDA device with native bf16 takes it untimed
+  const std::function<double()>& speedup;
+};
 
-Precision resolve_precision(const std::string& requested, bool cuda, bool cuda_native_bf16,
-                            const std::set<std::string>& cpu_flags, const std::function<double()>& cpu_speedup) {
+Precision resolve(const std::string& requested, bool cuda, bool cuda_native_bf16, const std::set<std::string>& cpu_flags,
+                  const Probe& probe) {
   const char* flag = native_flag(cpu_flags);
   const bool native = cuda ? cuda_native_bf16 : flag != nullptr;
   const std::string hardware = cuda ? (native ? "this CUDA device (compute capability >= 8.0) runs bf16 natively"
@@ -38,12 +44,31 @@ Precision resolve_precision(const std::string& requested, bool cuda, bool cuda_n
   if (requested == "fp32") return Precision{false, false, "asked for (--precision fp32)"};
   if (requested == "bf16") return Precision{true, !native, "asked for (--precision bf16); " + hardware};
   if (requested != "auto") throw InputError("precision must be fp32, bf16 or auto, not '" + requested + "'");
-  if (!native || cuda) return Precision{native, false, "--precision auto: " + hardware};
-  const double speedup = cpu_speedup();
-  const bool faster = speedup >= kMinBf16Speedup;
+  if (!native || (cuda && !probe.timed_on_cuda)) return Precision{native, false, "--precision auto: " + hardware};
+  const double speedup = probe.speedup();
+  const bool faster = speedup >= probe.min_speedup;
   return Precision{faster, false,
-                   fmt::format("--precision auto: {}, and its bf16 matmuls ran {:.2f}x as fast as fp32 ({} {:.1f}x)",
-                               hardware, speedup, faster ? ">=" : "<", kMinBf16Speedup)};
+                   fmt::format("--precision auto: {}, and its bf16 {} ran {:.2f}x as fast as fp32 ({} {:.1f}x)",
+                               hardware, probe.timed, speedup, faster ? ">=" : "<", probe.min_speedup)};
+}
+
+double injected(const char* variable, const std::function<double()>& measure) {
+  if (const char* text = std::getenv(variable)) return std::strtod(text, nullptr);
+  return measure();
+}
+
+}  // namespace
+
+Precision resolve_precision(const std::string& requested, bool cuda, bool cuda_native_bf16,
+                            const std::set<std::string>& cpu_flags, const std::function<double()>& cpu_speedup) {
+  return resolve(requested, cuda, cuda_native_bf16, cpu_flags, Probe{"matmuls", kMinBf16Speedup, false, cpu_speedup});
+}
+
+Precision resolve_decoding_precision(const std::string& requested, bool cuda, bool cuda_native_bf16,
+                                     const std::set<std::string>& cpu_flags,
+                                     const std::function<double()>& decoding_speedup) {
+  return resolve(requested, cuda, cuda_native_bf16, cpu_flags,
+                 Probe{"decoding steps of this model", kMinBf16DecodingSpeedup, true, decoding_speedup});
 }
 
 std::set<std::string> cpu_bf16_flags() {
@@ -64,7 +89,7 @@ std::set<std::string> cpu_bf16_flags() {
 }
 
 double cpu_bf16_speedup() {
-  if (const char* injected = std::getenv("TRAFO_BF16_SPEEDUP")) return std::strtod(injected, nullptr);
+  if (const char* text = std::getenv("TRAFO_BF16_SPEEDUP")) return std::strtod(text, nullptr);
   at::NoGradGuard no_grad;
   auto seconds = [](c10::ScalarType dtype) {
     const auto a = at::randn({2048, 512}).to(dtype), b = at::randn({512, 1024}).to(dtype);
@@ -85,6 +110,18 @@ Precision pick_precision(const std::string& requested, const c10::Device& device
   auto precision = resolve_precision(requested, cuda, cuda && cuda_native_bf16(),
                                      cuda ? std::set<std::string>{} : cpu_bf16_flags(), cpu_bf16_speedup);
   if (precision.emulated) spdlog::warn("bf16 is emulated on this device ({}): {} will be slow", precision.reason, what);
+  return precision;
+}
+
+Precision pick_decoding_precision(const std::string& requested, const c10::Device& device,
+                                  const std::function<double()>& decoding_speedup, bool quiet) {
+  const bool cuda = device.is_cuda();
+  auto precision = resolve_decoding_precision(
+      requested, cuda, cuda && cuda_native_bf16(), cuda ? std::set<std::string>{} : cpu_bf16_flags(),
+      [&] { return injected("TRAFO_BF16_DECODING_SPEEDUP", decoding_speedup); });
+  if (precision.emulated && !quiet) {
+    spdlog::warn("bf16 is emulated on this device ({}): decoding will be slow", precision.reason);
+  }
   return precision;
 }
 

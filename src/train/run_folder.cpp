@@ -74,9 +74,12 @@ RunFolder::~RunFolder() {
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
 }
 
-std::vector<std::filesystem::path> RunFolder::checkpoints() const {
+std::vector<std::filesystem::path> RunFolder::checkpoints_in(const std::filesystem::path& folder) {
   std::vector<std::pair<std::filesystem::file_time_type, std::filesystem::path>> found;
-  for (const auto& entry : std::filesystem::directory_iterator(path_)) {
+  std::error_code missing;
+  if (!std::filesystem::is_directory(folder, missing)) return {};
+  const auto last = folder / "checkpoint-last.pt";
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
     std::error_code error;
     if (!entry.is_regular_file(error) || !is_checkpoint(entry.path().filename().string())) continue;
     const auto time = entry.last_write_time(error);
@@ -85,7 +88,7 @@ std::vector<std::filesystem::path> RunFolder::checkpoints() const {
   // Newest first; at equal times checkpoint-last.pt, which every save path writes, before the others.
   std::sort(found.begin(), found.end(), [&](const auto& a, const auto& b) {
     if (a.first != b.first) return a.first > b.first;
-    return (a.second == last()) > (b.second == last());
+    return (a.second == last) > (b.second == last);
   });
   std::vector<std::filesystem::path> paths;
   for (auto& item : found) paths.push_back(std::move(item.second));

@@ -1,10 +1,13 @@
 #include "session.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "trafo/decode/precision_probe.h"
 #include "trafo/errors.h"
 #include "trafo/train/config_file.h"
 #include "trafo/train/optimizer.h"
@@ -21,26 +24,36 @@ double checked_max_time_s(const TrainConfig& c) {
 }
 
 // Bad input is reported before any work.
-DataPaths checked_paths(const TrainConfig& c) {
-  auto in_dir = [&](const std::string& split, const std::string& lang) {
-    return (std::filesystem::path(c.data_dir) / (split + "." + lang)).string();
-  };
-  DataPaths p;
-  p.train_src = !c.train_src.empty() ? c.train_src : in_dir("train", c.src_lang);
-  p.train_tgt = !c.train_tgt.empty() ? c.train_tgt : in_dir("train", c.tgt_lang);
-  p.dev_src = !c.dev_src.empty() ? c.dev_src : in_dir("dev", c.src_lang);
-  p.dev_tgt = !c.dev_tgt.empty() ? c.dev_tgt : in_dir("dev", c.tgt_lang);
-  data::check_parallel_files(p.train_src, p.train_tgt);
-  data::check_parallel_files(p.dev_src, p.dev_tgt);
-  return p;
+DataFiles checked_paths(const TrainConfig& c) {
+  const auto files = data_files(c);
+  data::check_parallel_files(files.train_src, files.train_tgt);
+  data::check_parallel_files(files.dev_src, files.dev_tgt);
+  return files;
+}
+
+// With --threads 0 in a single process, the run follows the load of the machine (util::threads_for_load).
+std::optional<util::LoadMeter> make_load_meter(const TrainConfig& c, const dist::Environment& environment) {
+  if (c.threads != 0 || environment.local_world_size > 1) return std::nullopt;
+  return util::LoadMeter();
 }
 
 // Sets and returns this process's threads: ranks on one machine share its cores (--nproc always;
-// under torchrun when --threads is left at 0).
-int use_threads(const TrainConfig& c, const dist::Environment& environment) {
+// under torchrun when --threads is left at 0); a single process with --threads 0 takes the cores
+// other processes leave free, looked at for 0.1 s.
+int use_threads(const TrainConfig& c, const dist::Environment& environment, std::optional<util::LoadMeter>& load) {
   int threads = util::resolve_threads(c.threads);
   if (environment.local_world_size > 1 && (environment.launched || c.threads == 0)) {
     threads = std::max(1, threads / environment.local_world_size);
+  }
+  if (load) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const double others = load->busy_cores();
+    threads = util::threads_for_load(threads, others);
+    if (others >= 0.5) {
+      spdlog::info("other processes keep about {:.1f} of {} cores busy: training on {} threads, following the load "
+                   "(--threads N fixes the number)",
+                   others, util::resolve_threads(0), threads);
+    }
   }
   at::set_num_threads(threads);
   return threads;
@@ -62,10 +75,43 @@ RunFolder open_folder(const TrainConfig& c, const Replicas& replicas) {
   return RunFolder(c.run_dir, /*lock=*/replicas.is_main());
 }
 
-// The newest checkpoint of `folder` that loads whole with its training state; a damaged one is
-// passed over with a warning. Empty when the folder holds none. A folder whose checkpoints all fail
-// is an error: starting over would write over them.
-std::optional<checkpoint::Checkpoint> newest_complete_checkpoint(const RunFolder& folder,
+// The run a folder holds, as its config.toml says; nullopt for a folder without one (a new run,
+// or a run whose config.toml was removed: its checkpoints are then held to the request).
+std::optional<TrainConfig> run_of_folder(const std::filesystem::path& folder) {
+  const auto path = folder / "config.toml";
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) return std::nullopt;
+  try {
+    return read_run_config(util::read_file(path), path.string());
+  } catch (const InputError& e) {
+    spdlog::warn("cannot read the run's options from {} ({}): its checkpoints are held to the options given",
+                 path.string(), e.what());
+    return std::nullopt;
+  }
+}
+
+// Why `saved` belongs to another run than the one asked for: its model, its tokenizer or the options
+// stored with it (languages, data, vocabulary) differ. Empty when it is this run's.
+std::string foreign_reason(const checkpoint::Checkpoint& saved, const TrainConfig& c, const std::string& path) {
+  model::ModelConfig asked = c.model;
+  asked.vocab_size = saved.model_config.vocab_size;  // the tokenizer's size, compared below
+  const auto model = model::describe_differences(saved.model_config, asked);
+  if (!model.empty()) return "its model differs (checkpoint vs run: " + model + ")";
+  const auto differences = run_differences(read_run_config(saved.config, path + "'s config"), c);
+  if (!differences.empty()) return "it was trained with other options (checkpoint vs run: " +
+                                   join_differences(differences) + ")";
+  if (saved.model_config.vocab_size > c.vocab.vocab_size) {
+    return "its tokenizer has " + std::to_string(saved.model_config.vocab_size) + " pieces, more than the run's " +
+           "--vocab-size " + std::to_string(c.vocab.vocab_size);
+  }
+  return "";
+}
+
+// The newest checkpoint of `folder` that loads whole with its training state and belongs to the run
+// `c` asks for; a damaged one, or another run's, is passed over with a warning naming it and why.
+// Empty when the folder holds none. A folder none of whose checkpoints can be resumed is an error:
+// starting over would write over them.
+std::optional<checkpoint::Checkpoint> newest_complete_checkpoint(const RunFolder& folder, const TrainConfig& c,
                                                                  std::filesystem::path& found) {
   const auto candidates = folder.checkpoints();
   std::string first_error;
@@ -73,11 +119,13 @@ std::optional<checkpoint::Checkpoint> newest_complete_checkpoint(const RunFolder
     try {
       auto saved = checkpoint::load(path);
       if (!saved.training) throw InputError(path.string() + " holds no training state to resume from");
+      const auto foreign = foreign_reason(saved, c, path.string());
+      if (!foreign.empty()) throw InputError("it belongs to another run: " + foreign);
       found = path;
       return saved;
     } catch (const InputError& e) {
       spdlog::warn("cannot resume from {}: {}", path.string(), e.what());
-      if (first_error.empty()) first_error = e.what();
+      if (first_error.empty()) first_error = path.string() + ": " + e.what();
     }
   }
   if (candidates.empty()) return std::nullopt;
@@ -95,23 +143,21 @@ ResumePoint choose_resume(TrainConfig& c, const RunFolder& folder, Replicas& rep
                        " already holds a run: drop --no-resume to continue it, or add --overwrite to start over");
     }
     resume.replaces_old_run = has_run && c.no_resume;
-    if (!c.no_resume) resume.saved = newest_complete_checkpoint(folder, resume.path);
+    if (!c.no_resume) {
+      check_resume_request(c);
+      resume.saved = newest_complete_checkpoint(folder, c, resume.path);
+    }
   }
   resume.path = replicas.share("resume", resume.path.string());
   if (resume.path.empty()) return resume;
   if (!resume.saved) resume.saved = checkpoint::load(resume.path);
   c.model.vocab_size = resume.saved->model_config.vocab_size;  // the checkpoint's tokenizer is kept
-  const auto differences = model::describe_differences(resume.saved->model_config, c.model);
-  if (!differences.empty()) {
-    throw InputError("cannot resume " + resume.path.string() + ": its model differs (checkpoint vs now: " +
-                     differences + "); use another --run-dir or --no-resume --overwrite");
-  }
   return resume;
 }
 
 // The checkpoint's tokenizer, or a new one that rank 0 trains and the other ranks receive. Its size
 // is the model's vocabulary: a small corpus may give fewer pieces than asked for.
-data::Tokenizer make_tokenizer(TrainConfig& c, int threads, const DataPaths& paths, const ResumePoint& resume,
+data::Tokenizer make_tokenizer(TrainConfig& c, int threads, const DataFiles& paths, const ResumePoint& resume,
                                Replicas& replicas) {
   c.vocab.threads = threads;
   std::string bytes = resume.saved ? resume.saved->tokenizer : "";
@@ -124,7 +170,7 @@ data::Tokenizer make_tokenizer(TrainConfig& c, int threads, const DataPaths& pat
   return tokenizer;
 }
 
-data::Corpus load_corpus(const TrainConfig& c, const DataPaths& paths, const data::Tokenizer& tokenizer) {
+data::Corpus load_corpus(const TrainConfig& c, const DataFiles& paths, const data::Tokenizer& tokenizer) {
   // + eos (source) or bos (target) must fit the model's positions, whatever --max-length says.
   const int64_t longest =
       c.max_length > 0 ? std::min(c.max_length, c.model.max_positions - 1) : c.model.max_positions - 1;
@@ -132,9 +178,15 @@ data::Corpus load_corpus(const TrainConfig& c, const DataPaths& paths, const dat
                             data::CorpusOptions{longest, c.max_length_ratio});
 }
 
-// Validation decodes and scores in the run's precision, as `trafo eval --precision auto` does on the
-// same machine: in-training figures equal a fresh eval's.
-std::optional<Validator> make_validator(const TrainConfig& c, const DataPaths& paths, const data::Tokenizer& tokenizer,
+// Validation decodes and scores in the precision `trafo eval --precision P` picks for this model on the
+// same machine (auto times its decoding steps): in-training figures equal a fresh eval's.
+Precision pick_validation_precision(const TrainConfig& c, model::Transformer& model, bool main_rank) {
+  if (!main_rank) return Precision{};
+  return pick_decoding_precision(c.precision, model->parameters().front().device(),
+                                 [&] { return decode::bf16_decoding_speedup(model); }, /*quiet=*/true);
+}
+
+std::optional<Validator> make_validator(const TrainConfig& c, const DataFiles& paths, const data::Tokenizer& tokenizer,
                                         bool main_rank, bool bf16) {
   if (!main_rank) return std::nullopt;
   return Validator(paths.dev_src, paths.dev_tgt, tokenizer, c.batch_tokens, c.valid_max_sentences, c.valid_samples,
@@ -182,9 +234,9 @@ std::optional<WeightAverage> make_average(const TrainConfig& c, const ResumePoin
 }
 
 // Restores the optimizer's state and the random generator of a resumed run, then lets its checkpoint go.
-Progress restore_progress(ResumePoint& resume, torch::optim::Optimizer& optimizer) {
+Progress restore_progress(ResumePoint& resume, torch::optim::Optimizer& optimizer, const model::Transformer& model) {
   Progress progress;
-  if (resume.saved) progress = unpack_training_state(*resume.saved->training, optimizer);
+  if (resume.saved) progress = unpack_training_state(*resume.saved->training, optimizer, named_parameters(*model));
   resume.saved.reset();
   if (!resume.path.empty()) spdlog::info("resuming from {}", resume.path.string());
   return progress;
@@ -208,9 +260,21 @@ data::BatcherOptions batcher_options(const TrainConfig& c, const Replicas& repli
 
 }  // namespace
 
+void check_resume_request(const TrainConfig& c) {
+  if (c.no_resume || RunFolder::checkpoints_in(c.run_dir).empty()) return;
+  const auto run = run_of_folder(c.run_dir);
+  if (!run) return;
+  const auto differences = run_differences(*run, c);
+  if (differences.empty()) return;
+  throw InputError("cannot resume the run in " + c.run_dir + ": options that define its model, tokenizer or data " +
+                   "differ (run vs now: " + join_differences(differences) +
+                   "); give the run's values, another --run-dir, or --no-resume --overwrite to start over");
+}
+
 void check_before_launch(const TrainConfig& c) {
   validate(c);
   checked_paths(c);
+  check_resume_request(c);
 }
 
 Session::Session(TrainConfig& c)
@@ -220,7 +284,8 @@ Session::Session(TrainConfig& c)
       max_time_s(checked_max_time_s(c)),
       environment(dist::read_environment()),
       paths(checked_paths(c)),
-      threads(use_threads(c, environment)),
+      load(make_load_meter(c, environment)),
+      threads(use_threads(c, environment, load)),
       device(pick_device(c, environment)),
       precision(pick_precision(c.precision, device, "training")),
       replicas(environment, device, timeout(c)),
@@ -228,12 +293,13 @@ Session::Session(TrainConfig& c)
       resume(choose_resume(c, folder, replicas)),
       tokenizer(make_tokenizer(c, threads, paths, resume, replicas)),
       corpus(load_corpus(c, paths, tokenizer)),
-      validator(make_validator(c, paths, tokenizer, main_rank(), precision.bf16)),
       model(make_model(c, resume, device, replicas)),
+      decoding_precision(pick_validation_precision(c, model, main_rank())),
+      validator(make_validator(c, paths, tokenizer, main_rank(), decoding_precision.bf16)),
       average(make_average(c, resume, model, main_rank())),
       optimizer(make_optimizer(c.optimizer, model->parameters(), c.lr, c.adam_beta1, c.adam_beta2, c.adam_eps,
                                c.weight_decay)),
-      progress(restore_progress(resume, *optimizer)),
+      progress(restore_progress(resume, *optimizer, model)),
       elapsed_before(progress.elapsed_s),
       log_file(open_log_file(folder, resume, main_rank())),
       batcher(corpus, batcher_options(c, replicas), progress.next_batch) {
@@ -257,7 +323,7 @@ checkpoint::Checkpoint Session::make_checkpoint() {
   ckpt.tokenizer = tokenizer.to_bytes();
   ckpt.config = config_text;
   progress.elapsed_s = elapsed();
-  ckpt.training = pack_training_state(progress, *optimizer);
+  ckpt.training = pack_training_state(progress, *optimizer, named_parameters(*model));
   if (average) store_average(*average, ckpt);
   return ckpt;
 }

@@ -24,16 +24,18 @@
 #include "trafo/train/metrics_log.h"
 #include "trafo/train/options.h"
 #include "trafo/train/run_folder.h"
+#include "trafo/train/run_identity.h"
 #include "trafo/train/training_state.h"
 #include "trafo/train/validator.h"
+#include "trafo/util/device.h"
 #include "log_file_copy.h"
 #include "replicas.h"
 
 namespace trafo::train {
 
-struct DataPaths {
-  std::string train_src, train_tgt, dev_src, dev_tgt;
-};
+// Refuses (InputError, naming each option with both values) a resume whose options defining the
+// model, tokenizer or data differ from those of the run `config.run_dir` holds (its config.toml).
+void check_resume_request(const TrainConfig& config);
 
 // The checkpoint a run continues from, as rank 0 chose it; every rank loads it.
 struct ResumePoint {
@@ -63,8 +65,9 @@ struct Session {
   const Clock::time_point started;
   const double max_time_s;                   // --max-time in seconds; 0: none
   const dist::Environment environment;
-  const DataPaths paths;
-  const int threads;                         // this process's
+  const DataFiles paths;
+  std::optional<util::LoadMeter> load;       // with --threads 0 alone: the machine's load, followed
+  int threads;                               // this process's, now
   const c10::Device device;
   const Precision precision;                 // --precision resolved for `device`
   Replicas replicas;
@@ -72,8 +75,9 @@ struct Session {
   ResumePoint resume;
   const data::Tokenizer tokenizer;
   const data::Corpus corpus;
-  std::optional<Validator> validator;        // rank 0's
   model::Transformer model;                  // raw weights (a resumed run's from its training state)
+  const Precision decoding_precision;        // validation's: --precision resolved as `trafo eval` does (rank 0)
+  std::optional<Validator> validator;        // rank 0's
   std::optional<WeightAverage> average;      // rank 0's, with --ema
   const std::unique_ptr<torch::optim::Optimizer> optimizer;
   Progress progress;

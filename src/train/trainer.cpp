@@ -20,7 +20,8 @@ namespace {
 
 using Clock = Session::Clock;
 
-constexpr int64_t kMaxSkippedUpdatesInARow = 5;  // DESIGN.md "NaN guard"
+constexpr int64_t kMaxSkippedUpdatesInARow = 5;  // docs/design.md "NaN guard"
+constexpr std::chrono::seconds kLoadCheckEvery{10};
 
 bool improved(const std::string& metric, double value, const Progress& progress) {
   if (progress.best_step < 0) return true;
@@ -57,6 +58,7 @@ class TrainingLoop {
     std::string reason;
     while ((reason = stop_reason()).empty()) {
       const auto update = take_step();
+      follow_load();
       if (!update) continue;  // skipped by the NaN guard
       if (every(c_.log_every)) log_train(*update);
       if (s_.main_rank() && every(c_.valid_every)) validate_and_checkpoint();
@@ -114,6 +116,19 @@ class TrainingLoop {
     window_.tokens += update.target_tokens;
     ++window_.steps;
     return update;
+  }
+
+  // With --threads 0, every kLoadCheckEvery: the threads the cores other processes leave free allow.
+  void follow_load() {
+    if (!s_.load || Clock::now() - load_checked_ < kLoadCheckEvery) return;
+    load_checked_ = Clock::now();
+    const double others = s_.load->busy_cores();
+    const int threads = util::threads_for_load(util::resolve_threads(0), others);
+    if (threads == s_.threads) return;
+    spdlog::info("other processes now keep about {:.1f} of {} cores busy: training goes on with {} threads", others,
+                 util::resolve_threads(0), threads);
+    at::set_num_threads(threads);
+    s_.threads = threads;
   }
 
   void log_train(const StepResult& update) {
@@ -211,6 +226,8 @@ class TrainingLoop {
     if (s_.average) start["ema"] = c_.ema;
     start["precision"] = s_.precision.name();
     start["precision_reason"] = s_.precision.reason;
+    start["validation_precision"] = s_.decoding_precision.name();
+    start["validation_precision_reason"] = s_.decoding_precision.reason;
     record("start", start);
     spdlog::info("{} {} at step {}: {} training pairs, {} batches per epoch, {} parameters, {} threads on {}, {}{}",
                  s_.resumed() ? "resuming" : "starting", s_.folder.path().string(), progress_.step, s_.corpus.size(),
@@ -219,6 +236,7 @@ class TrainingLoop {
                  s_.average ? fmt::format(", validating and saving a moving average of the weights (--ema {})", c_.ema)
                             : "");
     spdlog::info("precision {}: {}", s_.precision.name(), s_.precision.reason);
+    spdlog::info("validation precision {}: {}", s_.decoding_precision.name(), s_.decoding_precision.reason);
     window_ = Window{};
   }
 
@@ -231,6 +249,7 @@ class TrainingLoop {
   int64_t epoch_now_;
   int64_t last_validated_ = -1;
   Window window_;
+  Clock::time_point load_checked_ = Clock::now();
 };
 
 }  // namespace

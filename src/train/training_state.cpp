@@ -7,8 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include "trafo/checkpoint/archive_check.h"
 #include "trafo/errors.h"
+#include "trafo/train/optimizer.h"
+#include "trafo/util/base64.h"
 
 namespace trafo::train {
 namespace {
@@ -26,19 +27,20 @@ std::string tensor_to_bytes(const at::Tensor& tensor) {
 
 }  // namespace
 
-checkpoint::TrainingState pack_training_state(const Progress& progress, torch::optim::Optimizer& optimizer) {
+const std::string kOptimizer = "optimizer/";
+
+checkpoint::TrainingState pack_training_state(const Progress& progress, torch::optim::Optimizer& optimizer,
+                                              const NamedParameters& parameters) {
   checkpoint::TrainingState state;
-  torch::serialize::OutputArchive archive;
-  optimizer.save(archive);
-  std::ostringstream bytes;
-  archive.save_to(bytes);
-  state.tensors["optimizer"] = bytes_to_tensor(bytes.str());
+  for (auto& [name, tensor] : optimizer_state(optimizer, parameters)) state.tensors[kOptimizer + name] = tensor;
+  std::string rng;
   auto generator = at::detail::getDefaultCPUGenerator();
   {
     std::lock_guard<std::mutex> lock(generator.mutex());
-    state.tensors["cpu_rng"] = generator.get_state();
+    rng = tensor_to_bytes(generator.get_state());
   }
   state.json = nlohmann::json{{"step", progress.step},
+                              {"cpu_rng", util::to_base64(rng)},
                               {"next_epoch", progress.next_batch.epoch},
                               {"next_index", progress.next_batch.index},
                               {"elapsed_s", progress.elapsed_s},
@@ -49,7 +51,18 @@ checkpoint::TrainingState pack_training_state(const Progress& progress, torch::o
   return state;
 }
 
-Progress unpack_training_state(const checkpoint::TrainingState& state, torch::optim::Optimizer& optimizer) {
+// Format 2 checkpoints hold the optimizer's own archive and the generator's state as tensors.
+void load_legacy_state(const checkpoint::TrainingState& state, torch::optim::Optimizer& optimizer,
+                       at::Tensor& generator_state) {
+  const std::string bytes = tensor_to_bytes(state.tensors.at("optimizer"));
+  torch::serialize::InputArchive archive;
+  archive.load_from(bytes.data(), bytes.size());
+  optimizer.load(archive);
+  generator_state = state.tensors.at("cpu_rng");
+}
+
+Progress unpack_training_state(const checkpoint::TrainingState& state, torch::optim::Optimizer& optimizer,
+                               const NamedParameters& parameters) {
   try {
     const auto json = nlohmann::json::parse(state.json);
     Progress progress;
@@ -59,14 +72,20 @@ Progress unpack_training_state(const checkpoint::TrainingState& state, torch::op
     progress.best_metric = json.at("best_metric").get<double>();
     progress.best_step = json.at("best_step").get<int64_t>();
     progress.bad_validations = json.at("bad_validations").get<int64_t>();
-    const std::string bytes = tensor_to_bytes(state.tensors.at("optimizer"));
-    torch::serialize::InputArchive archive;
-    checkpoint::check_archive(bytes.data(), bytes.size(), "optimizer state");
-    archive.load_from(bytes.data(), bytes.size());
-    optimizer.load(archive);
+    at::Tensor generator_state;
+    if (state.tensors.count("optimizer") != 0) {
+      load_legacy_state(state, optimizer, generator_state);
+    } else {
+      std::map<std::string, torch::Tensor> moments;
+      for (const auto& [name, tensor] : state.tensors) {
+        if (name.rfind(kOptimizer, 0) == 0) moments.emplace(name.substr(kOptimizer.size()), tensor);
+      }
+      load_optimizer_state(optimizer, parameters, moments);
+      generator_state = bytes_to_tensor(util::from_base64(json.at("cpu_rng").get<std::string>(), "the random state"));
+    }
     auto generator = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(generator.mutex());
-    generator.set_state(state.tensors.at("cpu_rng"));
+    generator.set_state(generator_state);
     return progress;
   } catch (const std::exception& e) {
     std::string reason = e.what();

@@ -91,6 +91,69 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
   }
 }
 
+std::vector<std::string> read_lines(const std::filesystem::path& path, int64_t limit) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot open " + path.string());
+  std::vector<std::string> lines;
+  for (std::string line; (limit == 0 || static_cast<int64_t>(lines.size()) < limit) && std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+namespace {
+
+bool is_empty_folder(const std::filesystem::path& path) {
+  std::error_code error;
+  return std::filesystem::is_directory(path, error) && std::filesystem::is_empty(path, error);
+}
+
+void rename_or_throw(const std::filesystem::path& from, const std::filesystem::path& to) {
+  std::error_code error;
+  std::filesystem::rename(from, to, error);
+  if (error) throw RunError("cannot rename " + from.string() + " to " + to.string() + ": " + error.message());
+}
+
+}  // namespace
+
+void write_folder_atomically(const std::filesystem::path& folder,
+                             const std::vector<std::pair<std::string, std::string>>& files, bool replace) {
+  namespace fs = std::filesystem;
+  // "ct2/" names the folder ct2: its staging folder goes beside it, not into it.
+  const fs::path out = folder.has_filename() ? folder : folder.parent_path();
+  if (out.empty()) throw InputError("--out must name a folder, not " + folder.string());
+  const bool exists = fs::exists(fs::symlink_status(out));
+  if (exists && !replace && !is_empty_folder(out)) {
+    throw InputError(out.string() + " exists and is not empty; use --force to replace it");
+  }
+  if (exists && !fs::is_directory(out)) throw InputError(out.string() + " exists and is not a folder");
+  const fs::path staging = out.string() + ".tmp-" + std::to_string(::getpid());
+  remove_tree(staging);
+  std::error_code error;
+  fs::create_directories(staging, error);
+  if (error) throw InputError("cannot create " + staging.string() + ": " + error.message());
+  try {
+    for (const auto& [name, bytes] : files) write_file_atomically(staging / name, bytes);
+    if (exists) {
+      const fs::path old = out.string() + ".old-" + std::to_string(::getpid());
+      rename_or_throw(out, old);
+      try {
+        rename_or_throw(staging, out);
+      } catch (...) {
+        fs::rename(old, out, error);  // the old folder back where it was
+        throw;
+      }
+      remove_tree(old);
+    } else {
+      rename_or_throw(staging, out);
+    }
+  } catch (...) {
+    remove_tree(staging);
+    throw;
+  }
+}
+
 std::string read_file(const std::filesystem::path& path) {
   std::error_code error;
   const auto status = std::filesystem::status(path, error);

@@ -136,7 +136,7 @@ def batch_loss(model, batch, epsilon):
 
 
 def smoothed_by_definition(logits, target, epsilon, pad):
-    """DESIGN.md's label-smoothed loss, token by token: the mean over the real target tokens t of
+    """docs/design.md "Loss and perplexity", token by token: the mean over the real target tokens t of
     (1 − ε)·(−log p(y_t)) + ε·mean_v(−log p(v))."""
     total, tokens = 0.0, 0
     for row_logits, row_target in zip(logits.reshape(-1, logits.shape[-1]), target.reshape(-1).tolist()):

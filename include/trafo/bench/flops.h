@@ -1,4 +1,4 @@
-// Model FLOPs of a training step, as DESIGN.md "Definitions" counts them: only the real
+// Model FLOPs of a training step, as docs/design.md "Model FLOPs and MFU" counts them: only the real
 // (non-padding) tokens' matrix multiplications; padding work is waste, not FLOPs.
 #pragma once
 

@@ -1,6 +1,6 @@
 // Timed measurements for `trafo bench`: training steps, greedy decoding, the machine's matmul
 // peak and the process's memory. Warm-up work first, then timed rounds; figures are medians
-// over rounds (DESIGN.md "Benchmark reference"). Progress goes to spdlog, never to stdout.
+// over rounds (docs/design.md "Benchmark reference"). Progress goes to spdlog, never to stdout.
 #pragma once
 
 #include <cstdint>
@@ -62,7 +62,7 @@ struct MemoryUsage {
 };
 MemoryUsage memory_usage();  // from /proc/self/status; zeros where it cannot be read
 
-// RSS after `steps` training steps of fp32 compared with RSS at step steps / 5 (DESIGN.md "flat
+// RSS after `steps` training steps of fp32 compared with RSS at step steps / 5 (docs/design.md "Flat
 // memory": growth under 5% from step 200 to step 1,000).
 struct MemoryTrend {
   int64_t early_step = 0;

@@ -7,7 +7,7 @@
 //      (3..51, triangular, mean 27) and t = max(1, s + u(9) − 4) target pieces.
 //      Real lengths: S = s + 1 (eos), T = t + 1 (bos / eos).
 //   2. Pairs sorted by max(S, T), ties by pool index, and packed in that order: a pair joins the
-//      batch unless (rows + 1) × max(width, its width) would exceed `batch_tokens` (DESIGN.md
+//      batch unless (rows + 1) × max(width, its width) would exceed `batch_tokens` (docs/design.md
 //      "Token budget"), where width is the batch's largest max(S, T).
 //   3. `count` of those batches, evenly spread over lengths: batch ⌊(2k + 1) × n / (2 × count)⌋ for
 //      k = 0 … count − 1 of the n packed batches.

@@ -1,5 +1,5 @@
 // One self-contained checkpoint file: everything needed to translate with a model or to
-// resume its training exactly (DESIGN.md "Checkpoint"). The format knows nothing of
+// resume its training exactly (docs/design.md "Checkpoint"). The format knows nothing of
 // optimizers or schedules: training state is named tensors plus a JSON string that
 // train/ packs and unpacks.
 #pragma once
@@ -18,9 +18,11 @@
 
 namespace trafo::checkpoint {
 
-// 2: a header with the XXH3-64 checksum of the whole archive, checked before anything is unpickled,
-// and one per record. Version 1 files (a bare archive, no checksums) still load.
-inline constexpr int64_t kFormatVersion = 2;
+// 3: a safetensors file (checkpoint/safetensors.h): the weights under their model names, the
+// training state's tensors under "training/", and in its metadata the format, this version, the
+// model config (JSON), the effective config (TOML), the SentencePiece model (base64) and the
+// training state's JSON. Version 2 (a LibTorch archive behind a checksum line) still loads.
+inline constexpr int64_t kFormatVersion = 3;
 
 struct TrainingState {
   std::map<std::string, at::Tensor> tensors;  // optimizer moments, RNG states, ...
@@ -41,9 +43,11 @@ std::map<std::string, at::Tensor> model_weights(const model::Transformer& model)
 // Writes atomically: a temporary file in the same folder, flushed, then renamed over `path`.
 void save(const std::filesystem::path& path, const Checkpoint& checkpoint);
 
-// Reads and validates (format version, every record's checksum, model config, tokenizer, weights'
-// names and shapes). A missing, truncated or corrupt file, one that is no regular file (a folder,
-// /dev/zero), or an unknown version throws trafo::InputError naming the file.
+// Reads and validates: the file's checksum, its format and version, the model config, the tokenizer
+// (as many pieces as the vocabulary), and every weight the config implies, with its shape, as fp32,
+// and no other. A missing, truncated or corrupt file, one that is no regular file (a folder,
+// /dev/zero), or an unknown version throws trafo::InputError naming the file. The tensors of a
+// version 3 file are copy-on-write views of the file mapped in memory.
 // `with_training_state` false skips the training state (translation needs none of it).
 Checkpoint load(const std::filesystem::path& path, bool with_training_state = true);
 

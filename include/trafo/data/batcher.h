@@ -1,5 +1,5 @@
 // Token-budget batches of similar lengths, shuffled per epoch from a seed, resumable,
-// built on a background thread (DESIGN.md "Token budget").
+// built on a background thread (docs/design.md "Token budget").
 #pragma once
 
 #include <condition_variable>

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@
 #include "trafo/model/transformer.h"
 
 namespace trafo::decode {
+
+class SearchStrategy;
+class TokenSelector;
 
 struct DecodeOptions {
   int beam = 1;                  // 1: greedy search
@@ -50,7 +54,8 @@ struct Hypothesis {
   double score = 0.0;       // sum of token log-probabilities (eos included), length-penalised for beams
 };
 
-// The searches on one padded batch (tests, benchmarks): `src` [B,S] holds ids + eos padded with
+// The searches on one padded batch with the best tokens (tests, benchmarks; search.h has the
+// strategies and selectors behind them): `src` [B,S] holds ids + eos padded with
 // pad, on the model's device; `max_lengths[b]` is row b's length limit. One list of hypotheses
 // (best first, at most n_best; greedy: exactly one) per row; `text` is left empty.
 std::vector<std::vector<Hypothesis>> greedy_search(model::Transformer& model, const torch::Tensor& src,
@@ -85,6 +90,8 @@ class Translator {
   model::Transformer model_;
   const data::Tokenizer* tokenizer_ = nullptr;  // null: ids only
   DecodeOptions options_;
+  std::shared_ptr<const SearchStrategy> search_;   // made from options_ (search.h)
+  std::shared_ptr<const TokenSelector> selector_;
 };
 
 }  // namespace trafo::decode

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "trafo/checkpoint/checkpoint.h"
@@ -19,12 +20,10 @@ enum class Quantization { kFloat32, kBFloat16, kInt8 };
 Quantization parse_quantization(const std::string& name);
 const std::vector<std::string>& quantization_names();
 
-// Writes `checkpoint` (as checkpoint::load returns it) as a CTranslate2 model into the folder
-// `out`, which must not exist or be empty unless `replace`. The folder appears complete or not at
-// all (written beside it, then renamed); a replaced folder is removed only once the new one is in
-// place.
-void export_ctranslate2(const checkpoint::Checkpoint& checkpoint, const std::filesystem::path& out,
-                        Quantization quantization, bool replace);
+// The files of the CTranslate2 model folder of `checkpoint` (as checkpoint::load returns it):
+// model.bin, config.json, shared_vocabulary.json, sentencepiece.model. `quantization` as above.
+std::vector<std::pair<std::string, std::string>> ctranslate2_files(const checkpoint::Checkpoint& checkpoint,
+                                                                   const std::string& quantization);
 
 // The model.bin bytes alone (tests).
 std::string ctranslate2_model_bin(const checkpoint::Checkpoint& checkpoint, Quantization quantization);

@@ -1,5 +1,5 @@
 // Multi-head scaled dot-product attention for self- and cross-attention, batch first,
-// with a KV cache for step-wise decoding (DESIGN.md "Attention").
+// with a KV cache for step-wise decoding (docs/design.md "Attention").
 #pragma once
 
 #include <torch/nn/module.h>

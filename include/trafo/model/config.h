@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -38,8 +40,19 @@ inline constexpr double kMaxParameters = 10e9;
 // Throws trafo::InputError naming the first invalid field.
 void validate(const ModelConfig& config);
 
+// The version of the JSON form; a key added to ModelConfig raises it, and its default must be what
+// models before it did, so that older checkpoints still load.
+inline constexpr int64_t kModelConfigVersion = 1;
+
 nlohmann::json to_json(const ModelConfig& config);
+// Keys the JSON lacks keep ModelConfig's defaults; a version above kModelConfigVersion, a value of the
+// wrong type or an invalid config throws trafo::InputError.
 ModelConfig model_config_from_json(const nlohmann::json& json);
+
+// The name and shape of every parameter and buffer a Transformer of `config` holds, as its
+// named_parameters() and named_buffers() give them (model_test checks the two agree), without
+// allocating any: checkpoint loading checks a file's weights against them.
+std::map<std::string, std::vector<int64_t>> weight_shapes(const ModelConfig& config);
 
 // "d_model 256 vs 512, heads 4 vs 8"; empty when the two describe the same model.
 std::string describe_differences(const ModelConfig& a, const ModelConfig& b);

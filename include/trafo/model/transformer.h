@@ -89,4 +89,20 @@ class TransformerImpl : public torch::nn::Module, public PackedWeightOwner {
 };
 TORCH_MODULE(Transformer);
 
+// Eval mode for a scope, the mode it found restored after: the trainer hands the model it trains to
+// validation and decoding.
+class EvalMode {
+ public:
+  explicit EvalMode(Transformer& model) : model_(model), was_training_(model->is_training()) { model_->eval(); }
+  ~EvalMode() {
+    if (was_training_) model_->train();
+  }
+  EvalMode(const EvalMode&) = delete;
+  EvalMode& operator=(const EvalMode&) = delete;
+
+ private:
+  Transformer& model_;
+  bool was_training_;
+};
+
 }  // namespace trafo::model

@@ -1,5 +1,5 @@
 // Attention weights of one sentence pair, taken from the plain attention path
-// (DESIGN.md "Attention") for `trafo attention`: pictures and JSON.
+// (docs/design.md "Attention") for `trafo attention`: pictures and JSON.
 #pragma once
 
 #include <optional>

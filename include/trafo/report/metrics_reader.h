@@ -1,4 +1,4 @@
-// Reading a run folder's metrics.jsonl back (DESIGN.md "metrics.jsonl") for `trafo report`.
+// Reading a run folder's metrics.jsonl back (docs/design.md "metrics.jsonl") for `trafo report`.
 #pragma once
 
 #include <filesystem>

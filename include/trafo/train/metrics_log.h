@@ -1,4 +1,4 @@
-// metrics.jsonl: one JSON object per line per event (DESIGN.md "metrics.jsonl").
+// metrics.jsonl: one JSON object per line per event (docs/design.md "metrics.jsonl").
 #pragma once
 
 #include <filesystem>

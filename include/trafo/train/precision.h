@@ -1,8 +1,13 @@
 // --precision fp32 | bf16 | auto: which arithmetic a run's forward pass uses, and why. auto picks
-// bf16 only where the device computes it natively and faster: a CUDA device of compute capability
-// >= 8.0, or a CPU whose flags include amx_bf16 or avx512_bf16 (elsewhere bf16 is emulated, tens of
-// times slower) and whose bf16 matmuls, timed at start, run at least kMinBf16Speedup times as fast
-// as its fp32 ones (an Intel CPU with avx512_bf16 but no AMX runs them slower than fp32).
+// bf16 only where the device computes it natively and faster, judged per workload:
+// - training: a CUDA device of compute capability >= 8.0, or a CPU whose flags include amx_bf16 or
+//   avx512_bf16 (elsewhere bf16 is emulated, tens of times slower) and whose bf16 matmuls, timed at
+//   start, run at least kMinBf16Speedup times as fast as its fp32 ones (an Intel CPU with
+//   avx512_bf16 but no AMX runs them slower than fp32);
+// - decoding (eval, translate, validation): the same native bf16, and decoding steps of the loaded
+//   model itself, timed in both precisions, at least kMinBf16DecodingSpeedup times as fast in bf16.
+//   Decoding is small products, casts and the packed fp32 kernels: on a Zen 5 whose bf16 matmuls run
+//   4x fp32, greedy decoding ran 0.6x as fast in bf16.
 #pragma once
 
 #include <functional>
@@ -23,12 +28,21 @@ struct Precision {
 // The least bf16 / fp32 matmul speed for which auto takes bf16 on a CPU with the flags: autocast's
 // casts and its bf16 elementwise ops take back some of what the products gain.
 constexpr double kMinBf16Speedup = 1.2;
+// The same for decoding: a margin over timing noise, so that validation and a later eval on the
+// same machine choose alike.
+constexpr double kMinBf16DecodingSpeedup = 1.1;
 
 // `requested` is fp32, bf16 or auto; `cpu_flags` as named in /proc/cpuinfo (only the bf16 ones
 // matter); `cpu_speedup` gives bf16 / fp32 matmul speed on this CPU, called only where auto finds
 // the flags on a CPU run.
 Precision resolve_precision(const std::string& requested, bool cuda, bool cuda_native_bf16,
                             const std::set<std::string>& cpu_flags, const std::function<double()>& cpu_speedup);
+
+// The same for decoding: `decoding_speedup` gives bf16 / fp32 speed of decoding steps of the model,
+// called where auto finds native bf16 (CPU flags, or a CUDA device of compute capability >= 8.0).
+Precision resolve_decoding_precision(const std::string& requested, bool cuda, bool cuda_native_bf16,
+                                     const std::set<std::string>& cpu_flags,
+                                     const std::function<double()>& decoding_speedup);
 
 // This machine's: the bf16 flags LibTorch's cpuinfo reports (amx_bf16, avx512_bf16), or the
 // comma- or space-separated names in TRAFO_CPU_FLAGS when that is set (tests pose as other CPUs).
@@ -42,5 +56,10 @@ bool cuda_native_bf16();
 // What every command runs: resolve_precision for `device` with this machine's flags and timing
 // (on the current intra-op threads); bf16 where it is emulated warns once, naming `what` ("training").
 Precision pick_precision(const std::string& requested, const c10::Device& device, const std::string& what);
+// resolve_decoding_precision for `device` with this machine's flags; `decoding_speedup` times the
+// model (decode::bf16_decoding_speedup), or TRAFO_BF16_DECODING_SPEEDUP gives the number (tests).
+// bf16 where it is emulated warns unless `quiet` (validation: training has warned already).
+Precision pick_decoding_precision(const std::string& requested, const c10::Device& device,
+                                  const std::function<double()>& decoding_speedup, bool quiet = false);
 
 }  // namespace trafo::train

@@ -21,7 +21,9 @@ class RunFolder {
   RunFolder& operator=(const RunFolder&) = delete;
 
   // Every checkpoint of the folder, whatever its name, newest first (by modification time).
-  std::vector<std::filesystem::path> checkpoints() const;
+  std::vector<std::filesystem::path> checkpoints() const { return checkpoints_in(path_); }
+  // The same for any folder (none when it does not exist), without taking its lock.
+  static std::vector<std::filesystem::path> checkpoints_in(const std::filesystem::path& folder);
   // The old run's files (checkpoints, logs, config): removed by replace_old_run(), which a new run
   // calls only once everything it needs has been read and checked.
   void replace_old_run() const;

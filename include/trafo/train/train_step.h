@@ -1,7 +1,7 @@
 // One update of the model, the same for `trafo train` and for `trafo bench`, which times it:
 // zero the gradients; for each batch of the update, the label-smoothed loss (model/loss.h, under
 // bf16 autocast when asked) and backward of loss / the update's target tokens; the gradients summed
-// over the replicas; clip their norm; then, unless that norm is not finite (DESIGN.md "NaN guard":
+// over the replicas; clip their norm; then, unless that norm is not finite (docs/design.md "NaN guard":
 // the update is skipped), set the learning rate and take the optimizer step.
 #pragma once
 

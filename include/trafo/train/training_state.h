@@ -8,6 +8,7 @@
 
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/data/batcher.h"
+#include "trafo/train/optimizer.h"
 
 namespace trafo::train {
 
@@ -20,8 +21,13 @@ struct Progress {
   int64_t bad_validations = 0;      // validations since the best
 };
 
-checkpoint::TrainingState pack_training_state(const Progress& progress, torch::optim::Optimizer& optimizer);
-// Restores the optimizer's state and the CPU random generator; returns the progress.
-Progress unpack_training_state(const checkpoint::TrainingState& state, torch::optim::Optimizer& optimizer);
+// The optimizer's moments as tensors ("optimizer/exp_avg/NAME", ...), and in the JSON the progress
+// and the CPU random generator's state (base64).
+checkpoint::TrainingState pack_training_state(const Progress& progress, torch::optim::Optimizer& optimizer,
+                                              const NamedParameters& parameters);
+// Restores the optimizer's state and the CPU random generator (a format 2 checkpoint's too: the
+// optimizer's own archive); returns the progress.
+Progress unpack_training_state(const checkpoint::TrainingState& state, torch::optim::Optimizer& optimizer,
+                               const NamedParameters& parameters);
 
 }  // namespace trafo::train

@@ -1,5 +1,6 @@
-// Validation on the dev set: loss and perplexity by teacher forcing, then greedy decoding
-// scored with BLEU and chrF, and a few sample translations.
+// Validation on the dev set through eval::Evaluator, as `trafo eval` judges a checkpoint: loss and
+// perplexity by teacher forcing, then greedy decoding scored with BLEU and chrF, and a few sample
+// translations.
 #pragma once
 
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "trafo/data/corpus.h"
 #include "trafo/data/tokenizer.h"
+#include "trafo/eval/evaluator.h"
 #include "trafo/model/transformer.h"
 
 namespace trafo::train {
@@ -31,11 +33,9 @@ class Validator {
 
  private:
   const data::Tokenizer& tokenizer_;
-  data::Corpus corpus_;
-  int64_t batch_tokens_;
+  eval::EvalSet set_;
+  eval::Evaluator evaluator_;  // greedy; loss and decoding under bf16 autocast with `bf16`
   int64_t samples_;
-  bool bf16_;  // loss and decoding under bf16 autocast
-  std::vector<std::string> sources_, references_;
 };
 
 }  // namespace trafo::train

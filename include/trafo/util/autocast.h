@@ -1,4 +1,4 @@
-// bf16 autocast on one device type for the lifetime of the guard (DESIGN.md: master weights and
+// bf16 autocast on one device type for the lifetime of the guard (docs/design.md "Precision": master weights and
 // the loss stay fp32; the cast cache is cleared after each step). Training runs each step under
 // one; decoding in bf16 runs each translate call under one, so each weight is cast once a call.
 // Guards nest as torch.autocast does: each restores the state it found, and the cast cache is

@@ -5,8 +5,10 @@
 // LibTorch removes folders with remove_tree() below, never std::filesystem::remove_all.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace trafo::util {
@@ -21,9 +23,20 @@ void remove_tree(const std::filesystem::path& path);
 // replaced by a file; a folder there is trafo::InputError.
 void write_file_atomically(const std::filesystem::path& path, const std::string& bytes);
 
+// Writes the folder `folder` holding `files` (name -> bytes) so that it appears complete or not at
+// all: everything goes into FOLDER.tmp-PID beside it, which then takes its place. An existing
+// folder is an InputError unless it is empty or `replace`; a replaced folder is removed only once
+// the new one is in place. A disk that refuses is a RunError, and nothing of the new folder stays.
+void write_folder_atomically(const std::filesystem::path& folder, const std::vector<std::pair<std::string, std::string>>& files,
+                             bool replace);
+
 // The whole file; throws trafo::InputError when it cannot be read or is no regular file (a folder,
 // a device, a pipe): what is read is bounded by the file's size.
 std::string read_file(const std::filesystem::path& path);
+
+// The lines of a text file, at most `limit` (0: all), without their '\n' or a '\r' before it;
+// trafo::InputError when it cannot be opened.
+std::vector<std::string> read_lines(const std::filesystem::path& path, int64_t limit = 0);
 
 // An input of a command as the user named it: its option ("--ref") and path.
 struct NamedPath {

@@ -1,0 +1,32 @@
+// What makes a run folder's run the run it is: the options that define its model, its tokenizer
+// and its data. A resume must ask for the same values, and a checkpoint whose own values differ
+// (another run's, copied in) is never resumed from. Every other option (limits, validation,
+// checkpoints, logs, optimisation, machine, precision) may change at a resume (README "Resuming").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "trafo/train/options.h"
+
+namespace trafo::train {
+
+// The keys of the groups Data, Vocabulary and Model define a run, except dropout (a training knob);
+// data-dir and the four file keys are compared as the files they resolve to.
+// One entry per defining option whose values differ: `src-lang "en" vs "de"` (a's value first).
+std::vector<std::string> run_differences(const TrainConfig& a, const TrainConfig& b);
+
+// The four data files a config trains and validates on: explicit paths, else DATA_DIR/SPLIT.LANG.
+struct DataFiles {
+  std::string train_src, train_tgt, dev_src, dev_tgt;
+};
+DataFiles data_files(const TrainConfig& config);
+
+// The run a config text describes (config.toml, or the config stored in a checkpoint): its keys
+// over the defaults. Throws trafo::InputError naming `where` when the text is not a trafo config.
+TrainConfig read_run_config(const std::string& text, const std::string& where);
+
+// "a, b and c" for messages.
+std::string join_differences(const std::vector<std::string>& differences);
+
+}  // namespace trafo::train

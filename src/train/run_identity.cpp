@@ -1,0 +1,84 @@
+#include "trafo/train/run_identity.h"
+
+#include <cstring>
+#include <filesystem>
+
+#include "trafo/errors.h"
+#include "trafo/train/config_file.h"
+#include "trafo/train/config_keys.h"
+
+namespace trafo::train {
+namespace {
+
+bool defines_run(const ConfigKey& key) {
+  for (const char* group : {"Data", "Vocabulary", "Model"}) {
+    if (std::strcmp(key.group, group) == 0) return std::strcmp(key.name, "dropout") != 0;
+  }
+  return false;
+}
+
+bool is_data_file_key(const std::string& name) {
+  return name == "data-dir" || name == "train-src" || name == "train-tgt" || name == "dev-src" || name == "dev-tgt";
+}
+
+// The same file by any name: equal text, or one path once made absolute and resolved.
+bool same_file(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  std::error_code error_a, error_b;
+  const auto resolved_a = std::filesystem::weakly_canonical(std::filesystem::absolute(a), error_a);
+  const auto resolved_b = std::filesystem::weakly_canonical(std::filesystem::absolute(b), error_b);
+  return !error_a && !error_b && resolved_a == resolved_b;
+}
+
+std::string quoted(const std::string& text) { return "\"" + text + "\""; }
+
+}  // namespace
+
+DataFiles data_files(const TrainConfig& c) {
+  auto in_dir = [&](const std::string& split, const std::string& lang) {
+    return (std::filesystem::path(c.data_dir) / (split + "." + lang)).string();
+  };
+  DataFiles files;
+  files.train_src = !c.train_src.empty() ? c.train_src : in_dir("train", c.src_lang);
+  files.train_tgt = !c.train_tgt.empty() ? c.train_tgt : in_dir("train", c.tgt_lang);
+  files.dev_src = !c.dev_src.empty() ? c.dev_src : in_dir("dev", c.src_lang);
+  files.dev_tgt = !c.dev_tgt.empty() ? c.dev_tgt : in_dir("dev", c.tgt_lang);
+  return files;
+}
+
+std::vector<std::string> run_differences(const TrainConfig& a, const TrainConfig& b) {
+  std::vector<std::string> out;
+  for (const auto& key : config_keys()) {
+    if (!defines_run(key) || is_data_file_key(key.name)) continue;
+    const auto value_a = format_value(key, a), value_b = format_value(key, b);
+    if (value_a != value_b) out.push_back(std::string(key.name) + " " + value_a + " vs " + value_b);
+  }
+  const auto files_a = data_files(a), files_b = data_files(b);
+  const std::pair<const char*, std::string DataFiles::*> file_keys[] = {{"train-src", &DataFiles::train_src},
+                                                                         {"train-tgt", &DataFiles::train_tgt},
+                                                                         {"dev-src", &DataFiles::dev_src},
+                                                                         {"dev-tgt", &DataFiles::dev_tgt}};
+  for (const auto& [name, member] : file_keys) {
+    if (!same_file(files_a.*member, files_b.*member)) {
+      out.push_back(std::string(name) + " " + quoted(files_a.*member) + " vs " + quoted(files_b.*member));
+    }
+  }
+  return out;
+}
+
+TrainConfig read_run_config(const std::string& text, const std::string& where) {
+  TrainConfig config;
+  read_config_text(text, where, config);
+  return config;
+}
+
+std::string join_differences(const std::vector<std::string>& differences) {
+  std::string out;
+  for (size_t i = 0; i < differences.size(); ++i) {
+    if (i > 0) out += i + 1 == differences.size() ? " and " : ", ";
+    out += differences[i];
+  }
+  return out;
+}
+
+}  // namespace trafo::train
