@@ -1,7 +1,10 @@
 // The checkpoint loader on arbitrary bytes: checkpoint::load, then checkpoint::make_model
 // and data::Tokenizer::from_bytes on what it returns, as `trafo translate` and `trafo eval` do.
 // Seeds: real tiny checkpoints (fuzz/corpus/checkpoint/, and fresh ones from scripts/fuzz.sh).
-// Input: the file's bytes; the last byte's low bit also chooses with or without training state.
+// Input: the file's bytes; the last byte's low bit also chooses with or without training state, and
+// its next bit whether the checksum is set right before loading (as a tool that writes its own
+// files would): without that, nearly every mutation stops at the checksum and the header's reader
+// behind it is never reached.
 // Only safetensors files (format 3, an 8-byte header length then '{') are tried: the reader of
 // today's checkpoints. Format 2 files are LibTorch archives behind a checksum, read only for old
 // runs; format 1 is refused before anything is read.
@@ -30,7 +33,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const bool with_training_state = size > 0 && (data[size - 1] & 1);
-  const auto path = fuzz::write_scratch("checkpoint.pt", std::string_view(reinterpret_cast<const char*>(data), size));
+  std::string bytes(reinterpret_cast<const char*>(data), size);
+  if (size > 0 && (data[size - 1] & 2)) {
+    try {
+      bytes = checkpoint::with_checksum(std::move(bytes));
+    } catch (const InputError&) {
+      bytes.assign(reinterpret_cast<const char*>(data), size);  // no single checksum entry: as it is
+    }
+  }
+  const auto path = fuzz::write_scratch("checkpoint.pt", bytes);
   checkpoint::Checkpoint loaded;
   if (!fuzz::expect_trafo_errors("checkpoint::load", [&] { loaded = checkpoint::load(path, with_training_state); })) {
     return 0;

@@ -1,5 +1,6 @@
 #include "fuzz_support.h"
 
+
 #include <unistd.h>
 
 #include <fstream>

@@ -154,10 +154,16 @@ std::string to_safetensors(const Safetensors& contents) {
   for (const auto& [name, tensor] : order) {
     out.append(static_cast<const char*>(tensor.data_ptr()), tensor.nbytes());
   }
-  const size_t at = checksum_position(std::string_view(out).substr(8, text.size()), "(being written)");
-  const std::string digits = hex(file_checksum(out.data(), out.size(), at));
-  out.replace(at, 16, digits);
-  return out;
+  return with_checksum(std::move(out));
+}
+
+std::string with_checksum(std::string file) {
+  if (file.size() < 8) throw InputError("not a safetensors file: shorter than its header length");
+  const uint64_t header_size = std::min<uint64_t>(get_u64(reinterpret_cast<const unsigned char*>(file.data())),
+                                                  file.size() - 8);
+  const size_t at = checksum_position(std::string_view(file).substr(8, header_size), "(safetensors bytes)");
+  file.replace(at, 16, hex(file_checksum(file.data(), file.size(), at)));
+  return file;
 }
 
 Safetensors read_safetensors(const std::filesystem::path& path) {

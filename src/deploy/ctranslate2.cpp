@@ -10,6 +10,7 @@
 #include "model_bin.h"
 #include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
+#include "trafo/model/positions.h"
 #include "trafo/util/files.h"
 
 namespace trafo::deploy {
@@ -59,8 +60,8 @@ class SpecBuilder {
 // The flags both stacks share: heads, norm position, activation, √d embedding scale.
 void stack_flags(ModelBin& bin, const std::string& stack, const model::ModelConfig& c) {
   bin.add_int16(stack + "/num_heads", static_cast<int16_t>(c.heads));
-  bin.add_int8(stack + "/pre_norm", c.norm == "pre" ? 1 : 0);
-  bin.add_int8(stack + "/activation", c.activation == "gelu" ? kGelu : kRelu);
+  bin.add_int8(stack + "/pre_norm", model::norm_position(c) == model::NormPosition::kPre ? 1 : 0);
+  bin.add_int8(stack + "/activation", model::activation_of(c) == model::Activation::kGelu ? kGelu : kRelu);
   bin.add_int8(stack + "/scale_embeddings", 1);
 }
 
@@ -69,7 +70,7 @@ ModelBin transformer_spec(const checkpoint::Checkpoint& checkpoint) {
   if (c.heads > std::numeric_limits<int16_t>::max()) throw InputError("too many heads for CTranslate2");
   ModelBin bin("TransformerSpec", kTransformerSpecRevision);
   SpecBuilder spec(checkpoint, bin);
-  const bool pre_norm = c.norm == "pre";
+  const bool pre_norm = model::norm_position(c) == model::NormPosition::kPre;
 
   stack_flags(bin, "encoder", c);
   bin.add_int8("encoder/embeddings_merge", 0);
@@ -103,8 +104,10 @@ ModelBin transformer_spec(const checkpoint::Checkpoint& checkpoint) {
     spec.layer_norm("decoder/layer_norm", "decoder_norm");
   }
 
-  // One sinusoidal table (trafo interleaves sin and cos), given explicitly to both stacks.
-  spec.tensor("decoder/position_encodings/encodings", "positions.table");
+  // One explicit table (the sinusoidal kind's: trafo interleaves sin and cos) for both stacks.
+  const char* table = model::position_kind(c.positions).ctranslate2_table;
+  if (table == nullptr) throw InputError("CTranslate2 export takes no '" + c.positions + "' positions");
+  spec.tensor("decoder/position_encodings/encodings", table);
   bin.alias("encoder/position_encodings/encodings", "decoder/position_encodings/encodings");
   // Tied: one matrix for both embeddings and the output projection (no bias).
   spec.tensor("decoder/embeddings/weight", c.tie_embeddings ? "source_embedding.embedding.weight"

@@ -1,5 +1,5 @@
-// Scaled dot-product attention, then multi-head attention over it, with the KV cache of step-wise
-// decoding. The one-query kernel of a decoding step is ops::step_attention.
+// Multi-head attention with the KV cache of step-wise decoding; the attention itself (and the choice
+// of its kernel) is ops::attention.
 #include "trafo/model/attention.h"
 
 #include <algorithm>
@@ -9,9 +9,7 @@
 
 #include <torch/torch.h>
 
-#include "trafo/model/dropout.h"
-#include "trafo/ops/eligibility.h"
-#include "trafo/ops/step_attention.h"
+#include "trafo/ops/dispatch.h"
 
 namespace trafo::model {
 
@@ -22,21 +20,6 @@ torch::Tensor padding_mask(const torch::Tensor& tokens, int64_t pad_id) {
 torch::Tensor causal_mask(int64_t length, const torch::Device& device) {
   auto options = torch::TensorOptions().dtype(torch::kBool).device(device);
   return torch::ones({length, length}, options).tril().view({1, 1, length, length});
-}
-
-torch::Tensor plain_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                              const torch::Tensor& mask, double dropout, bool training, torch::Tensor* weights) {
-  // 1. how well each query matches each key, 2. scaled by 1/√d_k so that the softmax does not
-  // saturate as d_k grows; positions that may not be attended to get −∞
-  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-  auto scores = torch::matmul(q, k.transpose(-2, -1)) * scale;  // [B,h,Tq,Tk]
-  if (mask.defined()) scores = scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity());
-  // 3. weights that sum to 1 over the keys
-  auto probabilities = torch::softmax(scores, -1);
-  if (weights != nullptr) *weights = probabilities;
-  if (training && dropout > 0.0) probabilities = model::dropout(probabilities, dropout, true);
-  // 4. each query's context: the values weighted
-  return torch::matmul(probabilities, v);  // [B,h,Tq,d_k]
 }
 
 void AttentionCache::select(const torch::Tensor& index) {
@@ -116,23 +99,13 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& query, const 
     }
   }
 
-  if (cache != nullptr && query.size(1) == 1 && !keep_weights_ && ops::step_attention_applies(q, k, v, mask)) {
-    return out_proj(ops::step_attention(q, k, v, mask));  // [B,1,d]
-  }
-  // SDPA with dropout on the CPU runs its math path with a serial Bernoulli mask: where the hashed
-  // mask applies the plain path is the same math with it (under bf16 autocast q is bf16 and SDPA
-  // computes in fp32).
-  const bool cpu_dropout = is_training() && dropout_ > 0.0 && ops::cpu_fast_path(ops::Kernel::hashed_dropout, {q});
-  torch::Tensor context;  // [B,h,Tq,d_k]
-  if (keep_weights_ || !fused_ || cpu_dropout) {
-    context = plain_attention(q, k, v, mask, dropout_, is_training(), keep_weights_ ? &last_weights_ : nullptr);
-  } else {
-    const double dropout = is_training() ? dropout_ : 0.0;
-    const auto attn_mask = mask.defined() ? std::optional<torch::Tensor>(mask) : std::nullopt;
-    context = at::scaled_dot_product_attention(q, k, v, attn_mask, dropout);
-  }
-  context = context.transpose(1, 2).reshape({query.size(0), query.size(1), d_model_});  // [B,Tq,d]
-  return out_proj(context);
+  ops::AttentionCall call;
+  call.dropout = dropout_;
+  call.training = is_training();
+  call.cached_step = cache != nullptr;
+  call.fused = fused_;
+  call.weights = keep_weights_ ? &last_weights_ : nullptr;
+  return out_proj(ops::attention(q, k, v, mask, call));  // [B,Tq,d]
 }
 
 }  // namespace trafo::model

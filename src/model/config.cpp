@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trafo/errors.h"
+#include "trafo/model/positions.h"
 
 namespace trafo::model {
 namespace {
@@ -32,6 +33,18 @@ double approximate_parameters(const ModelConfig& c) {
 
 }  // namespace
 
+NormPosition norm_position(const ModelConfig& c) {
+  if (c.norm == "pre") return NormPosition::kPre;
+  require(c.norm == "post", "norm must be pre or post");
+  return NormPosition::kPost;
+}
+
+Activation activation_of(const ModelConfig& c) {
+  if (c.activation == "relu") return Activation::kRelu;
+  require(c.activation == "gelu", "activation must be relu or gelu");
+  return Activation::kGelu;
+}
+
 void validate(const ModelConfig& c) {
   require_between(c.vocab_size, 5, kMaxVocabSize, "vocab-size");  // pad, unk, bos, eos and one piece at least
   require_between(c.d_model, 1, kMaxDModel, "d-model");
@@ -42,8 +55,9 @@ void validate(const ModelConfig& c) {
   require_between(c.decoder_layers, 1, kMaxLayers, "decoder-layers");
   require_between(c.d_ff, 1, kMaxDFF, "d-ff");
   require(c.dropout >= 0.0 && c.dropout < 1.0, "dropout must be in [0, 1)");
-  require(c.activation == "relu" || c.activation == "gelu", "activation must be relu or gelu");
-  require(c.norm == "pre" || c.norm == "post", "norm must be pre or post");
+  activation_of(c);
+  norm_position(c);
+  position_kind(c.positions);
   require_between(c.max_positions, 2, kMaxPositions, "max-positions");
   require(c.pad_id >= 0 && c.pad_id < c.vocab_size, "pad id outside the vocabulary");
   const double parameters = approximate_parameters(c);
@@ -59,7 +73,7 @@ nlohmann::json to_json(const ModelConfig& c) {
           {"decoder_layers", c.decoder_layers}, {"d_ff", c.d_ff},
           {"dropout", c.dropout},       {"activation", c.activation},
           {"norm", c.norm},             {"tie_embeddings", c.tie_embeddings},
-          {"max_positions", c.max_positions}, {"pad_id", c.pad_id}};
+          {"max_positions", c.max_positions}, {"positions", c.positions}, {"pad_id", c.pad_id}};
 }
 
 ModelConfig model_config_from_json(const nlohmann::json& j) {
@@ -87,6 +101,7 @@ ModelConfig model_config_from_json(const nlohmann::json& j) {
     read("norm", c.norm);
     read("tie_embeddings", c.tie_embeddings);
     read("max_positions", c.max_positions);
+    read("positions", c.positions);
     read("pad_id", c.pad_id);
     validate(c);
     return c;
@@ -115,7 +130,7 @@ std::map<std::string, std::vector<int64_t>> weight_shapes(const ModelConfig& c) 
     shapes["target_embedding.embedding.weight"] = {c.vocab_size, d};
     linear("output_projection", c.vocab_size, d);
   }
-  shapes["positions.table"] = {c.max_positions, d};
+  for (const auto& [name, shape] : position_kind(c.positions).weights(c)) shapes["positions." + name] = shape;
   for (int64_t i = 0; i < c.encoder_layers; ++i) {
     const std::string layer = "encoder_layers." + std::to_string(i) + ".";
     linear(layer + "self_attention.qkv_proj", 3 * d, d);
@@ -135,7 +150,7 @@ std::map<std::string, std::vector<int64_t>> weight_shapes(const ModelConfig& c) 
       norm(layer + residual + ".norm");
     }
   }
-  if (c.norm == "pre") {
+  if (norm_position(c) == NormPosition::kPre) {
     norm("encoder_norm");
     norm("decoder_norm");
   }

@@ -16,27 +16,8 @@ torch::Tensor TokenEmbeddingImpl::forward(const torch::Tensor& tokens) {
   return embedding(tokens) * scale_;  // [B,T,d]
 }
 
-SinusoidalPositionsImpl::SinusoidalPositionsImpl(int64_t max_positions, int64_t d_model) {
-  auto position = torch::arange(max_positions, torch::kFloat).unsqueeze(1);               // [P,1]
-  auto even = torch::arange(0, d_model, 2, torch::kFloat);                                // [d/2]
-  auto inverse_frequency = torch::exp(even * (-std::log(10000.0) / static_cast<double>(d_model)));
-  auto angles = position * inverse_frequency;                                             // [P,d/2]
-  auto table = torch::zeros({max_positions, d_model});
-  table.index_put_({torch::indexing::Slice(), torch::indexing::Slice(0, torch::indexing::None, 2)}, torch::sin(angles));
-  auto odd = torch::cos(angles).narrow(1, 0, d_model / 2);
-  table.index_put_({torch::indexing::Slice(), torch::indexing::Slice(1, torch::indexing::None, 2)}, odd);
-  table_ = register_buffer("table", table);
-}
-
-torch::Tensor SinusoidalPositionsImpl::forward(const torch::Tensor& x, int64_t offset) {
-  const int64_t length = x.size(1);
-  TORCH_CHECK(offset + length <= table_.size(0), "sequence of ", offset + length,
-              " positions exceeds max-positions ", table_.size(0));
-  return x + table_.narrow(0, offset, length).to(x.dtype());  // [B,T,d]
-}
-
-FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t d_ff, double dropout, const std::string& activation)
-    : gelu_(activation == "gelu") {
+FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t d_ff, double dropout, Activation activation)
+    : activation_(activation) {
   linear1 = register_module("linear1", Linear(d_model, d_ff));
   linear2 = register_module("linear2", Linear(d_ff, d_model));
   dropout_ = register_module("dropout", Dropout(dropout));
@@ -44,7 +25,7 @@ FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t d_ff, double dropout, 
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   auto hidden = linear1(x);  // [B,T,d_ff]
-  hidden = gelu_ ? torch::gelu(hidden) : torch::relu(hidden);
+  hidden = activation_ == Activation::kGelu ? torch::gelu(hidden) : torch::relu(hidden);
   return linear2(dropout_(hidden));  // [B,T,d]
 }
 

@@ -4,17 +4,12 @@
 
 #include <torch/torch.h>
 
-#include "trafo/ops/packed_gemm.h"
+#include "trafo/ops/dispatch.h"
 
 namespace trafo::model {
 
 torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-  if (scopes_ == 0 || !ops::packed_gemm_applies(x, weight)) return at::linear(x, weight, bias);
-  if (!packed_.defined() || !source_.is_same(weight)) {
-    packed_ = ops::pack_panels(weight);
-    source_ = weight;
-  }
-  return ops::packed_gemm(x, packed_, weight.size(0), bias);
+  return ops::linear(x, weight, bias, scopes_ > 0 ? &packed_ : nullptr);
 }
 
 PackedInference::PackedInference(torch::nn::Module& root) {
@@ -30,8 +25,7 @@ PackedInference::PackedInference(torch::nn::Module& root) {
 PackedInference::~PackedInference() {
   for (auto* weight : weights_) {
     if (--weight->scopes_ > 0) continue;
-    weight->packed_ = torch::Tensor();
-    weight->source_ = torch::Tensor();
+    weight->packed_ = ops::PackedPanels{};
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include "trafo/ops/dispatch.h"
+
 namespace trafo::model {
 
 LossSums label_smoothed_loss(const at::Tensor& logits, const at::Tensor& target, double epsilon, int64_t pad_id) {
@@ -18,14 +20,11 @@ LossSums projected_loss(const torch::Tensor& hidden, const torch::Tensor& weight
 LossSums batch_loss(Transformer& model, const torch::Tensor& src, const torch::Tensor& tgt_in,
                     const torch::Tensor& tgt_out, double epsilon) {
   const int64_t pad_id = model->config().pad_id;
-  if (!ops::fused_loss_applies(model->output_weight())) {
-    return label_smoothed_loss(model(src, tgt_in), tgt_out, epsilon, pad_id);
-  }
   const auto hidden = model->decode(tgt_in, model->encode(src), model->source_mask(src));  // [B,T,d]
   const auto target = tgt_out.reshape({-1});                                                // [B*T]
   const auto real = target.ne(pad_id).nonzero().squeeze(1);                                 // [N]
-  return projected_loss(hidden.reshape({-1, hidden.size(-1)}).index_select(0, real), model->output_weight(),
-                        model->output_bias(), target.index_select(0, real), epsilon, pad_id);
+  return ops::projection_loss(hidden.reshape({-1, hidden.size(-1)}).index_select(0, real), model->output_weight(),
+                              model->output_bias(), target.index_select(0, real), epsilon, pad_id);
 }
 
 std::pair<torch::Tensor, torch::Tensor> token_nll(const torch::Tensor& logits, const torch::Tensor& target,

@@ -7,9 +7,9 @@
 namespace trafo::model {
 
 EncoderLayerImpl::EncoderLayerImpl(const ModelConfig& c) {
-  const bool pre_norm = c.norm == "pre";
+  const bool pre_norm = norm_position(c) == NormPosition::kPre;
   self_attention = register_module("self_attention", MultiHeadAttention(c.d_model, c.heads, c.dropout, true));
-  feed_forward = register_module("feed_forward", FeedForward(c.d_model, c.d_ff, c.dropout, c.activation));
+  feed_forward = register_module("feed_forward", FeedForward(c.d_model, c.d_ff, c.dropout, activation_of(c)));
   attention_residual = register_module("attention_residual", Residual(c.d_model, c.dropout, pre_norm));
   feed_forward_residual = register_module("feed_forward_residual", Residual(c.d_model, c.dropout, pre_norm));
 }
@@ -25,10 +25,10 @@ void DecoderCache::select(const torch::Tensor& index) {
 }
 
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
-  const bool pre_norm = c.norm == "pre";
+  const bool pre_norm = norm_position(c) == NormPosition::kPre;
   self_attention = register_module("self_attention", MultiHeadAttention(c.d_model, c.heads, c.dropout, true));
   cross_attention = register_module("cross_attention", MultiHeadAttention(c.d_model, c.heads, c.dropout, false));
-  feed_forward = register_module("feed_forward", FeedForward(c.d_model, c.d_ff, c.dropout, c.activation));
+  feed_forward = register_module("feed_forward", FeedForward(c.d_model, c.d_ff, c.dropout, activation_of(c)));
   self_residual = register_module("self_residual", Residual(c.d_model, c.dropout, pre_norm));
   cross_residual = register_module("cross_residual", Residual(c.d_model, c.dropout, pre_norm));
   feed_forward_residual = register_module("feed_forward_residual", Residual(c.d_model, c.dropout, pre_norm));
@@ -52,13 +52,13 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
     target_embedding = register_module("target_embedding", TokenEmbedding(c.vocab_size, c.d_model, c.pad_id));
     output_projection = register_module("output_projection", Linear(c.d_model, c.vocab_size));
   }
-  positions = register_module("positions", SinusoidalPositions(c.max_positions, c.d_model));
+  positions = register_module("positions", position_kind(c.positions).make(c));
   embedding_dropout = register_module("embedding_dropout", Dropout(c.dropout));
   for (int64_t i = 0; i < c.encoder_layers; ++i) encoder_layers->push_back(EncoderLayer(c));
   for (int64_t i = 0; i < c.decoder_layers; ++i) decoder_layers->push_back(DecoderLayer(c));
   register_module("encoder_layers", encoder_layers);
   register_module("decoder_layers", decoder_layers);
-  if (c.norm == "pre") {
+  if (norm_position(c) == NormPosition::kPre) {
     encoder_norm = register_module("encoder_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
     decoder_norm = register_module("decoder_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model})));
   }
@@ -87,7 +87,7 @@ void TransformerImpl::initialize() {
 
 torch::Tensor TransformerImpl::encode(const torch::Tensor& src) {
   const auto src_mask = source_mask(src);
-  auto x = embedding_dropout(positions(source_embedding(src)));  // [B,S,d]
+  auto x = embedding_dropout(positions->embed(source_embedding(src), 0));  // [B,S,d]
   for (const auto& layer : *encoder_layers) x = layer->as<EncoderLayer>()->forward(x, src_mask);
   return encoder_norm ? encoder_norm(x) : x;
 }
@@ -101,7 +101,7 @@ torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const torch::
   if (steps > 1) {
     self_mask = causal_mask(offset + steps, tgt_in.device()).narrow(2, offset, steps);  // [1,1,T,offset+T]
   }
-  auto x = embedding_dropout(positions(target_embedding(tgt_in), offset));  // [B,T,d]
+  auto x = embedding_dropout(positions->embed(target_embedding(tgt_in), offset));  // [B,T,d]
   for (size_t i = 0; i < decoder_layers->size(); ++i) {
     auto* self_cache = cache != nullptr ? &cache->self_attention[i] : nullptr;
     auto* cross_cache = cache != nullptr ? &cache->cross_attention[i] : nullptr;

@@ -43,6 +43,7 @@ const std::vector<ConfigKey> kKeys = {
     {"norm", "Model", "pre or post (LayerNorm position)", TRAFO_MEMBER(model.norm)},
     {"tie-embeddings", "Model", "share source, target and output embeddings", TRAFO_MEMBER(model.tie_embeddings)},
     {"max-positions", "Model", "longest sequence in pieces", TRAFO_MEMBER(model.max_positions)},
+    {"positions", "Model", "position encoding: sinusoidal (the only kind so far)", TRAFO_MEMBER(model.positions)},
 
     {"optimizer", "Optimisation", "adam or adamw", TRAFO_MEMBER(optimizer)},
     {"lr", "Optimisation", "peak learning rate", TRAFO_MEMBER(lr)},

@@ -33,27 +33,23 @@ DataFiles checked_paths(const TrainConfig& c) {
 
 // With --threads 0 in a single process, the run follows the load of the machine (util::threads_for_load).
 std::optional<util::LoadMeter> make_load_meter(const TrainConfig& c, const dist::Environment& environment) {
-  if (c.threads != 0 || environment.local_world_size > 1) return std::nullopt;
+  if (c.threads != 0 || environment.local_world_size > 1 || environment.distributed()) return std::nullopt;
   return util::LoadMeter();
 }
 
 // Sets and returns this process's threads: ranks on one machine share its cores (--nproc always;
 // under torchrun when --threads is left at 0); a single process with --threads 0 takes the cores
 // other processes leave free, looked at for 0.1 s.
-int use_threads(const TrainConfig& c, const dist::Environment& environment, std::optional<util::LoadMeter>& load) {
+int use_threads(const TrainConfig& c, const dist::Environment& environment, std::optional<util::LoadMeter>& load,
+                double& busy_others) {
   int threads = util::resolve_threads(c.threads);
   if (environment.local_world_size > 1 && (environment.launched || c.threads == 0)) {
     threads = std::max(1, threads / environment.local_world_size);
   }
   if (load) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    const double others = load->busy_cores();
-    threads = util::threads_for_load(threads, others);
-    if (others >= 0.5) {
-      spdlog::info("other processes keep about {:.1f} of {} cores busy: training on {} threads, following the load "
-                   "(--threads N fixes the number)",
-                   others, util::resolve_threads(0), threads);
-    }
+    busy_others = load->busy_cores();
+    threads = util::threads_for_load(threads, busy_others);
   }
   at::set_num_threads(threads);
   return threads;
@@ -285,7 +281,7 @@ Session::Session(TrainConfig& c)
       environment(dist::read_environment()),
       paths(checked_paths(c)),
       load(make_load_meter(c, environment)),
-      threads(use_threads(c, environment, load)),
+      threads(use_threads(c, environment, load, busy_at_start)),
       device(pick_device(c, environment)),
       precision(pick_precision(c.precision, device, "training")),
       replicas(environment, device, timeout(c)),

@@ -67,6 +67,7 @@ struct Session {
   const dist::Environment environment;
   const DataFiles paths;
   std::optional<util::LoadMeter> load;       // with --threads 0 alone: the machine's load, followed
+  double busy_at_start = 0.0;                // cores other processes kept busy at start (with `load`)
   int threads;                               // this process's, now
   const c10::Device device;
   const Precision precision;                 // --precision resolved for `device`

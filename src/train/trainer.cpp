@@ -235,6 +235,11 @@ class TrainingLoop {
                  replicas.describe(),
                  s_.average ? fmt::format(", validating and saving a moving average of the weights (--ema {})", c_.ema)
                             : "");
+    if (s_.load && s_.busy_at_start >= 0.5) {
+      spdlog::info("other processes keep about {:.1f} of {} cores busy: training on {} threads, following the load "
+                   "(--threads N fixes the number)",
+                   s_.busy_at_start, util::resolve_threads(0), s_.threads);
+    }
     spdlog::info("precision {}: {}", s_.precision.name(), s_.precision.reason);
     spdlog::info("validation precision {}: {}", s_.decoding_precision.name(), s_.decoding_precision.reason);
     window_ = Window{};

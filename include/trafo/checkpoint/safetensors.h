@@ -25,6 +25,11 @@ struct Safetensors {
 // starts aligned to its element size; the header is padded with spaces to a multiple of 8 bytes.
 std::string to_safetensors(const Safetensors& contents);
 
+// `file` (a safetensors file's bytes) with its checksum set to what its other bytes hash to, as
+// to_safetensors writes it (tests and fuzzing make files with a right checksum and a wrong header).
+// trafo::InputError when its header holds no single checksum entry.
+std::string with_checksum(std::string file);
+
 // Maps the file and checks it whole before anything is made of it: its checksum, the header's JSON,
 // each tensor's dtype, shape and byte range (in the data section, covering it without gaps or
 // overlaps). The tensors are copy-on-write views of the mapping, which stays while any is alive.

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <torch/nn/module.h>
-#include "trafo/model/linear.h"
 #include <torch/nn/pimpl.h>
+
+#include "trafo/model/linear.h"
+#include "trafo/ops/dispatch.h"
 
 namespace trafo::model {
 
@@ -29,11 +31,8 @@ class AttentionCache {
 torch::Tensor padding_mask(const torch::Tensor& tokens, int64_t pad_id);  // [B,T] -> [B,1,1,T]
 torch::Tensor causal_mask(int64_t length, const torch::Device& device);   // [1,1,T,T]
 
-// softmax(QKᵀ/√d_k + mask) V with explicit ops; q [B,h,Tq,d_k], k/v [B,h,Tk,d_k].
-// Returns the context [B,h,Tq,d_k]; writes the weights [B,h,Tq,Tk] to *weights when asked.
-torch::Tensor plain_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                              const torch::Tensor& mask, double dropout, bool training,
-                              torch::Tensor* weights = nullptr);
+// softmax(QKᵀ/√d_k + mask) V with explicit ops (ops/dispatch.h), the seeds' formula.
+using ops::plain_attention;
 
 class MultiHeadAttentionImpl : public torch::nn::Module {
  public:

@@ -23,7 +23,8 @@ struct ModelConfig {
   std::string activation = "relu"; // feed-forward activation: relu | gelu
   std::string norm = "pre";        // residual LayerNorm position: pre | post
   bool tie_embeddings = true;      // one matrix for source, target and output embeddings
-  int64_t max_positions = 1024;    // longest sequence the sinusoidal table covers
+  int64_t max_positions = 1024;    // longest sequence the model takes (in pieces)
+  std::string positions = "sinusoidal";  // position encoding: a row of model::position_kinds()
   int64_t pad_id = kPadId;         // padding id (special_ids.h)
 };
 
@@ -37,12 +38,19 @@ inline constexpr int64_t kMaxLayers = 256;          // encoder and decoder each
 inline constexpr int64_t kMaxPositions = 65536;
 inline constexpr double kMaxParameters = 10e9;
 
+// The residual LayerNorm's position and the feed-forward activation, as types: the one reading of
+// `norm` and `activation` (trafo::InputError for any other text).
+enum class NormPosition { kPre, kPost };
+enum class Activation { kRelu, kGelu };
+NormPosition norm_position(const ModelConfig& config);
+Activation activation_of(const ModelConfig& config);
+
 // Throws trafo::InputError naming the first invalid field.
 void validate(const ModelConfig& config);
 
 // The version of the JSON form; a key added to ModelConfig raises it, and its default must be what
 // models before it did, so that older checkpoints still load.
-inline constexpr int64_t kModelConfigVersion = 1;
+inline constexpr int64_t kModelConfigVersion = 2;  // 2: positions
 
 nlohmann::json to_json(const ModelConfig& config);
 // Keys the JSON lacks keep ModelConfig's defaults; a version above kModelConfigVersion, a value of the

@@ -6,11 +6,12 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include "trafo/ops/dispatch.h"
+
 namespace trafo::model {
 
-// x unchanged unless training and p > 0. Where ops::hashed_dropout_applies (CPU float32 or bfloat16)
-// the hashed mask; any other tensor (CUDA, fp16, fp64) goes to torch::dropout.
-torch::Tensor dropout(const torch::Tensor& x, double p, bool training);
+// x unchanged unless training and p > 0; the kernel is ops::dropout's choice.
+using ops::dropout;
 
 // The module form: dropout(x, p, is_training()).
 class DropoutImpl : public torch::nn::Module {

@@ -1,4 +1,5 @@
-// The small pieces a transformer is stacked from: embeddings, positions, feed-forward, residual.
+// The small pieces a transformer is stacked from: embeddings, feed-forward, residual (positions:
+// positions.h).
 #pragma once
 
 #include <functional>
@@ -9,6 +10,7 @@
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 
+#include "trafo/model/config.h"
 #include "trafo/model/dropout.h"
 #include "trafo/model/linear.h"
 
@@ -26,28 +28,15 @@ class TokenEmbeddingImpl : public torch::nn::Module {
 };
 TORCH_MODULE(TokenEmbedding);
 
-// PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(...); a fixed buffer, not a parameter.
-class SinusoidalPositionsImpl : public torch::nn::Module {
- public:
-  SinusoidalPositionsImpl(int64_t max_positions, int64_t d_model);
-  // x [B,T,d] -> x + PE[offset : offset+T]; `offset` is the number of steps already decoded.
-  torch::Tensor forward(const torch::Tensor& x, int64_t offset = 0);
-  int64_t max_positions() const { return table_.size(0); }
-
- private:
-  torch::Tensor table_;  // [max_positions, d]
-};
-TORCH_MODULE(SinusoidalPositions);
-
 // linear2(dropout(activation(linear1(x)))): [B,T,d] -> [B,T,d] through [B,T,d_ff].
 class FeedForwardImpl : public torch::nn::Module {
  public:
-  FeedForwardImpl(int64_t d_model, int64_t d_ff, double dropout, const std::string& activation);
+  FeedForwardImpl(int64_t d_model, int64_t d_ff, double dropout, Activation activation);
   torch::Tensor forward(const torch::Tensor& x);
   Linear linear1{nullptr}, linear2{nullptr};
 
  private:
-  bool gelu_;
+  Activation activation_;
   Dropout dropout_{nullptr};
 };
 TORCH_MODULE(FeedForward);

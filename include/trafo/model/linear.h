@@ -14,6 +14,8 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include "trafo/ops/dispatch.h"
+
 namespace trafo::model {
 
 // W packed for inference while a PackedInference scope over its owner is open.
@@ -24,13 +26,12 @@ class PackedWeight {
   // else at::linear.
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
   // Whether a packed copy is held (tests: the fast path was taken, not silently skipped).
-  bool holds_copy() const { return packed_.defined(); }
+  bool holds_copy() const { return packed_.panels.defined(); }
 
  private:
   friend class PackedInference;
-  int scopes_ = 0;        // PackedInference scopes open over this weight
-  torch::Tensor source_;  // the weight packed
-  torch::Tensor packed_;
+  int scopes_ = 0;             // PackedInference scopes open over this weight
+  ops::PackedPanels packed_;
 };
 
 // A module that holds PackedWeights (model::Linear, the Transformer's tied output projection).

@@ -20,8 +20,9 @@ using ops::label_smoothed_sums;
 LossSums label_smoothed_loss(const at::Tensor& logits, const at::Tensor& target, double epsilon, int64_t pad_id);
 
 // src [B,S], tgt_in and tgt_out [B,T], on the model's device -> the LossSums of
-// label_smoothed_loss(model(src, tgt_in), tgt_out, ...). Off the CPU it is that call; on it
-// projected_loss over the non-padding rows (in bf16 products under bf16 autocast).
+// label_smoothed_loss(model(src, tgt_in), tgt_out, ...), through ops::projection_loss over the
+// non-padding rows (its kernel choice: the fused projection and loss on the CPU, in bf16 products
+// under bf16 autocast).
 LossSums batch_loss(Transformer& model, const at::Tensor& src, const at::Tensor& tgt_in, const at::Tensor& tgt_out,
                     double epsilon);
 

@@ -9,6 +9,7 @@
 #include "trafo/model/attention.h"
 #include "trafo/model/config.h"
 #include "trafo/model/layers.h"
+#include "trafo/model/positions.h"
 
 namespace trafo::model {
 
@@ -75,7 +76,7 @@ class TransformerImpl : public torch::nn::Module, public PackedWeightOwner {
   std::vector<MultiHeadAttention> attention_modules() const;
 
   TokenEmbedding source_embedding{nullptr}, target_embedding{nullptr};
-  SinusoidalPositions positions{nullptr};
+  std::shared_ptr<PositionEncodingImpl> positions;  // config.positions' kind (positions.h)
   torch::nn::ModuleList encoder_layers, decoder_layers;
   torch::nn::LayerNorm encoder_norm{nullptr}, decoder_norm{nullptr};  // pre-norm only
   Linear output_projection{nullptr};                                  // untied only
