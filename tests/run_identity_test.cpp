@@ -202,6 +202,11 @@ TEST_F(RunIdentity, ErrorsKeepTheirReason) {
   EXPECT_EQ(long_lines.exit_code, 2);
   EXPECT_NE(long_lines.errors.find("no line to learn from"), std::string::npos) << long_lines.errors;
 
+  // A text option that is not UTF-8 cannot go into config.toml or a checkpoint's metadata.
+  const auto bytes = run_trafo("train --data-dir $(printf '\\377') --run-dir " + quoted(run_));
+  EXPECT_EQ(bytes.exit_code, 2);
+  EXPECT_NE(bytes.errors.find("--data-dir is not valid UTF-8"), std::string::npos) << bytes.errors;
+
   // An option's own value is the problem, not the path after it.
   ASSERT_EQ(run_trafo(train("--max-steps 1 --valid-every 1 --no-resume --overwrite", run_)).exit_code, 0);
   for (const std::string last : {"0", "-2"}) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "trafo/data/corpus.h"
 #include "trafo/errors.h"
 #include "trafo/train/config_keys.h"
 #include "trafo/util/device.h"
@@ -71,6 +72,13 @@ double parse_duration(const std::string& text) {
 
 void validate(const TrainConfig& c) {
   model::validate(c.model);
+  // Text options end up in config.toml and in the checkpoint's JSON metadata, which hold UTF-8 only.
+  for (const auto& key : config_keys()) {
+    const Field field = key.field(const_cast<TrainConfig&>(c));
+    if (const auto* text = std::get_if<std::string*>(&field)) {
+      data::check_utf8(**text, "--" + std::string(key.name));
+    }
+  }
   require(!c.data_dir.empty() || (!c.train_src.empty() && !c.train_tgt.empty() && !c.dev_src.empty() &&
                                   !c.dev_tgt.empty()),
           "give --data-dir DIR (with --src-lang/--tgt-lang) or --train-src/--train-tgt/--dev-src/--dev-tgt");
