@@ -1,5 +1,7 @@
 // Tokenizer and corpus reader: round trips, stable ids, and every reader error.
 #include <gtest/gtest.h>
+
+#include <functional>
 #include <torch/torch.h>
 
 #include "data_support.h"
@@ -31,6 +33,24 @@ class DataTest : public ::testing::Test {
 };
 std::filesystem::path* DataTest::dir_ = nullptr;
 Tokenizer* DataTest::tokenizer_ = nullptr;
+
+// The two readers refuse alike a file whose lines end in CR alone (it reads as one line). The fuzzer
+// found Corpus::load taking what check_parallel_files refused (fuzz/findings/corpus_reader/crash-cc27...).
+TEST_F(DataTest, BothReadersRefuseLinesEndingInCarriageReturnsAlone) {
+  const auto dir = make_temp_dir("cr-only");
+  write_text(dir / "a.src", std::string("\0\0\0\r(*\0\x01", 8));
+  write_text(dir / "a.tgt", "ei\x1b\n");
+  for (const auto& read : std::vector<std::function<void()>>{
+           [&] { check_parallel_files(dir / "a.src", dir / "a.tgt"); },
+           [&] { Corpus::load(dir / "a.src", dir / "a.tgt", *tokenizer_, CorpusOptions{}); }}) {
+    try {
+      read();
+      ADD_FAILURE() << "read";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("carriage return (CR) alone"), std::string::npos) << e.what();
+    }
+  }
+}
 
 TEST_F(DataTest, TokenizerHasFixedSpecialIds) {
   EXPECT_EQ(tokenizer_->vocab_size(), 320);

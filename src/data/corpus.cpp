@@ -123,6 +123,10 @@ Corpus Corpus::load(const std::filesystem::path& source, const std::filesystem::
                      read + (has_tgt ? 1 + count_rest(tgt) : 0));
     }
     const int64_t line = ++corpus.lines_read;
+    if (line == 1) {  // the same checks as check_parallel_files
+      check_line_breaks(src, src_line, source);
+      check_line_breaks(tgt, tgt_line, target);
+    }
     check_utf8(src_line, source.string(), line);
     check_utf8(tgt_line, target.string(), line);
     strip_carriage_return(src_line);
