@@ -3,6 +3,7 @@
 // newest checkpoint whatever its name, the folder lock, --overwrite only once the new run is checked,
 // stale temporaries, a full disk).
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -113,7 +114,10 @@ TEST_F(RunIntegrity, DamagedCheckpointsAreRefusedInOneLine) {
 }
 
 TEST_F(RunIntegrity, LoadersRefuseWhatIsNoRegularFile) {
-  for (const std::string& path : std::vector<std::string>{"/dev/zero", "/dev/null", make_temp_dir("folder").string()}) {
+  const auto fifo = make_temp_dir("fifo") / "checkpoint.pt";  // opening it for reading would wait for a writer
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path :
+       std::vector<std::string>{"/dev/zero", "/dev/null", make_temp_dir("folder").string(), fifo.string()}) {
     const auto result = run_trafo("translate --threads 1 --checkpoint '" + path + "' < /dev/null");
     EXPECT_EQ(result.exit_code, 2) << path << ": " << result.errors;
     EXPECT_EQ(count_lines(result.errors), 1) << result.errors;

@@ -131,6 +131,7 @@ void save(const std::filesystem::path& path, const Checkpoint& checkpoint) {
 
 Checkpoint load(const std::filesystem::path& path, bool with_training_state) {
   if (!std::filesystem::exists(path)) throw InputError("checkpoint not found: " + path.string());
+  util::check_regular_file(path);  // before the first read: a pipe may never answer
   std::string prefix(64, '\0');
   {
     std::ifstream in(path, std::ios::binary);

@@ -154,15 +154,19 @@ void write_folder_atomically(const std::filesystem::path& folder,
   }
 }
 
-std::string read_file(const std::filesystem::path& path) {
+void check_regular_file(const std::filesystem::path& path) {
   std::error_code error;
   const auto status = std::filesystem::status(path, error);
   if (error || !std::filesystem::exists(status)) throw InputError("cannot read " + path.string() + ": no such file");
   if (std::filesystem::is_directory(status)) throw InputError("cannot read " + path.string() + ": it is a folder");
-  // A device or a pipe has no size to bound the read by (/dev/zero never ends).
   if (!std::filesystem::is_regular_file(status)) {
     throw InputError("cannot read " + path.string() + ": not a regular file");
   }
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  check_regular_file(path);
+  std::error_code error;
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read " + path.string());
   const auto size = std::filesystem::file_size(path, error);

@@ -30,8 +30,12 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
 void write_folder_atomically(const std::filesystem::path& folder, const std::vector<std::pair<std::string, std::string>>& files,
                              bool replace);
 
-// The whole file; throws trafo::InputError when it cannot be read or is no regular file (a folder,
-// a device, a pipe): what is read is bounded by the file's size.
+// Throws trafo::InputError unless `path` is a regular file: missing, a folder, a device or a pipe
+// (which has no size to bound a read by, and may never end or never answer).
+void check_regular_file(const std::filesystem::path& path);
+
+// The whole file; throws trafo::InputError as check_regular_file, or when it cannot be read: what
+// is read is bounded by the file's size.
 std::string read_file(const std::filesystem::path& path);
 
 // The lines of a text file, at most `limit` (0: all), without their '\n' or a '\r' before it;
