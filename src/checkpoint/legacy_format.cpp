@@ -2,25 +2,18 @@
 // XXH3-64 checksum of the LibTorch archive after it, and one checksum per record.
 #include "legacy_format.h"
 
-#include <cstdio>
-
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include "trafo/errors.h"
+#include "xxh3_hex.h"
 
 namespace trafo::checkpoint::detail {
 namespace {
 
 // XXH3-64 of a record, as 16 hex digits. A tensor's covers its dtype, shape and bytes.
-std::string hex(uint64_t hash) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
-  return text;
-}
-
 std::string checksum(const char* data, size_t size) { return hex(XXH3_64bits(data, size)); }
 std::string checksum(const std::string& bytes) { return checksum(bytes.data(), bytes.size()); }
 

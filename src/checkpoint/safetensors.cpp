@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -18,9 +17,12 @@
 #include <xxhash.h>
 
 #include "trafo/errors.h"
+#include "xxh3_hex.h"
 
 namespace trafo::checkpoint {
 namespace {
+
+using detail::hex;
 
 constexpr char kChecksumKey[] = "checksum";
 constexpr char kZeroChecksum[] = "0000000000000000";
@@ -47,12 +49,6 @@ const DType& dtype_of(at::ScalarType type) {
     if (dtype.type == type) return dtype;
   }
   throw std::logic_error(std::string("safetensors: no dtype for ") + c10::toString(type));
-}
-
-std::string hex(uint64_t hash) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
-  return text;
 }
 
 void put_u64(std::string& out, uint64_t value) {

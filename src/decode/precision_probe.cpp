@@ -39,8 +39,7 @@ double decoding_seconds(model::Transformer& model, const torch::Tensor& src, int
 
 double bf16_decoding_speedup(model::Transformer& model) {
   c10::InferenceMode inference;
-  const bool was_training = model->is_training();
-  model->eval();  // no dropout: it would draw from the run's generator
+  const model::EvalMode eval_mode(model);  // no dropout: it would draw from the run's generator
   const auto& config = model->config();
   const auto device = model->parameters().front().device();
   // Fixed pieces past the specials, then eos: no generator is drawn from.
@@ -54,7 +53,6 @@ double bf16_decoding_speedup(model::Transformer& model) {
   const int64_t steps = std::min(kProbeSteps, config.max_positions - 1);
   const double fp32 = decoding_seconds(model, src, steps, false);
   const double bf16 = decoding_seconds(model, src, steps, true);
-  if (was_training) model->train();
   return fp32 / std::max(bf16, 1e-9);
 }
 

@@ -1,9 +1,5 @@
 #include "trafo/deploy/ctranslate2.h"
 
-#include <unistd.h>
-
-#include <system_error>
-
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
@@ -11,12 +7,9 @@
 #include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
 #include "trafo/model/positions.h"
-#include "trafo/util/files.h"
 
 namespace trafo::deploy {
 namespace {
-
-namespace fs = std::filesystem;
 
 constexpr uint32_t kTransformerSpecRevision = 7;
 constexpr int8_t kRelu = 0, kGelu = 3;  // CTranslate2's ActivationType (GELU: the exact, erf form)
@@ -144,11 +137,6 @@ nlohmann::json vocabulary(const data::Tokenizer& tokenizer) {
 std::string json_text(const nlohmann::json& value) { return value.dump(2) + "\n"; }
 
 }  // namespace
-
-const std::vector<std::string>& quantization_names() {
-  static const std::vector<std::string> names = {"int8", "int8_float32", "bfloat16", "float32"};
-  return names;
-}
 
 Quantization parse_quantization(const std::string& name) {
   if (name == "int8" || name == "int8_float32") return Quantization::kInt8;

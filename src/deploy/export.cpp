@@ -37,10 +37,8 @@ std::string pick_quantization(const ExportFormat& format, const std::string& ask
   throw InputError("--format " + std::string(format.name) + " takes --quantization " + names + ", not '" + asked + "'");
 }
 
-void export_model(const checkpoint::Checkpoint& checkpoint, const std::string& format_name, std::string quantization,
+void export_model(const checkpoint::Checkpoint& checkpoint, const ExportFormat& format, const std::string& quantization,
                   const std::filesystem::path& out, bool replace) {
-  const auto& format = export_format(format_name);
-  quantization = pick_quantization(format, quantization);
   util::write_folder_atomically(out, format.files(checkpoint, quantization), replace);
 }
 

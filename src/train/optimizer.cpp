@@ -105,7 +105,7 @@ class FusedAdam final : public Base {
 using FusedAdamL2 = FusedAdam<torch::optim::Adam, torch::optim::AdamOptions, torch::optim::AdamParamState>;
 using FusedAdamW = FusedAdam<torch::optim::AdamW, torch::optim::AdamWOptions, torch::optim::AdamWParamState>;
 
-// Adam and AdamW keep the same state; `Step` is how each names its step count.
+// Adam and AdamW keep the same state (step, exp_avg, exp_avg_sq) in two classes of their own.
 template <typename State>
 void put_state(torch::optim::Optimizer& optimizer, const torch::Tensor& p, const torch::Tensor& exp_avg,
                const torch::Tensor& exp_avg_sq, int64_t step) {
@@ -114,6 +114,18 @@ void put_state(torch::optim::Optimizer& optimizer, const torch::Tensor& p, const
   state->exp_avg(exp_avg.to(p.device(), p.scalar_type()).contiguous().clone());
   state->exp_avg_sq(exp_avg_sq.to(p.device(), p.scalar_type()).contiguous().clone());
   optimizer.state()[p.unsafeGetTensorImpl()] = std::move(state);
+}
+
+// The state as plain tensors (CPU copies, the step an int64 scalar) when it is a `State`.
+template <typename State>
+bool take_state(const torch::optim::OptimizerParamState& state, const std::string& name,
+                std::map<std::string, torch::Tensor>& tensors) {
+  const auto* adam = dynamic_cast<const State*>(&state);
+  if (adam == nullptr) return false;
+  tensors["exp_avg/" + name] = adam->exp_avg().detach().cpu().clone();
+  tensors["exp_avg_sq/" + name] = adam->exp_avg_sq().detach().cpu().clone();
+  tensors["step/" + name] = torch::tensor(adam->step(), torch::kLong);
+  return true;
 }
 
 }  // namespace
@@ -131,18 +143,10 @@ std::map<std::string, torch::Tensor> optimizer_state(torch::optim::Optimizer& op
     const auto found = optimizer.state().find(p.unsafeGetTensorImpl());
     if (found == optimizer.state().end()) continue;
     const torch::optim::OptimizerParamState& state = *found->second;
-    torch::Tensor exp_avg, exp_avg_sq;
-    int64_t step = 0;
-    if (const auto* adam = dynamic_cast<const torch::optim::AdamParamState*>(&state)) {
-      exp_avg = adam->exp_avg(), exp_avg_sq = adam->exp_avg_sq(), step = adam->step();
-    } else if (const auto* adamw = dynamic_cast<const torch::optim::AdamWParamState*>(&state)) {
-      exp_avg = adamw->exp_avg(), exp_avg_sq = adamw->exp_avg_sq(), step = adamw->step();
-    } else {
+    if (!take_state<torch::optim::AdamParamState>(state, name, tensors) &&
+        !take_state<torch::optim::AdamWParamState>(state, name, tensors)) {
       throw std::logic_error("optimizer_state: not an Adam state");
     }
-    tensors["exp_avg/" + name] = exp_avg.detach().cpu().clone();
-    tensors["exp_avg_sq/" + name] = exp_avg_sq.detach().cpu().clone();
-    tensors["step/" + name] = torch::tensor(step, torch::kLong);
   }
   return tensors;
 }

@@ -149,7 +149,7 @@ class TrainingLoop {
     try {
       std::optional<WeightAverage::Applied> averaged;
       if (s_.average) averaged.emplace(*s_.average);
-      result = s_.validator->run(s_.model, s_.device);
+      result = s_.validator->run(s_.model);
     } catch (...) {
       // The steps since the last checkpoint are not lost to a failed validation.
       save(s_.make_checkpoint(), s_.folder.last(), false);

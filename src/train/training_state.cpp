@@ -1,7 +1,6 @@
 #include "trafo/train/training_state.h"
 
 #include <mutex>
-#include <sstream>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <nlohmann/json.hpp>
@@ -25,9 +24,19 @@ std::string tensor_to_bytes(const at::Tensor& tensor) {
   return std::string(reinterpret_cast<const char*>(contiguous.data_ptr<uint8_t>()), contiguous.numel());
 }
 
-}  // namespace
-
 const std::string kOptimizer = "optimizer/";
+
+// Format 2 checkpoints hold the optimizer's own archive and the generator's state as tensors.
+void load_legacy_state(const checkpoint::TrainingState& state, torch::optim::Optimizer& optimizer,
+                       at::Tensor& generator_state) {
+  const std::string bytes = tensor_to_bytes(state.tensors.at("optimizer"));
+  torch::serialize::InputArchive archive;
+  archive.load_from(bytes.data(), bytes.size());
+  optimizer.load(archive);
+  generator_state = state.tensors.at("cpu_rng");
+}
+
+}  // namespace
 
 checkpoint::TrainingState pack_training_state(const Progress& progress, torch::optim::Optimizer& optimizer,
                                               const NamedParameters& parameters) {
@@ -49,16 +58,6 @@ checkpoint::TrainingState pack_training_state(const Progress& progress, torch::o
                               {"bad_validations", progress.bad_validations}}
                    .dump();
   return state;
-}
-
-// Format 2 checkpoints hold the optimizer's own archive and the generator's state as tensors.
-void load_legacy_state(const checkpoint::TrainingState& state, torch::optim::Optimizer& optimizer,
-                       at::Tensor& generator_state) {
-  const std::string bytes = tensor_to_bytes(state.tensors.at("optimizer"));
-  torch::serialize::InputArchive archive;
-  archive.load_from(bytes.data(), bytes.size());
-  optimizer.load(archive);
-  generator_state = state.tensors.at("cpu_rng");
 }
 
 Progress unpack_training_state(const checkpoint::TrainingState& state, torch::optim::Optimizer& optimizer,

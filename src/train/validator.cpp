@@ -23,7 +23,7 @@ Validator::Validator(const std::string& source_path, const std::string& target_p
       evaluator_(greedy(batch_tokens, max_positions, bf16)),
       samples_(samples) {}
 
-ValidationResult Validator::run(model::Transformer& model, const at::Device& /*device*/) {
+ValidationResult Validator::run(model::Transformer& model) {
   const auto evaluated = evaluator_.run(model, tokenizer_, set_);
   ValidationResult result;
   result.loss = evaluated.loss.tokens > 0 ? evaluated.loss.mean() : 0.0;

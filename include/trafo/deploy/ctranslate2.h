@@ -3,7 +3,6 @@
 // model.bin, config.json, shared_vocabulary.json and the SentencePiece model beside them.
 #pragma once
 
-#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,7 +17,6 @@ enum class Quantization { kFloat32, kBFloat16, kInt8 };
 
 // "int8" | "int8_float32" | "bfloat16" | "float32"; throws trafo::InputError otherwise.
 Quantization parse_quantization(const std::string& name);
-const std::vector<std::string>& quantization_names();
 
 // The files of the CTranslate2 model folder of `checkpoint` (as checkpoint::load returns it):
 // model.bin, config.json, shared_vocabulary.json, sentencepiece.model. `quantization` as above.

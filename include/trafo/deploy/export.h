@@ -28,9 +28,9 @@ const ExportFormat& export_format(const std::string& name);
 // `asked`, or the format's default when empty; trafo::InputError when the format does not take it.
 std::string pick_quantization(const ExportFormat& format, const std::string& asked);
 
-// Writes `checkpoint` as `format` into the folder `out` (new or empty, or any with `replace`).
-// An empty `quantization` is the format's default; one it does not take is trafo::InputError.
-void export_model(const checkpoint::Checkpoint& checkpoint, const std::string& format, std::string quantization,
+// Writes `checkpoint` as `format` with `quantization` (pick_quantization's) into the folder `out`
+// (new or empty, or any with `replace`), through util::write_folder_atomically.
+void export_model(const checkpoint::Checkpoint& checkpoint, const ExportFormat& format, const std::string& quantization,
                   const std::filesystem::path& out, bool replace);
 
 }  // namespace trafo::deploy

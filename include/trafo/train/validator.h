@@ -29,7 +29,7 @@ class Validator {
   // model's `max_positions` are left out of the loss (with a warning); their sources are cut for decoding.
   Validator(const std::string& source_path, const std::string& target_path, const data::Tokenizer& tokenizer,
             int64_t batch_tokens, int64_t max_sentences, int64_t samples, int64_t max_positions, bool bf16 = false);
-  ValidationResult run(model::Transformer& model, const at::Device& device);
+  ValidationResult run(model::Transformer& model);
 
  private:
   const data::Tokenizer& tokenizer_;
