@@ -1,14 +1,18 @@
-// The corpus reader on arbitrary bytes: data::check_parallel_files and data::Corpus::load.
+// The corpus reader on arbitrary bytes: data::check_parallel_files, data::Corpus::load, and the token
+// cache built from the same files on two threads, which must hold exactly what Corpus::load read.
 // Input: one option byte, then the source file's bytes, a 0xFF byte (never part of UTF-8),
 // and the target file's bytes.
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 
 #include <ATen/Parallel.h>
 
 #include "fuzz_models.h"
 #include "fuzz_support.h"
 #include "trafo/data/corpus.h"
+#include "trafo/data/token_cache.h"
+#include "trafo/util/files.h"
 
 using namespace trafo;
 
@@ -37,9 +41,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto corpus = data::Corpus::load(source_path, target_path, fuzz::small_tokenizer(), options);
     // Both read the same lines with the same checks.
     fuzz::check(checked, "Corpus::load accepted files that check_parallel_files rejected");
-    fuzz::check(corpus.lines_read == lines, "Corpus::load read " + std::to_string(corpus.lines_read) +
+    const auto& counts = corpus.counts();
+    fuzz::check(counts.lines_read == lines, "Corpus::load read " + std::to_string(counts.lines_read) +
                                                 " lines, check_parallel_files counted " + std::to_string(lines));
-    fuzz::check(corpus.size() + corpus.skipped_empty + corpus.skipped_too_long + corpus.skipped_ratio == lines,
+    fuzz::check(corpus.size() + counts.skipped_empty + counts.skipped_too_long + counts.skipped_ratio == lines,
                 "kept and skipped pairs do not add up to the lines read");
     int64_t previous_line = 0;
     for (int64_t i = 0; i < corpus.size(); ++i) {
@@ -52,6 +57,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         fuzz::check(corpus.source(i)[j] >= 0 && corpus.source(i)[j] < fuzz::small_tokenizer().vocab_size(),
                     "a source id outside the vocabulary");
       }
+    }
+  });
+  // The token cache reads with the same checks, and holds the same pairs, counts and pieces.
+  const auto cache_folder = source_path.parent_path() / "token-cache";
+  util::remove_tree(cache_folder);
+  fuzz::expect_trafo_errors("open_token_cache", [&] {
+    const auto cached =
+        data::open_token_cache(cache_folder, source_path, target_path, fuzz::small_tokenizer(), options, 2);
+    fuzz::check(checked, "the token cache accepted files that check_parallel_files rejected");
+    const auto memory = data::Corpus::load(source_path, target_path, fuzz::small_tokenizer(), options);
+    const auto& a = cached.corpus;
+    fuzz::check(a.size() == memory.size() && a.counts().lines_read == memory.counts().lines_read &&
+                    a.counts().skipped_empty == memory.counts().skipped_empty &&
+                    a.counts().skipped_too_long == memory.counts().skipped_too_long &&
+                    a.counts().skipped_ratio == memory.counts().skipped_ratio,
+                "the token cache counts other pairs than Corpus::load");
+    for (int64_t i = 0; i < a.size(); ++i) {
+      fuzz::check(a.line_number(i) == memory.line_number(i) && a.source_length(i) == memory.source_length(i) &&
+                      a.target_length(i) == memory.target_length(i) &&
+                      std::equal(a.source(i), a.source(i) + a.source_length(i), memory.source(i)) &&
+                      std::equal(a.target(i), a.target(i) + a.target_length(i), memory.target(i)),
+                  "the token cache holds another pair than Corpus::load");
     }
   });
   return 0;

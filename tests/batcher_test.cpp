@@ -16,16 +16,7 @@
 namespace trafo::data {
 namespace {
 
-// A corpus of given lengths, no tokenizer needed.
-Corpus corpus_of_lengths(int pairs, unsigned seed) {
-  std::mt19937 rng(seed);
-  Corpus corpus;
-  for (int i = 0; i < pairs; ++i) {
-    std::vector<int> src(1 + rng() % 30, 5), tgt(1 + rng() % 30, 6);
-    corpus.add(src, tgt, i + 1);
-  }
-  return corpus;
-}
+using testing::corpus_of_lengths;
 
 TEST(Batcher, NeverExceedsTheBudgetAndServesEveryPairOncePerEpoch) {
   const auto corpus = corpus_of_lengths(1000, 1);
@@ -54,6 +45,7 @@ TEST(Batcher, AFailureOnTheBackgroundThreadReachesNext) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(batcher.next().position.index, i);
   EXPECT_THROW(batcher.next(), RunError);
   EXPECT_THROW(batcher.next(), RunError) << "and again, not a hang";
+  ::unsetenv("TRAFO_TEST_BATCH_FAILS_AT");  // the other tests of this process build batches too
 }
 
 TEST(Batcher, PairLongerThanTheBudgetIsSkippedAndCounted) {

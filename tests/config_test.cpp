@@ -104,3 +104,27 @@ TEST(ConfigFile, TextsThatCannotBeWrittenBackAreRefused) {
   train::read_config_text(train::to_toml(c), "dumped.toml", back);
   EXPECT_EQ(back.run_dir, "it's");
 }
+
+TEST(ConfigFile, CorpusTablesReadBackAndTheCommandLineWins) {
+  train::TrainConfig config;
+  config.corpora = {{"a.en", "a.de", 3.0, ""}, {"b en", "b.de", 0.5, ">>fr<<"}};
+  const std::string toml = train::to_toml(config);
+  train::TrainConfig again;
+  const auto keys = train::read_config_text(toml, "dumped.toml", again);
+  EXPECT_EQ(keys.count("corpus"), 1u);
+  ASSERT_EQ(again.corpora.size(), 2u);
+  EXPECT_TRUE(again.corpora == config.corpora);
+  EXPECT_EQ(train::to_toml(again), toml);
+
+  train::TrainConfig given;
+  given.corpora = {{"c.en", "c.de", 1.0, ""}};
+  train::read_config_text(toml, "dumped.toml", given, {"corpus"});
+  ASSERT_EQ(given.corpora.size(), 1u);
+  EXPECT_EQ(given.corpora[0].src, "c.en");
+
+  for (const std::string bad : {"[[corpus]]\nweight = \"x\"\n", "[[corpus]]\nsrc = a.en\n", "[corpus]\nsrc = \"a\"\n",
+                                "[[corpus]]\nlr = 1\n"}) {
+    train::TrainConfig scratch;
+    EXPECT_THROW(train::read_config_text(bad, "bad.toml", scratch), InputError) << bad;
+  }
+}

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "test_support.h"
+#include "trafo/data/corpus.h"
 
 namespace trafo::testing {
 
@@ -31,6 +32,17 @@ inline void write_synthetic_corpus(const std::filesystem::path& dir, const std::
   }
   write_text(dir / (name + ".en"), src);
   write_text(dir / (name + ".de"), tgt);
+}
+
+// A corpus of `pairs` pairs of random lengths 1-30, made without a tokenizer.
+inline data::Corpus corpus_of_lengths(int pairs, unsigned seed) {
+  std::mt19937 rng(seed);
+  data::Corpus corpus;
+  for (int i = 0; i < pairs; ++i) {
+    std::vector<int> src(1 + rng() % 30, 5 + i % 7), tgt(1 + rng() % 30, 6 + i % 5);
+    corpus.add(src, tgt, i + 1);
+  }
+  return corpus;
 }
 
 }  // namespace trafo::testing

@@ -100,7 +100,7 @@ TEST_F(DataTest, VocabularyLargerThanTheTextSupportsIsTrainedSmaller) {
 TEST_F(DataTest, CorpusLoadsEveryPair) {
   const auto corpus = Corpus::load(*dir_ / "train.en", *dir_ / "train.de", *tokenizer_, {});
   EXPECT_EQ(corpus.size(), 400);
-  EXPECT_EQ(corpus.lines_read, 400);
+  EXPECT_EQ(corpus.counts().lines_read, 400);
   std::vector<int> first(corpus.source(0), corpus.source(0) + corpus.source_length(0));
   EXPECT_FALSE(first.empty());
 }
@@ -148,13 +148,13 @@ TEST_F(DataTest, EmptyAndOverlongPairsAreSkippedAndCounted) {
   options.max_length_ratio = 0.0;
   const auto corpus = Corpus::load(dir / "c.en", dir / "c.de", *tokenizer_, options);
   EXPECT_EQ(corpus.size(), 2);
-  EXPECT_EQ(corpus.skipped_empty, 1);
-  EXPECT_EQ(corpus.skipped_too_long, 1);
+  EXPECT_EQ(corpus.counts().skipped_empty, 1);
+  EXPECT_EQ(corpus.counts().skipped_too_long, 1);
   EXPECT_EQ(corpus.line_number(1), 4);
   options.max_length = 0;
   options.max_length_ratio = 4.0;  // the long sentence against "theen" is far over it
   const auto filtered = Corpus::load(dir / "c.en", dir / "c.de", *tokenizer_, options);
-  EXPECT_EQ(filtered.skipped_ratio, 1);
+  EXPECT_EQ(filtered.counts().skipped_ratio, 1);
   EXPECT_EQ(filtered.size(), 2);
 }
 

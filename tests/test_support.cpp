@@ -33,7 +33,20 @@ std::vector<std::filesystem::path>& temp_dirs() {
 
 }  // namespace
 
+namespace {
+
+// The commands a test runs keep their token caches and vocabularies (trafo train's --cache-dir
+// default) in a folder of the test process, removed at its exit, never in the user's cache.
+void use_test_cache_dir() {
+  const char* given = std::getenv("TRAFO_CACHE_DIR");
+  if (given != nullptr && *given != '\0') return;
+  ::setenv("TRAFO_CACHE_DIR", make_temp_dir("cache").c_str(), 1);
+}
+
+}  // namespace
+
 CommandResult run_command(const std::string& command) {
+  use_test_cache_dir();
   const auto dir = make_temp_dir("cmd");
   const auto out_path = dir / "stdout";
   const auto err_path = dir / "stderr";
@@ -87,6 +100,7 @@ std::string read_text(const std::filesystem::path& path) {
 }
 
 int spawn_command(const std::string& command) {
+  use_test_cache_dir();
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), static_cast<char*>(nullptr));

@@ -8,6 +8,7 @@
 #include "trafo/decode/precision_probe.h"
 #include "trafo/errors.h"
 #include "trafo/train/precision.h"
+#include "trafo/train/run_identity.h"
 #include "trafo/util/device.h"
 
 namespace trafo::cli {
@@ -51,7 +52,32 @@ void add_runtime_flags(CLI::App& command, RuntimeOptions& options, bool with_pre
                   "decoding steps of this model, timed at start in both, run at least 1.1x as fast in bf16")
       ->check(CLI::IsMember({"fp32", "bf16", "auto"}))
       ->capture_default_str();
+  command.add_option("--tag", options.tag,
+                     "a corpus tag the model was trained with (e.g. <bt> or >>fr<<), put before every source sentence");
 }
+
+namespace {
+
+// The piece of `tag` in a checkpoint's tokenizer; InputError naming the tags its training used otherwise.
+int tag_piece(const std::string& tag, const checkpoint::Checkpoint& checkpoint, const data::Tokenizer& tokenizer,
+              const std::string& path) {
+  if (tag.empty()) return -1;
+  std::string tags;
+  try {
+    for (const auto& corpus : train::read_run_config(checkpoint.config, path + "'s config").corpora) {
+      if (!corpus.tag.empty() && tags.find(corpus.tag) == std::string::npos) tags += (tags.empty() ? "" : ", ") + corpus.tag;
+    }
+  } catch (const InputError&) {
+  }
+  const int id = tokenizer.reserved_id(tag);
+  if (id < 0 || tags.empty()) {
+    throw InputError("--tag " + tag + " is not a corpus tag of " + path +
+                     (tags.empty() ? " (it was trained without tags)" : " (its tags: " + tags + ")"));
+  }
+  return id;
+}
+
+}  // namespace
 
 LoadedModel load_for_translation(const RuntimeOptions& options) {
   const auto device = util::resolve_device(options.device);
@@ -63,7 +89,9 @@ LoadedModel load_for_translation(const RuntimeOptions& options) {
                                                         [&] { return decode::bf16_decoding_speedup(model); });
   spdlog::info("loaded {} on {}, {} threads, {}: {}", options.checkpoint, device.str(), threads, precision.name(),
                precision.reason);
-  return LoadedModel{std::move(model), data::Tokenizer::from_bytes(checkpoint.tokenizer), precision.bf16};
+  auto tokenizer = data::Tokenizer::from_bytes(checkpoint.tokenizer);
+  const int tag = tag_piece(options.tag, checkpoint, tokenizer, options.checkpoint);
+  return LoadedModel{std::move(model), std::move(tokenizer), precision.bf16, tag};
 }
 
 }  // namespace trafo::cli

@@ -19,17 +19,19 @@ struct RuntimeOptions {
   std::string device = "auto";  // cpu | cuda | auto (cuda when available)
   int threads = 0;              // CPU threads for LibTorch; 0: all cores
   std::string precision = "auto";  // fp32 | bf16 | auto (train/precision.h: decoding timed in both)
+  std::string tag;              // a corpus tag of the model's training, put before every source ("": none)
 };
 
 // --beam, --length-penalty, [--n-best,] --max-length-a, --max-length-b, --batch-tokens.
 void add_decode_flags(CLI::App& command, decode::DecodeOptions& options, bool with_n_best);
-// --checkpoint, --device, --threads and, `with_precision`, --precision.
+// --checkpoint, --device, --threads and, `with_precision`, --precision and --tag.
 void add_runtime_flags(CLI::App& command, RuntimeOptions& options, bool with_precision = true);
 
 struct LoadedModel {
   model::Transformer model;  // in eval mode on the chosen device
   data::Tokenizer tokenizer;
   bool bf16 = false;  // --precision resolved: run the model under bf16 autocast
+  int tag = -1;       // --tag's piece (-1: none)
 };
 
 // Sets the thread count, picks the device, loads the checkpoint without its training state and picks
@@ -37,9 +39,10 @@ struct LoadedModel {
 // checkpoint.
 LoadedModel load_for_translation(const RuntimeOptions& options);
 
-// `options` with the loaded model's precision.
+// `options` with the loaded model's precision and tag.
 inline decode::DecodeOptions with_precision(decode::DecodeOptions options, const LoadedModel& loaded) {
   options.bf16 = loaded.bf16;
+  options.source_tag = loaded.tag;
   return options;
 }
 

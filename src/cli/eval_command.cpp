@@ -48,7 +48,7 @@ int run_eval(const EvalOptions& options) {
   auto loaded = load_for_translation(options.runtime);
 
   const auto set = eval::EvalSet::read(options.source, options.reference, loaded.tokenizer,
-                                       loaded.model->config().max_positions);
+                                       loaded.model->config().max_positions, 0, loaded.tag);
   const auto evaluated =
       eval::Evaluator(with_precision(options.decode, loaded)).run(loaded.model, loaded.tokenizer, set);
   const auto& loss = evaluated.loss;

@@ -3,6 +3,8 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -13,6 +15,7 @@
 #include "trafo/errors.h"
 #include "trafo/train/config_file.h"
 #include "trafo/train/trainer.h"
+#include "trafo/util/numbers.h"
 
 namespace trafo::cli {
 namespace {
@@ -22,6 +25,33 @@ std::atomic<bool> stop_requested{false};
 extern "C" void request_stop(int signal_number) {
   stop_requested.store(true);
   std::signal(signal_number, SIG_DFL);  // a second Ctrl-C ends the process at once
+}
+
+// "SRC,TGT[,WEIGHT[,TAG]]" of --corpus.
+train::CorpusSpec parse_corpus(const std::string& text) {
+  std::vector<std::string> fields;
+  size_t start = 0;
+  while (true) {
+    const auto comma = text.find(',', start);
+    fields.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (fields.size() < 2 || fields.size() > 4 || fields[0].empty() || fields[1].empty()) {
+    throw CLI::ValidationError("--corpus", "'" + text + "' is not SRC,TGT[,WEIGHT[,TAG]]");
+  }
+  train::CorpusSpec corpus;
+  corpus.src = fields[0];
+  corpus.tgt = fields[1];
+  if (fields.size() > 2 && !fields[2].empty()) {
+    try {
+      util::parse_finite(fields[2], corpus.weight);
+    } catch (const InputError& e) {
+      throw CLI::ValidationError("--corpus", "weight '" + fields[2] + "': " + e.what());
+    }
+  }
+  if (fields.size() > 3) corpus.tag = fields[3];
+  return corpus;
 }
 
 }  // namespace
@@ -34,9 +64,22 @@ CommandRunner add_train_command(CLI::App& app) {
   cmd->add_option("--config", *config_path, "TOML config file; keys are the long option names, the command line wins");
   cmd->add_flag("--dump-config", *print_config, "print the effective config (TOML) and exit");
   bind_config_keys(*cmd, *config);
+  cmd->add_option_function<std::vector<std::string>>(
+         "--corpus",
+         [config](const std::vector<std::string>& texts) {
+           config->corpora.clear();
+           for (const auto& text : texts) config->corpora.push_back(parse_corpus(text));
+         },
+         "a training corpus, SRC,TGT[,WEIGHT[,TAG]], repeatable: corpora are sampled by weight (default 1), and a "
+         "corpus's TAG (e.g. <bt>) goes before each of its source sentences as a reserved piece; replaces "
+         "--train-src/--train-tgt (--data-dir then gives the dev set)")
+      ->group("Data")
+      ->type_name("SRC,TGT[,W[,TAG]]");
   return [cmd, config, config_path, print_config]() -> int {
     if (cmd->count("--config") > 0) {  // --config "" is an error too
-      train::read_config_file(*config_path, *config, given_config_keys(*cmd));
+      auto given = given_config_keys(*cmd);
+      if (cmd->count("--corpus") > 0) given.insert("corpus");
+      train::read_config_file(*config_path, *config, given);
     }
     if (*print_config) {
       std::cout << train::to_toml(*config);

@@ -22,16 +22,36 @@ int64_t padded_width(const Corpus& corpus, int64_t i) {
 
 }  // namespace
 
-std::vector<std::vector<int64_t>> plan_epoch(const Corpus& corpus, const BatcherOptions& options, int64_t epoch,
-                                             int64_t* skipped_too_long) {
-  // Deterministic per (seed, epoch) on every platform: mt19937_64 is fully specified, std::shuffle
-  // is not, so the permutation is drawn here (Fisher-Yates).
-  std::mt19937_64 rng(options.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(epoch));
+namespace {
+
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
+
+uint64_t mix(uint64_t value) {  // splitmix64's finaliser
+  value += kGolden;
+  value = (value ^ (value >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  value = (value ^ (value >> 27)) * 0x94D049BB133111EBULL;
+  return value ^ (value >> 31);
+}
+
+// The generator of a window's plan: for the first corpus's first window, the one the whole-epoch plan
+// has always used, so that a corpus planned in one window keeps its order.
+uint64_t window_seed(uint64_t seed, int64_t epoch, int stream, int64_t window) {
+  uint64_t value = seed * kGolden + static_cast<uint64_t>(epoch);
+  if (stream != 0 || window != 0) value += mix(static_cast<uint64_t>(stream) << 32 ^ static_cast<uint64_t>(window));
+  return value;
+}
+
+}  // namespace
+
+std::vector<std::vector<int64_t>> plan_batches(const Corpus& corpus, std::vector<int64_t> order,
+                                               const BatcherOptions& options, uint64_t rng_seed,
+                                               int64_t* skipped_too_long) {
+  // Deterministic per seed on every platform: mt19937_64 is fully specified, std::shuffle is not,
+  // so the permutation is drawn here (Fisher-Yates).
+  std::mt19937_64 rng(rng_seed);
   auto shuffle = [&rng](auto& items) {
     for (size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[rng() % i]);
   };
-  std::vector<int64_t> order(corpus.size());
-  std::iota(order.begin(), order.end(), 0);
   if (options.shuffle) shuffle(order);
   // Similar lengths side by side: by target length, then by source length running up and down
   // in turn (a snake), so that a batch straddling two target lengths also has similar sources.
@@ -66,6 +86,139 @@ std::vector<std::vector<int64_t>> plan_epoch(const Corpus& corpus, const Batcher
   if (options.shuffle) shuffle(batches);
   if (skipped_too_long != nullptr) *skipped_too_long = skipped;
   return batches;
+}
+
+std::vector<std::vector<int64_t>> plan_epoch(const Corpus& corpus, const BatcherOptions& options, int64_t epoch,
+                                             int64_t* skipped_too_long) {
+  std::vector<int64_t> order(corpus.size());
+  std::iota(order.begin(), order.end(), 0);
+  return plan_batches(corpus, std::move(order), options, window_seed(options.seed, epoch, 0, 0), skipped_too_long);
+}
+
+CorpusStream::CorpusStream(const Corpus& corpus, const BatcherOptions& options, int stream, BatchPosition start)
+    : corpus_(corpus), options_(options), stream_(stream) {
+  const int64_t blocks = (corpus_.size() + kBlockPairs - 1) / kBlockPairs;
+  const int64_t blocks_per_window = std::max<int64_t>(1, options_.window_pairs / kBlockPairs);
+  windows_ = (blocks + blocks_per_window - 1) / blocks_per_window;
+  // Pairs too long for the budget alone, counted once, a block at a time.
+  for (int64_t first = 0; first < corpus_.size(); first += kBlockPairs) {
+    const int64_t last = std::min(corpus_.size(), first + kBlockPairs);
+    for (int64_t i = first; i < last; ++i) skipped_too_long_ += padded_width(corpus_, i) > options_.batch_tokens;
+    if (windows_ > 1) corpus_.release(first, last);
+  }
+  if (skipped_too_long_ == corpus_.size()) {
+    throw InputError("no sentence pair fits into --batch-tokens " + std::to_string(options_.batch_tokens));
+  }
+  start_epoch(start.epoch);
+  first_window_batches_ = static_cast<int64_t>(plan_.size());
+  // Forward to the saved position, a window at a time.
+  int64_t before = 0;
+  while (start.index >= before + static_cast<int64_t>(plan_.size()) && window_ + 1 < windows_) {
+    before += static_cast<int64_t>(plan_.size());
+    release_window();
+    plan_window(window_ + 1);
+  }
+  if (start.index >= before + static_cast<int64_t>(plan_.size())) {
+    // A resume with other --batch-tokens, --seed or ranks plans fewer batches than the saved position.
+    spdlog::warn("the saved data position, batch {} of epoch {}, lies past this epoch's {} batches (other batch "
+                 "options than the run's): going on at the start of epoch {}",
+                 start.index, start.epoch, before + static_cast<int64_t>(plan_.size()), start.epoch + 1);
+    release_window();
+    start_epoch(start.epoch + 1);
+    return;
+  }
+  index_ = start.index;
+  in_window_ = start.index - before;
+}
+
+void CorpusStream::start_epoch(int64_t epoch) {
+  epoch_ = epoch;
+  index_ = 0;
+  const int64_t blocks = (corpus_.size() + kBlockPairs - 1) / kBlockPairs;
+  blocks_.resize(static_cast<size_t>(blocks));
+  std::iota(blocks_.begin(), blocks_.end(), 0);
+  if (options_.shuffle && windows_ > 1) {
+    std::mt19937_64 rng(mix(window_seed(options_.seed, epoch, stream_, -1)));
+    for (size_t i = blocks_.size(); i > 1; --i) std::swap(blocks_[i - 1], blocks_[rng() % i]);
+  }
+  plan_window(0);
+}
+
+void CorpusStream::plan_window(int64_t window) {
+  window_ = window;
+  in_window_ = 0;
+  const int64_t blocks_per_window = std::max<int64_t>(1, options_.window_pairs / kBlockPairs);
+  std::vector<int64_t> order;
+  const auto first = static_cast<size_t>(window * blocks_per_window);
+  const auto last = std::min(blocks_.size(), first + static_cast<size_t>(blocks_per_window));
+  for (size_t b = first; b < last; ++b) {
+    for (int64_t i = blocks_[b] * kBlockPairs; i < std::min(corpus_.size(), (blocks_[b] + 1) * kBlockPairs); ++i) {
+      order.push_back(i);
+    }
+  }
+  plan_ = plan_batches(corpus_, std::move(order), options_, window_seed(options_.seed, epoch_, stream_, window));
+}
+
+// A mapped corpus planned in several windows gives back the pages of a window it is done with.
+void CorpusStream::release_window() {
+  if (windows_ <= 1) return;
+  const int64_t blocks_per_window = std::max<int64_t>(1, options_.window_pairs / kBlockPairs);
+  const auto first = static_cast<size_t>(window_ * blocks_per_window);
+  const auto last = std::min(blocks_.size(), first + static_cast<size_t>(blocks_per_window));
+  for (size_t b = first; b < last; ++b) {
+    corpus_.release(blocks_[b] * kBlockPairs, std::min(corpus_.size(), (blocks_[b] + 1) * kBlockPairs));
+  }
+}
+
+std::vector<int64_t> CorpusStream::next(BatchPosition& at) {
+  // A window may hold no batch (every pair too long): skip to one that does.
+  while (in_window_ >= static_cast<int64_t>(plan_.size())) {
+    release_window();
+    if (window_ + 1 < windows_) {
+      plan_window(window_ + 1);
+    } else {
+      start_epoch(epoch_ + 1);
+    }
+  }
+  at = {epoch_, index_};
+  auto pairs = std::move(plan_[static_cast<size_t>(in_window_)]);
+  ++in_window_;
+  ++index_;
+  // The position after it: past the epoch's last batch is the next epoch's first.
+  if (in_window_ == static_cast<int64_t>(plan_.size()) && window_ + 1 == windows_) {
+    release_window();
+    start_epoch(epoch_ + 1);
+  }
+  return pairs;
+}
+
+int choose_corpus(const std::vector<double>& weights, const StreamPosition& position, uint64_t seed) {
+  if (weights.size() == 1) return 0;
+  double total_weight = 0.0;
+  int64_t total_pairs = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    total_weight += weights[i];
+    total_pairs += position.pairs[i];
+  }
+  // Corpora behind their share (at least one always is), drawn by weight.
+  std::vector<double> behind(weights.size(), 0.0);
+  double candidates = 0.0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const double share = weights[i] / total_weight * static_cast<double>(total_pairs);
+    if (static_cast<double>(position.pairs[i]) <= share) behind[i] = weights[i];
+    candidates += behind[i];
+  }
+  const double draw = static_cast<double>(mix(seed ^ mix(static_cast<uint64_t>(position.batches))) >> 11) *
+                      0x1.0p-53 * candidates;
+  double sum = 0.0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    sum += behind[i];
+    if (behind[i] > 0 && draw < sum) return static_cast<int>(i);
+  }
+  for (size_t i = weights.size(); i-- > 0;) {
+    if (behind[i] > 0) return static_cast<int>(i);
+  }
+  return 0;
 }
 
 Batch make_batch(const Corpus& corpus, const std::vector<int64_t>& pairs) {
@@ -109,25 +262,36 @@ std::vector<int64_t> shard_rows(const std::vector<int64_t>& pairs, int shard, in
 }
 
 Batcher::Batcher(const Corpus& corpus, BatcherOptions options, BatchPosition start)
-    : corpus_(corpus), options_(options), cursor_(start) {
+    : Batcher(std::vector<const Corpus*>{&corpus}, {1.0}, options, StreamPosition{{start}, {0}, 0}) {}
+
+Batcher::Batcher(std::vector<const Corpus*> corpora, std::vector<double> weights, BatcherOptions options,
+                 StreamPosition start)
+    : options_(options), weights_(std::move(weights)), cursor_(std::move(start)) {
   if (options_.batch_tokens <= 0) throw InputError("batch-tokens must be positive");
   if (options_.shards < 1 || options_.shard < 0 || options_.shard >= options_.shards) {
     throw InputError("batch shard " + std::to_string(options_.shard) + " of " + std::to_string(options_.shards));
   }
-  plan_ = plan_epoch(corpus_, options_, cursor_.epoch, &skipped_too_long_);
-  batches_per_epoch_ = static_cast<int64_t>(plan_.size());
-  if (batches_per_epoch_ == 0) {
-    throw InputError("no sentence pair fits into --batch-tokens " + std::to_string(options_.batch_tokens));
+  if (corpora.empty() || corpora.size() != weights_.size()) throw InputError("one weight per corpus is needed");
+  if (cursor_.corpora.empty()) cursor_.corpora.assign(corpora.size(), BatchPosition{});
+  if (cursor_.pairs.empty()) cursor_.pairs.assign(corpora.size(), 0);
+  if (cursor_.corpora.size() != corpora.size() || cursor_.pairs.size() != corpora.size()) {
+    throw InputError("the saved data position is for " + std::to_string(cursor_.corpora.size()) + " corpora, not " +
+                     std::to_string(corpora.size()));
   }
-  if (cursor_.index >= batches_per_epoch_) {
-    // A resume with other --batch-tokens, --seed or ranks plans fewer batches than the saved position.
-    spdlog::warn("the saved data position, batch {} of epoch {}, lies past this epoch's {} batches (other batch "
-                 "options than the run's): going on at the start of epoch {}",
-                 cursor_.index, cursor_.epoch, batches_per_epoch_, cursor_.epoch + 1);
-    cursor_ = {cursor_.epoch + 1, 0};
-    plan_ = plan_epoch(corpus_, options_, cursor_.epoch);
+  streams_.reserve(corpora.size());
+  for (size_t i = 0; i < corpora.size(); ++i) {
+    streams_.emplace_back(*corpora[i], options_, static_cast<int>(i), cursor_.corpora[i]);
+    cursor_.corpora[i] = streams_.back().position();
   }
+  const auto& first = streams_.front();
+  batches_per_epoch_ = first.batches_in_first_window() * first.windows();
   if (options_.prefetch > 0) worker_ = std::thread([this] { produce(); });
+}
+
+int64_t Batcher::skipped_too_long() const {
+  int64_t skipped = 0;
+  for (const auto& stream : streams_) skipped += stream.skipped_too_long();
+  return skipped;
 }
 
 Batcher::~Batcher() {
@@ -139,25 +303,30 @@ Batcher::~Batcher() {
   if (worker_.joinable()) worker_.join();
 }
 
-Batch Batcher::build(BatchPosition& cursor, std::vector<std::vector<int64_t>>& plan) {
+Batch Batcher::build() {
+  const int corpus = choose_corpus(weights_, cursor_, options_.seed);
+  auto& stream = streams_[static_cast<size_t>(corpus)];
+  BatchPosition position;
+  const auto pairs = stream.next(position);
   // Test hook (tests/batcher_test.cpp): building batch N of an epoch throws, as a failed
   // allocation would.
-  static const char* fail_at = std::getenv("TRAFO_TEST_BATCH_FAILS_AT");
-  if (fail_at != nullptr && cursor.index == std::atoll(fail_at)) throw RunError("test: building a batch failed");
-  const auto& pairs = plan[cursor.index];
+  const char* fail_at = std::getenv("TRAFO_TEST_BATCH_FAILS_AT");  // read each time: tests set and unset it
+  if (fail_at != nullptr && position.index == std::atoll(fail_at)) throw RunError("test: building a batch failed");
+  const Corpus& source = stream.corpus();
   Batch batch;
   if (options_.shards == 1) {
-    batch = make_batch(corpus_, pairs);
+    batch = make_batch(source, pairs);
   } else {
-    batch = make_batch(corpus_, shard_rows(pairs, options_.shard, options_.shards));
+    batch = make_batch(source, shard_rows(pairs, options_.shard, options_.shards));
     batch.global_target_tokens = 0;
-    for (const int64_t i : pairs) batch.global_target_tokens += corpus_.target_length(i) + 1;
+    for (const int64_t i : pairs) batch.global_target_tokens += source.target_length(i) + 1;
   }
-  batch.position = cursor;
-  if (++cursor.index == static_cast<int64_t>(plan.size())) {
-    cursor = {cursor.epoch + 1, 0};
-    plan = plan_epoch(corpus_, options_, cursor.epoch);
-  }
+  batch.corpus = corpus;
+  batch.position = position;
+  cursor_.corpora[static_cast<size_t>(corpus)] = stream.position();
+  cursor_.pairs[static_cast<size_t>(corpus)] += static_cast<int64_t>(pairs.size());
+  ++cursor_.batches;
+  batch.next = cursor_;
   return batch;
 }
 
@@ -169,7 +338,7 @@ void Batcher::produce() {
         changed_.wait(lock, [&] { return stopping_ || static_cast<int>(ready_.size()) < options_.prefetch; });
         if (stopping_) return;
       }
-      Batch batch = build(cursor_, plan_);  // cursor_ and plan_ belong to this thread once it runs
+      Batch batch = build();  // streams_ and cursor_ belong to this thread once it runs
       {
         std::lock_guard<std::mutex> lock(mutex_);
         ready_.push_back(std::move(batch));
@@ -188,7 +357,7 @@ void Batcher::produce() {
 }
 
 Batch Batcher::next() {
-  if (options_.prefetch <= 0) return build(cursor_, plan_);
+  if (options_.prefetch <= 0) return build();
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait(lock, [&] { return !ready_.empty() || failure_; });
   if (ready_.empty()) std::rethrow_exception(failure_);

@@ -1,9 +1,15 @@
 #include "trafo/data/corpus.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <fstream>
 
 #include <spdlog/spdlog.h>
 #include <utf8.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
@@ -99,62 +105,193 @@ int64_t check_parallel_files(const std::filesystem::path& source, const std::fil
   }
 }
 
+uint64_t source_hash(const int* ids, size_t count) {
+  return XXH3_64bits(ids, count * sizeof(int));
+}
+
+struct LinePairReader::Files {
+  std::filesystem::path source_path, target_path;
+  std::ifstream source, target;
+};
+
+LinePairReader::LinePairReader(const std::filesystem::path& source, const std::filesystem::path& target)
+    : files_(std::make_unique<Files>()) {
+  files_->source_path = source;
+  files_->target_path = target;
+  files_->source = open_text(source);
+  files_->target = open_text(target);
+}
+
+LinePairReader::~LinePairReader() = default;
+
+bool LinePairReader::read(int64_t count, std::vector<std::string>& sources, std::vector<std::string>& targets) {
+  sources.clear();
+  targets.clear();
+  auto& f = *files_;
+  std::string src_line, tgt_line;
+  while (static_cast<int64_t>(sources.size()) < count) {
+    const bool has_src = static_cast<bool>(std::getline(f.source, src_line));
+    const bool has_tgt = static_cast<bool>(std::getline(f.target, tgt_line));
+    if (!has_src && !has_tgt) break;
+    if (has_src != has_tgt) {
+      throw_mismatch(f.source_path, lines_ + (has_src ? 1 + count_rest(f.source) : 0), f.target_path,
+                     lines_ + (has_tgt ? 1 + count_rest(f.target) : 0));
+    }
+    const int64_t line = ++lines_;
+    if (line == 1) {  // the same checks as check_parallel_files
+      check_line_breaks(f.source, src_line, f.source_path);
+      check_line_breaks(f.target, tgt_line, f.target_path);
+    }
+    check_utf8(src_line, f.source_path.string(), line);
+    check_utf8(tgt_line, f.target_path.string(), line);
+    strip_carriage_return(src_line);
+    strip_carriage_return(tgt_line);
+    sources.push_back(std::move(src_line));
+    targets.push_back(std::move(tgt_line));
+  }
+  return !sources.empty();
+}
+
+EncodedChunk encode_pairs(const std::vector<std::string>& sources, const std::vector<std::string>& targets,
+                          int64_t first_line, const Tokenizer& tokenizer, const CorpusOptions& options) {
+  EncodedChunk chunk;
+  chunk.counts.lines_read = static_cast<int64_t>(sources.size());
+  const int64_t tag = options.tag >= 0 ? 1 : 0;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const auto src_ids = tokenizer.encode(sources[i]);
+    const auto tgt_ids = tokenizer.encode(targets[i]);
+    if (!options.tag_pieces.empty() && chunk.tag_in_text_line == 0) {
+      for (const auto* ids : {&src_ids, &tgt_ids}) {
+        for (const int id : *ids) {
+          if (std::find(options.tag_pieces.begin(), options.tag_pieces.end(), id) == options.tag_pieces.end()) continue;
+          chunk.tag_in_text_line = first_line + static_cast<int64_t>(i);
+          chunk.tag_in_text = id;
+        }
+      }
+    }
+    if (src_ids.empty() || tgt_ids.empty()) {
+      ++chunk.counts.skipped_empty;
+      continue;
+    }
+    const auto source_length = static_cast<int64_t>(src_ids.size()) + tag;
+    const auto target_length = static_cast<int64_t>(tgt_ids.size());
+    const auto longer = std::max(source_length, target_length);
+    const auto shorter = std::min(source_length, target_length);
+    if (options.max_length > 0 && longer > options.max_length) {
+      ++chunk.counts.skipped_too_long;
+      continue;
+    }
+    if (options.max_length_ratio > 0 && static_cast<double>(longer) / shorter > options.max_length_ratio) {
+      ++chunk.counts.skipped_ratio;
+      continue;
+    }
+    PairRecord record;
+    record.source_start = static_cast<int64_t>(chunk.tokens.size());
+    record.source_length = static_cast<int32_t>(source_length);
+    record.target_start = record.source_start + source_length;
+    record.target_length = static_cast<int32_t>(target_length);
+    record.line = first_line + static_cast<int64_t>(i);
+    record.source_hash = source_hash(src_ids.data(), src_ids.size());
+    if (tag) chunk.tokens.push_back(options.tag);
+    chunk.tokens.insert(chunk.tokens.end(), src_ids.begin(), src_ids.end());
+    chunk.tokens.insert(chunk.tokens.end(), tgt_ids.begin(), tgt_ids.end());
+    chunk.records.push_back(record);
+  }
+  return chunk;
+}
+
+Corpus Corpus::view(std::shared_ptr<const void> owner, const PairRecord* records, int64_t pairs, const int32_t* tokens,
+                    CorpusCounts counts) {
+  Corpus corpus;
+  corpus.owner_ = std::move(owner);
+  corpus.records_ = records;
+  corpus.size_ = pairs;
+  corpus.tokens_ = tokens;
+  corpus.counts_ = counts;
+  return corpus;
+}
+
+void Corpus::point_at_owned() {
+  records_ = owned_records_.data();
+  tokens_ = owned_tokens_.data();
+  size_ = static_cast<int64_t>(owned_records_.size());
+}
+
+void Corpus::append(const EncodedChunk& chunk) {
+  const auto base = static_cast<int64_t>(owned_tokens_.size());
+  for (auto record : chunk.records) {
+    record.source_start += base;
+    record.target_start += base;
+    owned_records_.push_back(record);
+  }
+  owned_tokens_.insert(owned_tokens_.end(), chunk.tokens.begin(), chunk.tokens.end());
+  counts_.lines_read += chunk.counts.lines_read;
+  counts_.skipped_empty += chunk.counts.skipped_empty;
+  counts_.skipped_too_long += chunk.counts.skipped_too_long;
+  counts_.skipped_ratio += chunk.counts.skipped_ratio;
+  point_at_owned();
+}
+
 void Corpus::add(const std::vector<int>& source, const std::vector<int>& target, int64_t line) {
-  source_tokens_.insert(source_tokens_.end(), source.begin(), source.end());
-  target_tokens_.insert(target_tokens_.end(), target.begin(), target.end());
-  source_offsets_.push_back(static_cast<int64_t>(source_tokens_.size()));
-  target_offsets_.push_back(static_cast<int64_t>(target_tokens_.size()));
-  line_numbers_.push_back(line);
+  EncodedChunk chunk;
+  PairRecord record;
+  record.source_length = static_cast<int32_t>(source.size());
+  record.target_start = record.source_length;
+  record.target_length = static_cast<int32_t>(target.size());
+  record.line = line;
+  record.source_hash = source_hash(source.data(), source.size());
+  chunk.records.push_back(record);
+  chunk.tokens.assign(source.begin(), source.end());
+  chunk.tokens.insert(chunk.tokens.end(), target.begin(), target.end());
+  append(chunk);
+  counts_.lines_read += 1;
+}
+
+void Corpus::release(int64_t first, int64_t last) const {
+  if (!owner_ || first >= last) return;
+  const long page = sysconf(_SC_PAGESIZE);
+  auto drop = [page](const void* begin, const void* end) {
+    // Whole pages inside [begin, end) only: the pages at the edges may hold pairs still in use.
+    auto from = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
+    auto to = reinterpret_cast<uintptr_t>(end) / page * page;
+    if (to > from) madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+  };
+  drop(records_ + first, records_ + last);
+  const auto& tail = records_[last - 1];
+  drop(tokens_ + records_[first].source_start, tokens_ + tail.target_start + tail.target_length);
+}
+
+void check_no_tag_in_text(const EncodedChunk& chunk, const std::filesystem::path& source,
+                          const std::filesystem::path& target, const Tokenizer& tokenizer) {
+  if (chunk.tag_in_text_line == 0) return;
+  throw InputError("the corpus tag " + tokenizer.piece(chunk.tag_in_text) + " is written in the text of " +
+                   source.string() + " / " + target.string() + " line " + std::to_string(chunk.tag_in_text_line) +
+                   ", so it would not mark a corpus alone: pick a tag that never occurs in the data");
+}
+
+void report_counts(const std::filesystem::path& source, const std::filesystem::path& target, int64_t kept,
+                   const CorpusCounts& counts, const CorpusOptions& options) {
+  if (counts.skipped_empty + counts.skipped_too_long + counts.skipped_ratio > 0) {
+    spdlog::warn("{} / {}: kept {} of {} pairs; skipped {} empty, {} longer than {} tokens, {} over length ratio {}",
+                 source.string(), target.string(), kept, counts.lines_read, counts.skipped_empty,
+                 counts.skipped_too_long, options.max_length, counts.skipped_ratio, options.max_length_ratio);
+  }
+  if (kept == 0) throw InputError("no usable sentence pairs in " + source.string() + " / " + target.string());
 }
 
 Corpus Corpus::load(const std::filesystem::path& source, const std::filesystem::path& target,
                     const Tokenizer& tokenizer, const CorpusOptions& options) {
-  auto src = open_text(source);
-  auto tgt = open_text(target);
+  constexpr int64_t kChunk = 4096;
+  LinePairReader reader(source, target);
   Corpus corpus;
-  std::string src_line, tgt_line;
-  while (true) {
-    const bool has_src = static_cast<bool>(std::getline(src, src_line));
-    const bool has_tgt = static_cast<bool>(std::getline(tgt, tgt_line));
-    if (!has_src && !has_tgt) break;
-    if (has_src != has_tgt) {
-      const int64_t read = corpus.lines_read;
-      throw_mismatch(source, read + (has_src ? 1 + count_rest(src) : 0), target,
-                     read + (has_tgt ? 1 + count_rest(tgt) : 0));
-    }
-    const int64_t line = ++corpus.lines_read;
-    if (line == 1) {  // the same checks as check_parallel_files
-      check_line_breaks(src, src_line, source);
-      check_line_breaks(tgt, tgt_line, target);
-    }
-    check_utf8(src_line, source.string(), line);
-    check_utf8(tgt_line, target.string(), line);
-    strip_carriage_return(src_line);
-    strip_carriage_return(tgt_line);
-    const auto src_ids = tokenizer.encode(src_line);
-    const auto tgt_ids = tokenizer.encode(tgt_line);
-    if (src_ids.empty() || tgt_ids.empty()) {
-      ++corpus.skipped_empty;
-      continue;
-    }
-    const auto longer = static_cast<int64_t>(std::max(src_ids.size(), tgt_ids.size()));
-    const auto shorter = static_cast<int64_t>(std::min(src_ids.size(), tgt_ids.size()));
-    if (options.max_length > 0 && longer > options.max_length) {
-      ++corpus.skipped_too_long;
-      continue;
-    }
-    if (options.max_length_ratio > 0 && static_cast<double>(longer) / shorter > options.max_length_ratio) {
-      ++corpus.skipped_ratio;
-      continue;
-    }
-    corpus.add(src_ids, tgt_ids, line);
+  std::vector<std::string> sources, targets;
+  while (reader.read(kChunk, sources, targets)) {
+    const auto chunk = encode_pairs(sources, targets, reader.lines_read() - static_cast<int64_t>(sources.size()) + 1,
+                                    tokenizer, options);
+    check_no_tag_in_text(chunk, source, target, tokenizer);
+    corpus.append(chunk);
   }
-  if (corpus.skipped_empty + corpus.skipped_too_long + corpus.skipped_ratio > 0) {
-    spdlog::warn("{} / {}: kept {} of {} pairs; skipped {} empty, {} longer than {} tokens, {} over length ratio {}",
-                 source.string(), target.string(), corpus.size(), corpus.lines_read, corpus.skipped_empty,
-                 corpus.skipped_too_long, options.max_length, corpus.skipped_ratio, options.max_length_ratio);
-  }
-  if (corpus.size() == 0) throw InputError("no usable sentence pairs in " + source.string() + " / " + target.string());
+  report_counts(source, target, corpus.size(), corpus.counts_, options);
   return corpus;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <unordered_map>
 
@@ -87,7 +88,98 @@ std::string training_failure(std::string message, int64_t vocab_size) {
   return prefix + message;
 }
 
+// Lines held in memory, for the SentencePiece trainer.
+class HeldLines : public sentencepiece::SentenceIterator {
+ public:
+  explicit HeldLines(std::vector<std::string> lines) : lines_(std::move(lines)) {}
+  bool done() const override { return next_ >= lines_.size(); }
+  void Next() override { ++next_; }
+  const std::string& value() const override { return lines_[next_]; }
+  sentencepiece::util::Status status() const override { return {}; }
+
+ private:
+  std::vector<std::string> lines_;
+  size_t next_ = 0;
+};
+
+std::unordered_map<std::string, std::string> trainer_arguments(const TokenizerOptions& options, int64_t sample) {
+  if (options.model_type != "unigram" && options.model_type != "bpe") {
+    throw InputError("vocab type must be unigram or bpe, not '" + options.model_type + "'");
+  }
+  // The map form of Train, unlike the command-line form, logs no "Running command" line, and it
+  // sets minloglevel before anything else is logged. A soft vocabulary limit lets a small corpus
+  // train a smaller vocabulary instead of failing; the size obtained is reported below.
+  std::unordered_map<std::string, std::string> args = {
+      {"minloglevel", "2"},
+      {"model_type", options.model_type},
+      {"vocab_size", std::to_string(options.vocab_size)},
+      {"hard_vocab_limit", "false"},
+      {"normalization_rule_name", options.normalization},
+      {"character_coverage", fmt::format("{}", options.character_coverage)},
+      {"input_sentence_size", std::to_string(sample)},
+      {"shuffle_input_sentence", "true"},
+      {"byte_fallback", "true"},
+      {"split_digits", "true"},
+      {"pad_id", std::to_string(kPadId)},
+      {"unk_id", std::to_string(kUnkId)},
+      {"bos_id", std::to_string(kBosId)},
+      {"eos_id", std::to_string(kEosId)},
+      {"num_threads", std::to_string(std::max(1, options.threads))}};
+  if (!options.reserved.empty()) {
+    std::string symbols;
+    for (const auto& symbol : options.reserved) symbols += (symbols.empty() ? "" : ",") + symbol;
+    args["user_defined_symbols"] = symbols;
+  }
+  return args;
+}
+
+// Knuth's selection sampling: `count` of the numbers 0 .. total - 1, in order, in one pass.
+class Selection {
+ public:
+  Selection(int64_t count, int64_t total, uint64_t seed) : needed_(count), left_(total), rng_(seed) {}
+  bool take() {
+    const bool taken = needed_ > 0 && static_cast<double>(rng_() >> 11) * 0x1.0p-53 * left_ < needed_;
+    --left_;
+    needed_ -= taken;
+    return taken;
+  }
+
+ private:
+  int64_t needed_, left_;
+  std::mt19937_64 rng_;
+};
+
 }  // namespace
+
+std::vector<std::string> vocabulary_sample(const std::vector<WeightedFiles>& corpora, int64_t sentences) {
+  int64_t total_pairs = 0;
+  double total_weight = 0.0;
+  for (const auto& corpus : corpora) {
+    total_pairs += corpus.lines;
+    total_weight += corpus.weight;
+  }
+  const int64_t pairs = sentences > 0 ? std::min(sentences / 2, total_pairs) : total_pairs;
+  std::vector<std::string> lines;
+  for (size_t c = 0; c < corpora.size(); ++c) {
+    const auto& corpus = corpora[c];
+    if (corpus.lines == 0) continue;
+    const auto share = corpora.size() == 1 ? pairs
+                                           : static_cast<int64_t>(std::llround(pairs * corpus.weight / total_weight));
+    // Whole passes over the corpus, then a selection of the lines left to draw.
+    const int64_t passes = share / corpus.lines;
+    Selection selection(share % corpus.lines, corpus.lines, 0x5EED0000ULL + c);
+    std::ifstream source(corpus.source, std::ios::binary), target(corpus.target, std::ios::binary);
+    std::string src, tgt;
+    while (std::getline(source, src) && std::getline(target, tgt)) {
+      const int64_t copies = passes + (selection.take() ? 1 : 0);
+      for (int64_t k = 0; k < copies; ++k) {
+        lines.push_back(src);
+        lines.push_back(tgt);
+      }
+    }
+  }
+  return lines;
+}
 
 Tokenizer::Tokenizer(std::string model)
     : model_(std::move(model)), processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
@@ -104,29 +196,8 @@ Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::train(const std::vector<std::filesystem::path>& files, const TokenizerOptions& options) {
-  if (options.model_type != "unigram" && options.model_type != "bpe") {
-    throw InputError("vocab type must be unigram or bpe, not '" + options.model_type + "'");
-  }
   for (const auto& file : files) check_text_file(file);
-  // The map form of Train, unlike the command-line form, logs no "Running command" line, and it
-  // sets minloglevel before anything else is logged. A soft vocabulary limit lets a small corpus
-  // train a smaller vocabulary instead of failing; the size obtained is reported below.
-  const std::unordered_map<std::string, std::string> args = {
-      {"minloglevel", "2"},
-      {"model_type", options.model_type},
-      {"vocab_size", std::to_string(options.vocab_size)},
-      {"hard_vocab_limit", "false"},
-      {"normalization_rule_name", options.normalization},
-      {"character_coverage", fmt::format("{}", options.character_coverage)},
-      {"input_sentence_size", std::to_string(options.max_sentences)},
-      {"shuffle_input_sentence", "true"},
-      {"byte_fallback", "true"},
-      {"split_digits", "true"},
-      {"pad_id", std::to_string(kPad)},
-      {"unk_id", std::to_string(kUnk)},
-      {"bos_id", std::to_string(kBos)},
-      {"eos_id", std::to_string(kEos)},
-      {"num_threads", std::to_string(std::max(1, options.threads))}};
+  const auto args = trainer_arguments(options, options.max_sentences);
   FileLines lines(files);
   std::string model;
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &model);
@@ -136,6 +207,19 @@ Tokenizer Tokenizer::train(const std::vector<std::filesystem::path>& files, cons
     }
     throw InputError(training_failure(status.message(), options.vocab_size));
   }
+  return trained(std::move(model), options);
+}
+
+Tokenizer Tokenizer::train_on_lines(std::vector<std::string> lines, const TokenizerOptions& options) {
+  const auto args = trainer_arguments(options, 0);
+  HeldLines held(std::move(lines));
+  std::string model;
+  const auto status = sentencepiece::SentencePieceTrainer::Train(args, &held, &model);
+  if (!status.ok()) throw InputError(training_failure(status.message(), options.vocab_size));
+  return trained(std::move(model), options);
+}
+
+Tokenizer Tokenizer::trained(std::string model, const TokenizerOptions& options) {
   Tokenizer tokenizer(std::move(model));
   if (tokenizer.vocab_size() < options.vocab_size) {
     spdlog::warn("the training text supports a vocabulary of {} pieces, not the {} asked for (--vocab-size)",
@@ -199,5 +283,13 @@ void Tokenizer::check_id(int id) const {
 }
 
 int Tokenizer::vocab_size() const { return processor_->GetPieceSize(); }
+
+int Tokenizer::reserved_id(const std::string& symbol) const {
+  const int id = processor_->PieceToId(symbol);
+  if (id == kUnk || symbol.empty()) return -1;
+  // A reserved piece is matched inside text, where a learned one would carry the word-start mark.
+  const auto ids = encode("a " + symbol);
+  return std::find(ids.begin(), ids.end(), id) != ids.end() ? id : -1;
+}
 
 }  // namespace trafo::data

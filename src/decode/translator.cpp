@@ -63,7 +63,11 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
   if (tokenizer_ == nullptr) throw std::logic_error("Translator::translate needs a tokenizer");
   std::vector<std::vector<int>> ids;
   ids.reserve(sources.size());
-  for (const auto& source : sources) ids.push_back(tokenizer_->encode(source));
+  for (const auto& source : sources) {
+    ids.push_back(tokenizer_->encode(source));
+    // An empty line stays empty (one empty hypothesis), tagged or not.
+    if (options_.source_tag >= 0 && !ids.back().empty()) ids.back().insert(ids.back().begin(), options_.source_tag);
+  }
   return translate_ids(ids);
 }
 

@@ -14,10 +14,10 @@
 
 namespace trafo::eval {
 EvalSet EvalSet::read(const std::string& source_path, const std::string& reference_path,
-                      const data::Tokenizer& tokenizer, int64_t max_positions, int64_t max_sentences) {
+                      const data::Tokenizer& tokenizer, int64_t max_positions, int64_t max_sentences, int tag) {
   EvalSet set;
   // + eos (source) or bos (target) must fit the positions.
-  set.pairs = data::Corpus::load(source_path, reference_path, tokenizer, data::CorpusOptions{max_positions - 1, 0.0});
+  set.pairs = data::Corpus::load(source_path, reference_path, tokenizer, data::CorpusOptions{max_positions - 1, 0.0, tag, {}});
   set.sources = util::read_lines(source_path, max_sentences);
   set.references = util::read_lines(reference_path, max_sentences);
   return set;

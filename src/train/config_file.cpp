@@ -9,9 +9,12 @@
 #include <variant>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "trafo/data/corpus.h"
 #include "trafo/errors.h"
 #include "trafo/train/config_keys.h"
+#include "trafo/util/numbers.h"
 
 namespace trafo::train {
 namespace {
@@ -24,6 +27,7 @@ struct Entry {
   std::string value;  // quotes removed
   int64_t line = 0;
   bool quoted = false;
+  int table = -1;  // the [[corpus]] table it belongs to (0 for the first), -1: none
 };
 
 std::string trim(const std::string& text) {
@@ -88,6 +92,7 @@ std::vector<Entry> parse_config(std::string text, const std::string& path) {
   std::map<std::string, int64_t> seen;
   std::istringstream lines(text);
   int64_t number = 0;
+  int table = -1;
   for (std::string line; std::getline(lines, line);) {
     ++number;
     auto fail = [&](const std::string& message) {
@@ -100,7 +105,15 @@ std::vector<Entry> parse_config(std::string text, const std::string& path) {
     }
     line = trim(line);
     if (line.empty() || line.front() == '#') continue;
-    if (line.front() == '[') fail("sections are not used: one 'key = value' per line, keys are the long option names");
+    if (line == "[[corpus]]" || (line.rfind("[[corpus]]", 0) == 0 && trim(line.substr(10)).front() == '#')) {
+      ++table;  // a new corpus table: its keys are its own
+      seen.clear();
+      continue;
+    }
+    if (line.front() == '[') {
+      fail("sections are not used: one 'key = value' per line, keys are the long option names; [[corpus]] tables "
+           "(src, tgt, weight, tag) come last");
+    }
     const auto equals = line.find('=');
     if (equals == std::string::npos) fail("expected 'key = value'");
     const std::string key = trim(line.substr(0, equals));
@@ -114,9 +127,21 @@ std::vector<Entry> parse_config(std::string text, const std::string& path) {
     }
     seen.emplace(key, number);
     const char first = trim(line.substr(equals + 1)).front();
-    entries.push_back({key, value, number, first == '"' || first == '\''});
+    entries.push_back({key, value, number, first == '"' || first == '\'', table});
   }
   return entries;
+}
+
+// Sets the key of one [[corpus]] table's line in `corpus`.
+void set_corpus_key(const Entry& entry, CorpusSpec& corpus) {
+  if (entry.key == "src" || entry.key == "tgt" || entry.key == "tag") {
+    if (!entry.quoted) throw InputError("text must be quoted: \"" + entry.value + "\"");
+    (entry.key == "src" ? corpus.src : entry.key == "tgt" ? corpus.tgt : corpus.tag) = entry.value;
+  } else if (entry.key == "weight") {
+    util::parse_finite(entry.value, corpus.weight);
+  } else {
+    throw InputError("unknown key '" + entry.key + "' (a [[corpus]] table holds src, tgt, weight and tag)");
+  }
 }
 
 // Command-line options that steer the config machinery itself, never stored in a config.
@@ -124,9 +149,18 @@ bool is_meta(const std::string& name) { return name == "config" || name == "dump
 
 }  // namespace
 
+std::string corpus_toml(const CorpusSpec& corpus) {
+  auto quote = [](const std::string& text) {
+    return text.find('"') == std::string::npos ? "\"" + text + "\"" : "'" + text + "'";
+  };
+  return "\n[[corpus]]\nsrc=" + quote(corpus.src) + "\ntgt=" + quote(corpus.tgt) +
+         fmt::format("\nweight={}\n", corpus.weight) + "tag=" + quote(corpus.tag) + "\n";
+}
+
 std::string to_toml(const TrainConfig& config) {
   std::string out;
   for (const auto& key : config_keys()) out += std::string(key.name) + "=" + format_value(key, config) + "\n";
+  for (const auto& corpus : config.corpora) out += corpus_toml(corpus);
   return out;
 }
 
@@ -134,8 +168,18 @@ std::set<std::string> read_config_text(std::string text, const std::string& path
                                        const std::set<std::string>& keep) {
   std::set<std::string> keys;
   TrainConfig scratch;  // where the values of keys in `keep` are checked
+  std::vector<CorpusSpec> corpora;
   for (const auto& entry : parse_config(std::move(text), path)) {
     const std::string where = "config file " + path + ":" + std::to_string(entry.line) + ": ";
+    if (entry.table >= 0) {
+      corpora.resize(static_cast<size_t>(entry.table) + 1);
+      try {
+        set_corpus_key(entry, corpora[static_cast<size_t>(entry.table)]);
+      } catch (const InputError& e) {
+        throw InputError(where + "[[corpus]] " + entry.key + ": " + e.what());
+      }
+      continue;
+    }
     if (is_meta(entry.key)) throw InputError(where + "'" + entry.key + "' cannot be set in a config file");
     const ConfigKey* key = find_config_key(entry.key);
     if (key == nullptr) throw InputError(where + "unknown key '" + entry.key + "'");
@@ -148,6 +192,10 @@ std::set<std::string> read_config_text(std::string text, const std::string& path
       throw InputError(where + entry.key + ": " + e.what());
     }
     keys.insert(entry.key);
+  }
+  if (!corpora.empty()) {
+    keys.insert("corpus");
+    if (keep.count("corpus") == 0) config.corpora = corpora;
   }
   return keys;
 }

@@ -22,6 +22,13 @@ const std::vector<ConfigKey> kKeys = {
     {"train-tgt", "Data", "training target file", TRAFO_MEMBER(train_tgt), false, false},
     {"dev-src", "Data", "dev source file", TRAFO_MEMBER(dev_src), false, false},
     {"dev-tgt", "Data", "dev target file", TRAFO_MEMBER(dev_tgt), false, false},
+    {"test-src", "Data", "test source file, checked for pairs also in training (default DATA_DIR/test.SRC where it exists)",
+     TRAFO_MEMBER(test_src), false, false},
+    {"test-tgt", "Data", "test target file", TRAFO_MEMBER(test_tgt), false, false},
+    {"cache-dir", "Data",
+     "folder of token caches and vocabularies, kept between runs (default $TRAFO_CACHE_DIR, else "
+     "$XDG_CACHE_HOME/trafo or ~/.cache/trafo)",
+     TRAFO_MEMBER(cache_dir), false, false},
     {"max-length", "Data", "skip pairs longer than this many pieces (0: no limit)", TRAFO_MEMBER(max_length)},
     {"max-length-ratio", "Data", "skip pairs whose length ratio exceeds this (0: off)", TRAFO_MEMBER(max_length_ratio)},
 
@@ -32,6 +39,9 @@ const std::vector<ConfigKey> kKeys = {
      TRAFO_MEMBER(vocab.normalization)},
     {"vocab-character-coverage", "Vocabulary", "share of characters given own pieces",
      TRAFO_MEMBER(vocab.character_coverage)},
+    {"vocab-sample", "Vocabulary",
+     "sentences the vocabulary is learned from, drawn from the corpora in proportion to their weights (0: all)",
+     TRAFO_MEMBER(vocab.max_sentences)},
 
     {"d-model", "Model", "model width", TRAFO_MEMBER(model.d_model)},
     {"heads", "Model", "attention heads (must divide d-model)", TRAFO_MEMBER(model.heads)},
@@ -73,6 +83,8 @@ const std::vector<ConfigKey> kKeys = {
     {"valid-every", "Run", "steps between validations", TRAFO_MEMBER(valid_every)},
     {"valid-max-sentences", "Run", "dev sentences decoded per validation (0: all)", TRAFO_MEMBER(valid_max_sentences)},
     {"valid-samples", "Run", "sample translations logged per validation", TRAFO_MEMBER(valid_samples)},
+    {"valid-tag", "Run", "a corpus tag put before every dev source, as eval --tag (\"\": none)", TRAFO_MEMBER(valid_tag),
+     false, false},
     {"checkpoint-every", "Run", "steps between numbered checkpoints (0: at validations)",
      TRAFO_MEMBER(checkpoint_every)},
     {"keep-checkpoints", "Run", "numbered checkpoints kept", TRAFO_MEMBER(keep_checkpoints)},

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "trafo/data/corpus.h"
 #include "trafo/errors.h"
 #include "trafo/train/config_keys.h"
@@ -70,6 +72,35 @@ double parse_duration(const std::string& text) {
   return total;
 }
 
+namespace {
+
+// The pieces SentencePiece reserves: a tag may be none of them.
+bool is_reserved_piece(const std::string& tag) {
+  if (tag == "<pad>" || tag == "<unk>" || tag == "<s>" || tag == "</s>") return true;
+  return tag.size() == 6 && tag.rfind("<0x", 0) == 0 && tag.back() == '>' && std::isxdigit(static_cast<unsigned char>(tag[3])) &&
+         std::isxdigit(static_cast<unsigned char>(tag[4]));
+}
+
+void check_corpus(const CorpusSpec& corpus, size_t number) {
+  const std::string name = "corpus " + std::to_string(number) + " ";
+  require(!corpus.src.empty() && !corpus.tgt.empty(), name + "needs src and tgt files");
+  require(std::isfinite(corpus.weight) && corpus.weight > 0,
+          name + "weight must be positive and finite, not " + fmt::format("{}", corpus.weight));
+  for (const auto* text : {&corpus.src, &corpus.tgt, &corpus.tag}) {
+    data::check_utf8(*text, name + "text");
+    require(std::none_of(text->begin(), text->end(),
+                         [](char ch) { return (static_cast<unsigned char>(ch) < 0x20 && ch != '\t') || ch == 0x7f; }) &&
+                (text->find('"') == std::string::npos || text->find('\'') == std::string::npos),
+            name + "must not hold control characters, nor both \" and '");
+  }
+  require(corpus.tag.find_first_of(" \t\u00a0") == std::string::npos && corpus.tag.find("\xe2\x96\x81") == std::string::npos,
+          name + "tag '" + corpus.tag + "' must not hold white space (a tag is one piece)");
+  require(!is_reserved_piece(corpus.tag), name + "tag '" + corpus.tag +
+                                              "' is a piece SentencePiece reserves (<pad>, <unk>, <s>, </s>, <0xHH>)");
+}
+
+}  // namespace
+
 void validate(const TrainConfig& c) {
   model::validate(c.model);
   // Text options end up in config.toml and in the checkpoint's JSON metadata, which hold UTF-8 only.
@@ -79,9 +110,17 @@ void validate(const TrainConfig& c) {
       data::check_utf8(**text, "--" + std::string(key.name));
     }
   }
-  require(!c.data_dir.empty() || (!c.train_src.empty() && !c.train_tgt.empty() && !c.dev_src.empty() &&
-                                  !c.dev_tgt.empty()),
-          "give --data-dir DIR (with --src-lang/--tgt-lang) or --train-src/--train-tgt/--dev-src/--dev-tgt");
+  const bool train_given = !c.corpora.empty() || (!c.train_src.empty() && !c.train_tgt.empty());
+  require(!c.data_dir.empty() || (train_given && !c.dev_src.empty() && !c.dev_tgt.empty()),
+          "give --data-dir DIR (with --src-lang/--tgt-lang), or the training data (--train-src/--train-tgt or "
+          "--corpus) and --dev-src/--dev-tgt");
+  require(c.corpora.empty() || (c.train_src.empty() && c.train_tgt.empty()),
+          "give the training data as --corpus (or [[corpus]] tables) or as --train-src/--train-tgt, not both");
+  require(c.test_src.empty() == c.test_tgt.empty(), "give --test-src and --test-tgt together");
+  for (size_t i = 0; i < c.corpora.size(); ++i) check_corpus(c.corpora[i], i + 1);
+  require(c.valid_tag.empty() || std::any_of(c.corpora.begin(), c.corpora.end(),
+                                             [&](const CorpusSpec& corpus) { return corpus.tag == c.valid_tag; }),
+          "valid-tag " + c.valid_tag + " is not the tag of a corpus");
   require(c.vocab.vocab_size >= 300 && c.vocab.vocab_size <= model::kMaxVocabSize,
           "vocab-size must be between 300 (256 byte pieces, specials and subwords) and " +
               std::to_string(model::kMaxVocabSize) + ", not " + std::to_string(c.vocab.vocab_size));

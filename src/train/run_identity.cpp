@@ -3,6 +3,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "trafo/errors.h"
 #include "trafo/train/config_file.h"
 #include "trafo/train/config_keys.h"
@@ -19,6 +21,11 @@ bool defines_run(const ConfigKey& key) {
 
 bool is_data_file_key(const std::string& name) {
   return name == "data-dir" || name == "train-src" || name == "train-tgt" || name == "dev-src" || name == "dev-tgt";
+}
+
+// Options of the Data group that do not change what the run trains on.
+bool leaves_data_alone(const std::string& name) {
+  return name == "test-src" || name == "test-tgt" || name == "cache-dir";
 }
 
 // The same file by any name: equal text, or one path once made absolute and resolved.
@@ -39,24 +46,50 @@ DataFiles data_files(const TrainConfig& c) {
     return (std::filesystem::path(c.data_dir) / (split + "." + lang)).string();
   };
   DataFiles files;
-  files.train_src = !c.train_src.empty() ? c.train_src : in_dir("train", c.src_lang);
-  files.train_tgt = !c.train_tgt.empty() ? c.train_tgt : in_dir("train", c.tgt_lang);
+  files.train = c.corpora;
+  if (files.train.empty()) {
+    CorpusSpec only;
+    only.src = !c.train_src.empty() ? c.train_src : in_dir("train", c.src_lang);
+    only.tgt = !c.train_tgt.empty() ? c.train_tgt : in_dir("train", c.tgt_lang);
+    files.train.push_back(only);
+  }
   files.dev_src = !c.dev_src.empty() ? c.dev_src : in_dir("dev", c.src_lang);
   files.dev_tgt = !c.dev_tgt.empty() ? c.dev_tgt : in_dir("dev", c.tgt_lang);
+  files.test_src = c.test_src;
+  files.test_tgt = c.test_tgt;
+  if (files.test_src.empty() && files.test_tgt.empty() && !c.data_dir.empty()) {
+    std::error_code error;
+    const auto src = in_dir("test", c.src_lang), tgt = in_dir("test", c.tgt_lang);
+    if (std::filesystem::is_regular_file(src, error) && std::filesystem::is_regular_file(tgt, error)) {
+      files.test_src = src;
+      files.test_tgt = tgt;
+    }
+  }
   return files;
 }
 
 std::vector<std::string> run_differences(const TrainConfig& a, const TrainConfig& b) {
   std::vector<std::string> out;
   for (const auto& key : config_keys()) {
-    if (!defines_run(key) || is_data_file_key(key.name)) continue;
+    if (!defines_run(key) || is_data_file_key(key.name) || leaves_data_alone(key.name)) continue;
     const auto value_a = format_value(key, a), value_b = format_value(key, b);
     if (value_a != value_b) out.push_back(std::string(key.name) + " " + value_a + " vs " + value_b);
   }
   const auto files_a = data_files(a), files_b = data_files(b);
-  const std::pair<const char*, std::string DataFiles::*> file_keys[] = {{"train-src", &DataFiles::train_src},
-                                                                         {"train-tgt", &DataFiles::train_tgt},
-                                                                         {"dev-src", &DataFiles::dev_src},
+  const bool several = files_a.train.size() > 1 || files_b.train.size() > 1 || !a.corpora.empty() || !b.corpora.empty();
+  if (files_a.train.size() != files_b.train.size()) {
+    out.push_back("corpora " + std::to_string(files_a.train.size()) + " vs " + std::to_string(files_b.train.size()));
+  } else {
+    for (size_t i = 0; i < files_a.train.size(); ++i) {
+      const auto &x = files_a.train[i], &y = files_b.train[i];
+      const std::string name = several ? "corpus " + std::to_string(i + 1) + " " : "train-";
+      if (!same_file(x.src, y.src)) out.push_back(name + "src " + quoted(x.src) + " vs " + quoted(y.src));
+      if (!same_file(x.tgt, y.tgt)) out.push_back(name + "tgt " + quoted(x.tgt) + " vs " + quoted(y.tgt));
+      if (x.weight != y.weight) out.push_back(name + fmt::format("weight {} vs {}", x.weight, y.weight));
+      if (x.tag != y.tag) out.push_back(name + "tag " + quoted(x.tag) + " vs " + quoted(y.tag));
+    }
+  }
+  const std::pair<const char*, std::string DataFiles::*> file_keys[] = {{"dev-src", &DataFiles::dev_src},
                                                                          {"dev-tgt", &DataFiles::dev_tgt}};
   for (const auto& [name, member] : file_keys) {
     if (!same_file(files_a.*member, files_b.*member)) {

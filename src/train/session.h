@@ -15,6 +15,8 @@
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/data/batcher.h"
 #include "trafo/data/corpus.h"
+#include "trafo/data/leak_check.h"
+#include "trafo/data/token_cache.h"
 #include "trafo/data/tokenizer.h"
 #include "trafo/dist/environment.h"
 #include "trafo/model/transformer.h"
@@ -36,6 +38,16 @@ namespace trafo::train {
 // Refuses (InputError, naming each option with both values) a resume whose options defining the
 // model, tokenizer or data differ from those of the run `config.run_dir` holds (its config.toml).
 void check_resume_request(const TrainConfig& config);
+
+// Dev and test pairs whose source is also in the training data.
+struct LeakReport {
+  data::Overlap dev;
+  std::optional<data::Overlap> test;  // with test files
+};
+
+// The leak check: counts, and warns with the count and the first lines, for the dev and test sets.
+LeakReport find_leaks(const DataFiles& paths, const data::Tokenizer& tokenizer,
+                      const std::vector<data::CachedCorpus>& corpora);
 
 // The checkpoint a run continues from, as rank 0 chose it; every rank loads it.
 struct ResumePoint {
@@ -65,7 +77,9 @@ struct Session {
   const Clock::time_point started;
   const double max_time_s;                   // --max-time in seconds; 0: none
   const dist::Environment environment;
+  const std::filesystem::path cache;          // token caches and vocabularies (--cache-dir)
   const DataFiles paths;
+  const std::vector<int64_t> train_lines;     // line pairs of each corpus
   std::optional<util::LoadMeter> load;       // with --threads 0 alone: the machine's load, followed
   double busy_at_start = 0.0;                // cores other processes kept busy at start (with `load`)
   int threads;                               // this process's, now
@@ -75,7 +89,8 @@ struct Session {
   const RunFolder folder;                    // locked by rank 0
   ResumePoint resume;
   const data::Tokenizer tokenizer;
-  const data::Corpus corpus;
+  const std::vector<int> tags;               // each corpus's tag piece (-1: none)
+  const std::vector<data::CachedCorpus> corpora;  // mapped from their token caches, as paths.train
   model::Transformer model;                  // raw weights (a resumed run's from its training state)
   const Precision decoding_precision;        // validation's: --precision resolved as `trafo eval` does (rank 0)
   std::optional<Validator> validator;        // rank 0's
@@ -87,6 +102,9 @@ struct Session {
   data::Batcher batcher;
   std::optional<MetricsLog> metrics;         // rank 0's
   std::optional<TensorBoardWriter> tensorboard;  // rank 0's, with --tensorboard
+  LeakReport leaks;                          // rank 0's
+
+  int64_t train_pairs() const;               // of all corpora
 };
 
 }  // namespace trafo::train

@@ -50,8 +50,9 @@ class TrainingLoop {
         line_(c_, session.batcher.batches_per_epoch(), session.max_time_s),
         stop_requested_(stop_requested),
         // The 1-based epoch of the latest batch, as logs show it.
-        epoch_now_(progress_.next_batch.index > 0 ? progress_.next_batch.epoch + 1
-                                                  : std::max<int64_t>(1, progress_.next_batch.epoch)) {}
+        epoch_now_(progress_.first_corpus().index > 0 ? progress_.first_corpus().epoch + 1
+                                                       : std::max<int64_t>(1, progress_.first_corpus().epoch)),
+        corpus_pairs_(s_.corpora.size(), 0) {}
 
   TrainResult run() {
     record_start();
@@ -75,7 +76,7 @@ class TrainingLoop {
   // Empty while the run goes on. Rank 0's clock and validations decide; a signal to any rank stops all of them.
   std::string stop_reason() {
     if (c_.max_steps > 0 && progress_.step >= c_.max_steps) return "steps";
-    if (c_.max_epochs > 0 && progress_.next_batch.epoch >= c_.max_epochs) return "epochs";
+    if (c_.max_epochs > 0 && progress_.first_corpus().epoch >= c_.max_epochs) return "epochs";
     const bool main = s_.main_rank();
     const auto stop = s_.replicas.any({main && s_.max_time_s > 0 && s_.elapsed() >= s_.max_time_s,
                                        main && c_.early_stopping > 0 && progress_.bad_validations >= c_.early_stopping,
@@ -93,11 +94,11 @@ class TrainingLoop {
     for (int64_t i = 0; i < c_.accumulate; ++i) batches.push_back(s_.batcher.next());
     const auto update = step_.run(batches, inverse_sqrt_lr(progress_.step + 1, c_.lr, c_.warmup_steps));
     window_.communication_s += update.communication_s;
-    const auto& last = batches.back().position;
-    epoch_now_ = last.epoch + 1;
-    progress_.next_batch = last.index + 1 == s_.batcher.batches_per_epoch()
-                               ? data::BatchPosition{last.epoch + 1, 0}
-                               : data::BatchPosition{last.epoch, last.index + 1};
+    for (const auto& batch : batches) {
+      if (batch.corpus == 0) epoch_now_ = batch.position.epoch + 1;
+      corpus_pairs_[static_cast<size_t>(batch.corpus)] += static_cast<int64_t>(batch.pairs.size());
+    }
+    progress_.data = batches.back().next;
     if (!update.applied) {
       spdlog::warn("step {}: non-finite loss or gradient, update skipped ({} in a row)", progress_.step + 1,
                    step_.skipped_in_a_row());
@@ -138,6 +139,11 @@ class TrainingLoop {
     nlohmann::json fields = {{"loss", loss}, {"lr", update.lr}, {"grad_norm", update.grad_norm},
                              {"tgt_tokens_per_s", tokens_per_s}, {"skipped_updates", step_.skipped_total()}};
     if (s_.replicas.size() > 1) fields["allreduce_s"] = window_.communication_s / static_cast<double>(window_.steps);
+    if (corpus_pairs_.size() > 1) {
+      // Pairs this process took from each corpus since the last train record.
+      fields["corpus_pairs"] = corpus_pairs_;
+      std::fill(corpus_pairs_.begin(), corpus_pairs_.end(), 0);
+    }
     record("train", fields);
     line_.print(progress_.step, epoch_now_, loss, update.lr, tokens_per_s, s_.elapsed());
     window_ = Window{};
@@ -215,7 +221,7 @@ class TrainingLoop {
     auto& replicas = s_.replicas;
     nlohmann::json start = {{"config", s_.config_text}, {"version", TRAFO_VERSION}, {"torch", TORCH_VERSION},
                             {"threads", s_.threads}, {"device", s_.device.str()}, {"world_size", replicas.size()},
-                            {"resumed", s_.resumed()}, {"train_pairs", s_.corpus.size()},
+                            {"resumed", s_.resumed()}, {"train_pairs", s_.train_pairs()},
                             {"vocab_size", s_.tokenizer.vocab_size()}, {"parameters", s_.model->parameter_count()}};
     if (replicas.size() > 1) {
       start["gradient_bytes"] = replicas.gradient_bytes();
@@ -228,9 +234,10 @@ class TrainingLoop {
     start["precision_reason"] = s_.precision.reason;
     start["validation_precision"] = s_.decoding_precision.name();
     start["validation_precision_reason"] = s_.decoding_precision.reason;
+    describe_data(start);
     record("start", start);
     spdlog::info("{} {} at step {}: {} training pairs, {} batches per epoch, {} parameters, {} threads on {}, {}{}",
-                 s_.resumed() ? "resuming" : "starting", s_.folder.path().string(), progress_.step, s_.corpus.size(),
+                 s_.resumed() ? "resuming" : "starting", s_.folder.path().string(), progress_.step, s_.train_pairs(),
                  s_.batcher.batches_per_epoch(), s_.model->parameter_count(), s_.threads, s_.device.str(),
                  replicas.describe(),
                  s_.average ? fmt::format(", validating and saving a moving average of the weights (--ema {})", c_.ema)
@@ -245,6 +252,31 @@ class TrainingLoop {
     window_ = Window{};
   }
 
+  // The corpora (pairs, weight, share of the pairs served, tag, token cache) and the leak check, in the
+  // `start` record and the log.
+  void describe_data(nlohmann::json& start) const {
+    double total_weight = 0.0;
+    for (const auto& corpus : s_.paths.train) total_weight += corpus.weight;
+    nlohmann::json corpora = nlohmann::json::array();
+    for (size_t i = 0; i < s_.corpora.size(); ++i) {
+      const auto& spec = s_.paths.train[i];
+      const auto& cached = s_.corpora[i];
+      const double share = spec.weight / total_weight;
+      corpora.push_back({{"src", spec.src}, {"tgt", spec.tgt}, {"pairs", cached.corpus.size()}, {"weight", spec.weight},
+                         {"share", share}, {"tag", spec.tag}, {"token_cache", cached.file.string()},
+                         {"token_cache_built", cached.built}});
+      spdlog::info("corpus {}: {} / {}: {} pairs, weight {} ({:.1f}% of the pairs served){}; token cache {} ({} in {:.1f} s)",
+                   i + 1, spec.src, spec.tgt, cached.corpus.size(), spec.weight, 100.0 * share,
+                   spec.tag.empty() ? "" : ", tag " + spec.tag, cached.file.string(),
+                   cached.built ? "built" : "mapped", cached.seconds);
+    }
+    start["corpora"] = corpora;
+    start["cache_dir"] = s_.cache.string();
+    if (!s_.main_rank()) return;
+    start["dev_pairs_in_training"] = s_.leaks.dev.in_training.size();
+    if (s_.leaks.test) start["test_pairs_in_training"] = s_.leaks.test->in_training.size();
+  }
+
   Session& s_;
   TrainConfig& c_;
   Progress& progress_;
@@ -252,6 +284,7 @@ class TrainingLoop {
   const ProgressLine line_;
   const std::atomic<bool>* stop_requested_;
   int64_t epoch_now_;
+  std::vector<int64_t> corpus_pairs_;  // taken from each corpus since the last train record
   int64_t last_validated_ = -1;
   Window window_;
   Clock::time_point load_checked_ = Clock::now();

@@ -36,6 +36,16 @@ void load_legacy_state(const checkpoint::TrainingState& state, torch::optim::Opt
   generator_state = state.tensors.at("cpu_rng");
 }
 
+nlohmann::json data_position(const data::StreamPosition& position) {
+  nlohmann::json corpora = nlohmann::json::array();
+  for (size_t i = 0; i < position.corpora.size(); ++i) {
+    corpora.push_back({{"epoch", position.corpora[i].epoch},
+                       {"index", position.corpora[i].index},
+                       {"pairs", i < position.pairs.size() ? position.pairs[i] : 0}});
+  }
+  return {{"corpora", corpora}, {"batches", position.batches}};
+}
+
 }  // namespace
 
 checkpoint::TrainingState pack_training_state(const Progress& progress, torch::optim::Optimizer& optimizer,
@@ -50,8 +60,9 @@ checkpoint::TrainingState pack_training_state(const Progress& progress, torch::o
   }
   state.json = nlohmann::json{{"step", progress.step},
                               {"cpu_rng", util::to_base64(rng)},
-                              {"next_epoch", progress.next_batch.epoch},
-                              {"next_index", progress.next_batch.index},
+                              {"next_epoch", progress.first_corpus().epoch},
+                              {"next_index", progress.first_corpus().index},
+                              {"data", data_position(progress.data)},
                               {"elapsed_s", progress.elapsed_s},
                               {"best_metric", progress.best_metric},
                               {"best_step", progress.best_step},
@@ -66,7 +77,19 @@ Progress unpack_training_state(const checkpoint::TrainingState& state, torch::op
     const auto json = nlohmann::json::parse(state.json);
     Progress progress;
     progress.step = json.at("step").get<int64_t>();
-    progress.next_batch = {json.at("next_epoch").get<int64_t>(), json.at("next_index").get<int64_t>()};
+    // Checkpoints before several corpora hold the one corpus's position alone.
+    progress.data.corpora = {{json.at("next_epoch").get<int64_t>(), json.at("next_index").get<int64_t>()}};
+    progress.data.pairs = {0};
+    if (json.contains("data")) {
+      const auto& data = json.at("data");
+      progress.data.corpora.clear();
+      progress.data.pairs.clear();
+      for (const auto& corpus : data.at("corpora")) {
+        progress.data.corpora.push_back({corpus.at("epoch").get<int64_t>(), corpus.at("index").get<int64_t>()});
+        progress.data.pairs.push_back(corpus.at("pairs").get<int64_t>());
+      }
+      progress.data.batches = data.at("batches").get<int64_t>();
+    }
     progress.elapsed_s = json.at("elapsed_s").get<double>();
     progress.best_metric = json.at("best_metric").get<double>();
     progress.best_step = json.at("best_step").get<int64_t>();

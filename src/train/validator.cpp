@@ -6,8 +6,9 @@
 namespace trafo::train {
 namespace {
 
-eval::Evaluator greedy(int64_t batch_tokens, int64_t max_positions, bool bf16) {
+eval::Evaluator greedy(int64_t batch_tokens, int64_t max_positions, bool bf16, int tag) {
   decode::DecodeOptions options;
+  options.source_tag = tag;
   options.batch_tokens = std::max(batch_tokens, max_positions);  // every pair the model takes fits a batch
   options.bf16 = bf16;
   return eval::Evaluator(options);
@@ -17,10 +18,10 @@ eval::Evaluator greedy(int64_t batch_tokens, int64_t max_positions, bool bf16) {
 
 Validator::Validator(const std::string& source_path, const std::string& target_path,
                      const data::Tokenizer& tokenizer, int64_t batch_tokens, int64_t max_sentences, int64_t samples,
-                     int64_t max_positions, bool bf16)
+                     int64_t max_positions, bool bf16, int tag)
     : tokenizer_(tokenizer),
-      set_(eval::EvalSet::read(source_path, target_path, tokenizer, max_positions, max_sentences)),
-      evaluator_(greedy(batch_tokens, max_positions, bf16)),
+      set_(eval::EvalSet::read(source_path, target_path, tokenizer, max_positions, max_sentences, tag)),
+      evaluator_(greedy(batch_tokens, max_positions, bf16, tag)),
       samples_(samples) {}
 
 ValidationResult Validator::run(model::Transformer& model) {

@@ -1,5 +1,7 @@
-// Token-budget batches of similar lengths, shuffled per epoch from a seed, resumable,
-// built on a background thread (docs/design.md "Token budget").
+// Token-budget batches of similar lengths, shuffled per epoch from a seed, resumable, built on a
+// background thread (docs/design.md "Token budget"), from one corpus or several sampled by weight.
+// Memory stays bounded whatever a corpus's size: an epoch is planned a window of pairs at a time
+// (docs/design.md "Windows").
 #pragma once
 
 #include <condition_variable>
@@ -7,6 +9,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -25,11 +28,26 @@ struct BatcherOptions {
   // shard, shard + shards, ... of it (disjoint shares that together are the whole batch).
   int shard = 0;
   int shards = 1;
+  // Pairs planned together: an epoch is a random order of blocks of 4096 neighbouring pairs, cut
+  // into windows of this many pairs, each shuffled, sorted by length and cut into batches apart.
+  // A corpus no larger than one window is shuffled whole.
+  int64_t window_pairs = int64_t{1} << 20;
 };
+
+inline constexpr int64_t kBlockPairs = 4096;
 
 struct BatchPosition {
   int64_t epoch = 0;  // 0-based
   int64_t index = 0;  // batch within the epoch
+  bool operator==(const BatchPosition& other) const { return epoch == other.epoch && index == other.index; }
+};
+
+// Where a stream over several corpora stands: each corpus's position, the pairs taken from each
+// (which steer the sampling by weight) and the batches served in all.
+struct StreamPosition {
+  std::vector<BatchPosition> corpora;
+  std::vector<int64_t> pairs;
+  int64_t batches = 0;
 };
 
 struct Batch {
@@ -40,11 +58,19 @@ struct Batch {
   int64_t source_tokens = 0;    // real (non-padding) tokens
   int64_t target_tokens = 0;
   int64_t global_target_tokens = 0;  // of the whole global batch this share belongs to
-  BatchPosition position;       // where this batch sits in the stream
+  int corpus = 0;               // which corpus it came from
+  BatchPosition position;       // where this batch sits in its corpus's stream
+  StreamPosition next;          // where the stream goes on after it
   int64_t cost() const { return source.size(0) * std::max(source.size(1), target_input.size(1)); }
 };
 
-// The batches of one epoch as lists of corpus indices, in the order they are served.
+// The batches of the pairs `order` as lists of corpus indices, in the order they are served: shuffled
+// by `rng` (unless options.shuffle is false), sorted by length, cut at the budget, batches shuffled.
+std::vector<std::vector<int64_t>> plan_batches(const Corpus& corpus, std::vector<int64_t> order,
+                                               const BatcherOptions& options, uint64_t rng_seed,
+                                               int64_t* skipped_too_long = nullptr);
+
+// The batches of one epoch of the whole corpus planned at once (evaluation, tests).
 std::vector<std::vector<int64_t>> plan_epoch(const Corpus& corpus, const BatcherOptions& options, int64_t epoch,
                                              int64_t* skipped_too_long = nullptr);
 
@@ -54,27 +80,62 @@ Batch make_batch(const Corpus& corpus, const std::vector<int64_t>& pairs);
 // Rows shard, shard + shards, ... of `pairs`: one process's share of a global batch.
 std::vector<int64_t> shard_rows(const std::vector<int64_t>& pairs, int shard, int shards);
 
+// The batches of one corpus, epoch after epoch, planned a window at a time.
+class CorpusStream {
+ public:
+  // `stream` tells corpora apart in the random draws (0 for the first).
+  CorpusStream(const Corpus& corpus, const BatcherOptions& options, int stream, BatchPosition start);
+  // The next batch's pairs; `at` gets its position.
+  std::vector<int64_t> next(BatchPosition& at);
+  BatchPosition position() const { return {epoch_, index_}; }
+  int64_t windows() const { return windows_; }
+  int64_t batches_in_first_window() const { return first_window_batches_; }
+  int64_t skipped_too_long() const { return skipped_too_long_; }  // pairs over the budget alone
+  const Corpus& corpus() const { return corpus_; }
+
+ private:
+  void start_epoch(int64_t epoch);
+  void plan_window(int64_t window);
+  void release_window();
+
+  const Corpus& corpus_;
+  BatcherOptions options_;
+  int stream_ = 0;
+  int64_t windows_ = 0, first_window_batches_ = 0, skipped_too_long_ = 0;
+  int64_t epoch_ = 0, index_ = 0;         // the next batch's position
+  int64_t window_ = 0, in_window_ = 0;    // its window, and its index there
+  std::vector<int64_t> blocks_;           // this epoch's order of blocks
+  std::vector<std::vector<int64_t>> plan_;  // the window's batches
+};
+
+// Which corpus the next batch comes from: among those that have not yet had their share of the pairs
+// served (weights normalised), one drawn by weight, from `seed` and the batches served so far.
+int choose_corpus(const std::vector<double>& weights, const StreamPosition& position, uint64_t seed);
+
 class Batcher {
  public:
   Batcher(const Corpus& corpus, BatcherOptions options, BatchPosition start = {});
+  // Several corpora sampled by `weights` (positive); `start` empty: all at their beginning.
+  Batcher(std::vector<const Corpus*> corpora, std::vector<double> weights, BatcherOptions options,
+          StreamPosition start = {});
   ~Batcher();
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
 
   Batch next();  // endless: epochs follow each other; rethrows what stopped the background thread
+  // Of the first corpus: exact when it plans its epoch in one window, else estimated from the first.
   int64_t batches_per_epoch() const { return batches_per_epoch_; }
-  int64_t skipped_too_long() const { return skipped_too_long_; }  // pairs over the budget alone
+  int64_t skipped_too_long() const;  // pairs over the budget alone, all corpora
 
  private:
   void produce();
-  Batch build(BatchPosition& cursor, std::vector<std::vector<int64_t>>& plan);
+  Batch build();
 
-  const Corpus& corpus_;
   BatcherOptions options_;
+  std::vector<double> weights_;
+  std::vector<CorpusStream> streams_;  // the background thread's once it runs
+  StreamPosition cursor_;
   int64_t batches_per_epoch_ = 0;
-  int64_t skipped_too_long_ = 0;
-  BatchPosition cursor_;
-  std::vector<std::vector<int64_t>> plan_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Batch> ready_;

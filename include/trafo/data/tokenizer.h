@@ -19,9 +19,23 @@ struct TokenizerOptions {
   std::string model_type = "unigram";     // unigram | bpe
   std::string normalization = "nmt_nfkc"; // SentencePiece's normalisation rule (nmt_nfkc, nfkc, identity, ...)
   double character_coverage = 0.9995;     // characters outside it are spelled with byte pieces
-  int64_t max_sentences = 2000000;        // lines sampled for training (0: all)
+  int64_t max_sentences = 2000000;        // lines sampled for training (0: all): --vocab-sample
   int threads = 1;                        // SentencePiece trainer threads
+  std::vector<std::string> reserved;      // pieces never split (corpus tags), SentencePiece's user-defined symbols
 };
+
+// A training corpus as the vocabulary sample sees it.
+struct WeightedFiles {
+  std::filesystem::path source, target;
+  double weight = 1.0;
+  int64_t lines = 0;  // line pairs in the files
+};
+
+// The lines a vocabulary learns from: pairs drawn from each corpus in proportion to its weight, both
+// sides of each, `sentences` lines in all or every line of the corpora where they hold fewer (0: all).
+// A corpus whose share is more pairs than it holds gives its lines more than once. The draw is fixed
+// (no seed), so that runs on the same data may share a vocabulary.
+std::vector<std::string> vocabulary_sample(const std::vector<WeightedFiles>& corpora, int64_t sentences);
 
 class Tokenizer {
  public:
@@ -32,6 +46,8 @@ class Tokenizer {
   // size obtained. Throws InputError for a file that is missing, not a regular file or holds no
   // text, or when SentencePiece cannot train.
   static Tokenizer train(const std::vector<std::filesystem::path>& files, const TokenizerOptions& options);
+  // Trains on `lines` (vocabulary_sample's), all of them.
+  static Tokenizer train_on_lines(std::vector<std::string> lines, const TokenizerOptions& options);
   // Loads a serialised model (the bytes of a .model file, as stored in checkpoints).
   static Tokenizer from_bytes(const std::string& model);
   static Tokenizer load(const std::filesystem::path& path);
@@ -46,11 +62,14 @@ class Tokenizer {
   std::string decode(const std::vector<int>& ids) const;           // pad/bos/eos are dropped
   std::string piece(int id) const;
   int vocab_size() const;
+  // The id of the reserved piece `symbol` (a corpus tag), or -1 when the model has no such piece.
+  int reserved_id(const std::string& symbol) const;
   const std::string& to_bytes() const { return model_; }
   void save(const std::filesystem::path& path) const;
 
  private:
   explicit Tokenizer(std::string model);
+  static Tokenizer trained(std::string model, const TokenizerOptions& options);  // warns when smaller than asked
   void check_id(int id) const;
   std::string model_;
   std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;

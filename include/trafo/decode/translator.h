@@ -40,6 +40,7 @@ struct DecodeOptions {
                                  // the most decoder rows in one (sentences × beam)
   bool use_cache = true;         // false: recompute the whole prefix every step (benchmarks, tests)
   bool bf16 = false;             // under bf16 autocast (weights cast once a call; log-probs in fp32)
+  int source_tag = -1;           // a piece put before every source sentence (a corpus tag, --tag); -1: none
 };
 
 // Throws trafo::InputError naming the first invalid option.

@@ -20,7 +20,8 @@ namespace trafo::eval {
 // model's positions, left out) and its first `max_sentences` lines as text for decoding (0: all).
 struct EvalSet {
   static EvalSet read(const std::string& source_path, const std::string& reference_path,
-                      const data::Tokenizer& tokenizer, int64_t max_positions, int64_t max_sentences = 0);
+                      const data::Tokenizer& tokenizer, int64_t max_positions, int64_t max_sentences = 0,
+                      int tag = -1);  // a corpus tag's piece before every source (-1: none)
   data::Corpus pairs;
   std::vector<std::string> sources, references;
 };

@@ -4,11 +4,22 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "trafo/data/tokenizer.h"
 #include "trafo/model/config.h"
 
 namespace trafo::train {
+
+// One training corpus of several: `[[corpus]]` in TOML, --corpus SRC,TGT[,WEIGHT[,TAG]] on the command line.
+struct CorpusSpec {
+  std::string src, tgt;
+  double weight = 1.0;  // its share of the pairs served is weight / the sum of the weights
+  std::string tag;      // put before each of its source sentences as a reserved piece ("": none)
+  bool operator==(const CorpusSpec& other) const {
+    return src == other.src && tgt == other.tgt && weight == other.weight && tag == other.tag;
+  }
+};
 
 struct TrainConfig {
   // Data: DIR/{train,dev}.{src,tgt}, or explicit paths (which win).
@@ -16,6 +27,9 @@ struct TrainConfig {
   std::string src_lang = "en";
   std::string tgt_lang = "de";
   std::string train_src, train_tgt, dev_src, dev_tgt;
+  std::vector<CorpusSpec> corpora;    // training corpora with weights and tags; when given, the training data
+  std::string test_src, test_tgt;     // a test set, checked for pairs also in training (DIR/test.* by default)
+  std::string cache_dir;              // token caches and vocabularies ("": $TRAFO_CACHE_DIR or ~/.cache/trafo)
   int64_t max_length = 250;           // skip training pairs longer than this many pieces
   double max_length_ratio = 0.0;      // skip pairs whose piece-length ratio exceeds this (0: off)
 
@@ -48,6 +62,7 @@ struct TrainConfig {
   int64_t valid_every = 250;          // steps between validations (0: only at the end)
   int64_t valid_max_sentences = 500;  // dev sentences decoded for BLEU/chrF (0: all)
   int64_t valid_samples = 3;          // sample translations logged per validation
+  std::string valid_tag;              // a corpus tag put before every dev source ("": none)
   int64_t checkpoint_every = 0;       // steps between numbered checkpoints (0: with validation)
   int64_t keep_checkpoints = 3;       // numbered checkpoints kept
   int64_t log_every = 50;             // steps between progress lines

@@ -16,9 +16,13 @@ namespace trafo::train {
 // One entry per defining option whose values differ: `src-lang "en" vs "de"` (a's value first).
 std::vector<std::string> run_differences(const TrainConfig& a, const TrainConfig& b);
 
-// The four data files a config trains and validates on: explicit paths, else DATA_DIR/SPLIT.LANG.
+// The data a config trains and validates on: its corpora, else one corpus of the explicit training
+// paths or DATA_DIR/train.LANG; the dev files, explicit or DATA_DIR/dev.LANG; the test files, explicit
+// or DATA_DIR/test.LANG where both exist (else empty).
 struct DataFiles {
-  std::string train_src, train_tgt, dev_src, dev_tgt;
+  std::vector<CorpusSpec> train;
+  std::string dev_src, dev_tgt;
+  std::string test_src, test_tgt;
 };
 DataFiles data_files(const TrainConfig& config);
 

@@ -14,7 +14,9 @@ namespace trafo::train {
 
 struct Progress {
   int64_t step = 0;                 // updates done
-  data::BatchPosition next_batch;   // where the data stream continues
+  data::StreamPosition data;        // where the data stream continues (every corpus)
+  // The first corpus's position, by which epochs are counted.
+  data::BatchPosition first_corpus() const { return data.corpora.empty() ? data::BatchPosition{} : data.corpora[0]; }
   double elapsed_s = 0.0;           // wall-clock time of all sessions of the run
   double best_metric = 0.0;         // of the early-stopping metric
   int64_t best_step = -1;           // -1: no validation yet

@@ -27,8 +27,10 @@ class Validator {
  public:
   // Reads the dev pair once; decodes at most `max_sentences` of it (0: all). Pairs longer than the
   // model's `max_positions` are left out of the loss (with a warning); their sources are cut for decoding.
+  // `tag` (a corpus tag's piece, -1: none) goes before every source, as `trafo eval --tag` puts it.
   Validator(const std::string& source_path, const std::string& target_path, const data::Tokenizer& tokenizer,
-            int64_t batch_tokens, int64_t max_sentences, int64_t samples, int64_t max_positions, bool bf16 = false);
+            int64_t batch_tokens, int64_t max_sentences, int64_t samples, int64_t max_positions, bool bf16 = false,
+            int tag = -1);
   ValidationResult run(model::Transformer& model);
 
  private:
