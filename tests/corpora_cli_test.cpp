@@ -1,6 +1,11 @@
 // `trafo train` on data at scale, through the binary: the cache folder reused by a new run, several
 // corpora with weights and tags (resumed exactly), [[corpus]] tables, `translate --tag`, the leak
 // check, and bad input in one line with exit 2 and nothing saved lost.
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -213,6 +218,36 @@ TEST_F(CorporaCli, BadInputIsOneLineAndExitTwoAndKeepsWhatWasSaved) {
   const auto counts = run_trafo(base("fresh") + " --corpus " + quoted(data_ / "extra.en") + "," + quoted(root_ / "short.de") +
                                 " --max-steps 1");
   EXPECT_NE(counts.errors.find("has 39"), std::string::npos) << counts.errors;
+}
+
+TEST_F(CorporaCli, AKillWhileTheCacheIsBuiltLeavesNoCacheAndTheNextStartBuildsIt) {
+  write_synthetic_corpus(data_, "big", 150000, 4);
+  const std::string command = "'" + std::string(TRAFO_BINARY) + "' " + base("killed") + " --corpus " +
+                              quoted(data_ / "big.en") + "," + quoted(data_ / "big.de") +
+                              " --vocab-sample 2000 --max-steps 1 2> " + quoted(root_ / "killed.log");
+  auto building = [&] {
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(cache_, error)) {
+      if (entry.path().extension() == ".tmp" && entry.path().filename().string().rfind("corpus-", 0) == 0) return true;
+    }
+    return false;
+  };
+  const int pid = spawn_command(command);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!building() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(building()) << read_text(root_ / "killed.log");
+  ::kill(pid, SIGKILL);
+  EXPECT_EQ(wait_for_exit(pid, 60), 128 + SIGKILL);
+  EXPECT_TRUE(building()) << "the killed build's files are still there";
+
+  const auto rerun = run_trafo(base("killed") + " --corpus " + quoted(data_ / "big.en") + "," + quoted(data_ / "big.de") +
+                               " --vocab-sample 2000 --max-steps 1");
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.errors;
+  EXPECT_NE(rerun.errors.find("tokenizing"), std::string::npos) << rerun.errors;
+  EXPECT_FALSE(building()) << "the killed build's temporary files were removed";
+  EXPECT_EQ(start_event("killed")["corpora"][0]["pairs"], 150000);
 }
 
 }  // namespace

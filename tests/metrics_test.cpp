@@ -15,6 +15,7 @@
 #include "trafo/errors.h"
 #include "trafo/metrics/bleu.h"
 #include "trafo/metrics/chrf.h"
+#include "trafo/metrics/repetition.h"
 #include "trafo/util/files.h"
 
 namespace trafo::metrics {
@@ -472,6 +473,20 @@ TEST(Sacrebleu, GeneratedCorpusMatchesTheVenvSacrebleu) {
   for (std::size_t k = 0; k < ours.size(); ++k) {
     EXPECT_NEAR(ours[k], std::stod(expected[k]), 1e-9) << "score " << k;
   }
+}
+
+TEST(RepetitionLoops, AnNGramFourTimesInARowIsALoop) {
+  using trafo::metrics::has_repetition_loop;
+  EXPECT_TRUE(has_repetition_loop("the the the the"));
+  EXPECT_TRUE(has_repetition_loop("Ein Mann sieht den Hund den Hund den Hund den Hund ."));
+  EXPECT_TRUE(has_repetition_loop("a b c d e f g h a b c d e f g h a b c d e f g h a b c d e f g h"));
+  EXPECT_FALSE(has_repetition_loop("the the the"));
+  EXPECT_FALSE(has_repetition_loop("den Hund den Hund den Hund und die Katze"));
+  EXPECT_FALSE(has_repetition_loop("a b a c a d a e"));
+  EXPECT_FALSE(has_repetition_loop(""));
+  EXPECT_FALSE(has_repetition_loop("a b c d e f g h i a b c d e f g h i a b c d e f g h i a b c d e f g h i"))
+      << "9-grams are longer than the loops looked for";
+  EXPECT_EQ(trafo::metrics::count_repetition_loops({"x x x x", "x y", "y y y y y"}), 2);
 }
 
 }  // namespace

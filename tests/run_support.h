@@ -52,6 +52,7 @@ inline std::vector<std::vector<std::string>> expect_validations_equal_fresh_eval
     EXPECT_NEAR(event["loss"].get<double>(), fresh["loss"].get<double>(), 1e-5) << "step " << step;
     EXPECT_NEAR(event["bleu"].get<double>(), fresh["bleu"].get<double>(), 1e-9) << "step " << step;
     EXPECT_NEAR(event["chrf"].get<double>(), fresh["chrf"].get<double>(), 1e-9) << "step " << step;
+    EXPECT_EQ(event["repetition_loops"], fresh["repetition_loops"]) << "step " << step;
     const auto fresh_lines = lines_of(read_text(output));
     if (event["samples"].size() != fresh_lines.size()) {
       ADD_FAILURE() << "step " << step << ": " << event["samples"].size() << " samples, " << fresh_lines.size()

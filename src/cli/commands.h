@@ -15,6 +15,7 @@ using CommandRunner = std::function<int()>;
 
 CommandRunner add_toy_corpus_command(CLI::App& app);
 CommandRunner add_score_command(CLI::App& app);
+CommandRunner add_score_pairs_command(CLI::App& app);
 CommandRunner add_train_command(CLI::App& app);
 CommandRunner add_eval_command(CLI::App& app);
 CommandRunner add_translate_command(CLI::App& app);

@@ -76,6 +76,7 @@ int run_eval(const EvalOptions& options) {
                                    {"sentences", sentences},
                                    {"seconds", seconds.count()},
                                    {"translate_seconds", evaluated.translate_seconds},
+                                   {"repetition_loops", evaluated.repetition_loops},
                                    {"target_tokens", loss.tokens},
                                    {"loss_pairs", loss.pairs},
                                    {"beam", options.decode.beam},
@@ -88,6 +89,8 @@ int run_eval(const EvalOptions& options) {
     std::printf("loss %.4f  ppl %.2f  (%lld target tokens in %lld pairs)\n", mean_loss, std::exp(mean_loss),
                 static_cast<long long>(loss.tokens), static_cast<long long>(loss.pairs));
     std::cout << metrics::format(bleu, 2, bleu_signature) << '\n' << metrics::format(chrf, 2, chrf_signature) << '\n';
+    std::printf("repetition loops: %lld of %lld translations repeat an n-gram 4 or more times in a row\n",
+                evaluated.repetition_loops, static_cast<long long>(hypotheses.size()));
     std::printf("%lld sentences in %.1f s (translation %.1f s, beam %d)\n", static_cast<long long>(sentences),
                 seconds.count(), evaluated.translate_seconds, options.decode.beam);
   }

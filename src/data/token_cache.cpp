@@ -1,11 +1,13 @@
 #include "trafo/data/token_cache.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <cstdio>
@@ -193,9 +195,27 @@ struct TemporaryFiles {
   }
 };
 
+// Temporary files of a build whose process is gone (killed mid-build) are removed; a build that still
+// runs keeps its own.
+void remove_abandoned_builds(const std::filesystem::path& path) {
+  std::error_code error;
+  const std::string prefix = path.filename().string() + ".";
+  for (const auto& entry : std::filesystem::directory_iterator(path.parent_path(), error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || name.size() < prefix.size() + 4 || name.compare(name.size() - 4, 4, ".tmp") != 0) {
+      continue;
+    }
+    const auto digits = name.substr(0, name.size() - 4);
+    const auto dot = digits.find_last_of('.');
+    const long pid = std::atol(digits.c_str() + dot + 1);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) ::unlink(entry.path().c_str());
+  }
+}
+
 Header build(const std::filesystem::path& path, const std::filesystem::path& source,
              const std::filesystem::path& target, const Tokenizer& tokenizer, const CorpusOptions& options,
              int threads, const std::string& key) {
+  remove_abandoned_builds(path);
   const std::string suffix = "." + std::to_string(::getpid()) + ".tmp";
   TemporaryFiles temporary;
   const auto main_path = path.string() + suffix, records_path = path.string() + ".records" + suffix;

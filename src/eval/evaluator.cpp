@@ -1,5 +1,7 @@
 #include "trafo/eval/evaluator.h"
 
+#include "trafo/metrics/repetition.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -57,6 +59,7 @@ EvalResult Evaluator::run(model::Transformer& model, const data::Tokenizer& toke
   result.translate_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   result.bleu = metrics::corpus_bleu(result.hypotheses, {set.references});
   result.chrf = metrics::corpus_chrf(result.hypotheses, {set.references});
+  result.repetition_loops = metrics::count_repetition_loops(result.hypotheses);
   return result;
 }
 

@@ -43,6 +43,10 @@ const std::vector<ConfigKey> kKeys = {
      "sentences the vocabulary is learned from, drawn from the corpora in proportion to their weights (0: all)",
      TRAFO_MEMBER(vocab.max_sentences)},
 
+    {"init-from", "Model",
+     "fine-tune: a new run starts from this checkpoint's weights (its moving average where it kept one), tokenizer "
+     "and model options, with a fresh optimizer at step 0; a run folder that holds a run resumes it",
+     TRAFO_MEMBER(init_from), false, false},
     {"d-model", "Model", "model width", TRAFO_MEMBER(model.d_model)},
     {"heads", "Model", "attention heads (must divide d-model)", TRAFO_MEMBER(model.heads)},
     {"encoder-layers", "Model", "encoder layers", TRAFO_MEMBER(model.encoder_layers)},

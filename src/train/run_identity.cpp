@@ -25,7 +25,7 @@ bool is_data_file_key(const std::string& name) {
 
 // Options of the Data group that do not change what the run trains on.
 bool leaves_data_alone(const std::string& name) {
-  return name == "test-src" || name == "test-tgt" || name == "cache-dir";
+  return name == "test-src" || name == "test-tgt" || name == "cache-dir" || name == "init-from";
 }
 
 // The same file by any name: equal text, or one path once made absolute and resolved.
@@ -88,6 +88,9 @@ std::vector<std::string> run_differences(const TrainConfig& a, const TrainConfig
       if (x.weight != y.weight) out.push_back(name + fmt::format("weight {} vs {}", x.weight, y.weight));
       if (x.tag != y.tag) out.push_back(name + "tag " + quoted(x.tag) + " vs " + quoted(y.tag));
     }
+  }
+  if (!(a.init_from.empty() && b.init_from.empty()) && !same_file(a.init_from, b.init_from)) {
+    out.push_back("init-from " + quoted(a.init_from) + " vs " + quoted(b.init_from));
   }
   const std::pair<const char*, std::string DataFiles::*> file_keys[] = {{"dev-src", &DataFiles::dev_src},
                                                                          {"dev-tgt", &DataFiles::dev_tgt}};

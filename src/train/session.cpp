@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <thread>
+#include <type_traits>
+#include <variant>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -13,6 +15,7 @@
 #include "trafo/decode/precision_probe.h"
 #include "trafo/errors.h"
 #include "trafo/train/config_file.h"
+#include "trafo/train/config_keys.h"
 #include "trafo/train/optimizer.h"
 #include "trafo/train/trainer.h"
 #include "trafo/util/device.h"
@@ -158,7 +161,42 @@ std::optional<checkpoint::Checkpoint> newest_complete_checkpoint(const RunFolder
                    first_error + "); use --no-resume --overwrite to start over, or another --run-dir");
 }
 
+// Copies the value of `key` in `from` to `to`.
+void copy_key(const ConfigKey& key, const TrainConfig& from, TrainConfig& to) {
+  std::visit([&](auto* target) { *target = *std::get<std::remove_reference_t<decltype(target)>>(
+                                     key.field(const_cast<TrainConfig&>(from))); },
+             key.field(to));
+}
+
+// A new run from --init-from takes the checkpoint's model and vocabulary options; one given otherwise
+// (not left at its default) is a conflict, named with both values.
+void adopt_initial(TrainConfig& c, const checkpoint::Checkpoint& initial) {
+  const TrainConfig defaults;
+  const auto theirs = read_run_config(initial.config, c.init_from + "'s config");
+  std::vector<std::string> conflicts;
+  for (const auto& key : config_keys()) {
+    const std::string group = key.group, name = key.name;
+    if ((group != "Model" && group != "Vocabulary") || name == "dropout" || name == "init-from") continue;
+    const auto asked = format_value(key, c), kept = format_value(key, theirs);
+    if (asked != kept && asked != format_value(key, defaults)) conflicts.push_back(name + " " + asked + " vs " + kept);
+    copy_key(key, theirs, c);
+  }
+  if (!conflicts.empty()) {
+    throw InputError("--init-from " + c.init_from + " fixes the model and tokenizer, and options given differ (asked vs " +
+                     "checkpoint: " + join_differences(conflicts) + "); leave them out or give the checkpoint's values");
+  }
+  c.model = initial.model_config;
+}
+
+// With --init-from, `c` with the checkpoint's model and vocabulary options, before anything reads them:
+// config.toml, the resume checks and the model are those of the model fine-tuned.
+TrainConfig& adopt_init_from(TrainConfig& c) {
+  if (!c.init_from.empty()) adopt_initial(c, checkpoint::load(c.init_from, /*with_training_state=*/false));
+  return c;
+}
+
 // Rank 0 decides which checkpoint (if any) the run resumes from; its model must be the one asked for.
+// A new run with --init-from starts from that checkpoint instead (every rank loads it).
 ResumePoint choose_resume(TrainConfig& c, const RunFolder& folder, Replicas& replicas) {
   ResumePoint resume;
   if (replicas.is_main()) {
@@ -174,7 +212,15 @@ ResumePoint choose_resume(TrainConfig& c, const RunFolder& folder, Replicas& rep
     }
   }
   resume.path = replicas.share("resume", resume.path.string());
+  if (resume.path.empty() && !c.init_from.empty()) {
+    resume.initial = checkpoint::load(c.init_from, /*with_training_state=*/false);
+    return resume;
+  }
   if (resume.path.empty()) return resume;
+  if (!c.init_from.empty()) {
+    spdlog::info("{} holds a run started from {}: resuming it (--init-from starts new runs only)",
+                 folder.path().string(), c.init_from);
+  }
   if (!resume.saved) resume.saved = checkpoint::load(resume.path);
   c.model.vocab_size = resume.saved->model_config.vocab_size;  // the checkpoint's tokenizer is kept
   return resume;
@@ -235,8 +281,8 @@ data::Tokenizer make_tokenizer(TrainConfig& c, int threads, const DataFiles& pat
                                const std::filesystem::path& cache, const ResumePoint& resume, Replicas& replicas) {
   c.vocab.threads = threads;
   c.vocab.reserved = corpus_tags(paths);
-  std::string bytes = resume.saved ? resume.saved->tokenizer : "";
-  if (!resume.saved) {
+  std::string bytes = resume.saved ? resume.saved->tokenizer : resume.initial ? resume.initial->tokenizer : "";
+  if (!resume.saved && !resume.initial) {
     if (replicas.is_main()) bytes = learn_vocabulary(c, paths, lines, cache);
     bytes = replicas.share("tokenizer", bytes);
   }
@@ -304,7 +350,9 @@ std::optional<Validator> make_validator(const TrainConfig& c, const DataFiles& p
 model::Transformer make_model(const TrainConfig& c, const ResumePoint& resume, const c10::Device& device,
                               Replicas& replicas) {
   torch::manual_seed(c.seed);
-  model::Transformer model = resume.saved ? checkpoint::make_model(*resume.saved, device) : model::Transformer(c.model);
+  model::Transformer model = resume.saved     ? checkpoint::make_model(*resume.saved, device)
+                             : resume.initial ? checkpoint::make_model(*resume.initial, device)
+                                              : model::Transformer(c.model);
   model->to(device);
   if (resume.saved) {
     const auto raw = raw_weights(*resume.saved->training);
@@ -343,6 +391,7 @@ Progress restore_progress(ResumePoint& resume, torch::optim::Optimizer& optimize
   Progress progress;
   if (resume.saved) progress = unpack_training_state(*resume.saved->training, optimizer, named_parameters(*model));
   resume.saved.reset();
+  resume.initial.reset();
   if (!resume.path.empty()) spdlog::info("resuming from {}", resume.path.string());
   return progress;
 }
@@ -411,7 +460,8 @@ void check_resume_request(const TrainConfig& c) {
                    "); give the run's values, another --run-dir, or --no-resume --overwrite to start over");
 }
 
-void check_before_launch(const TrainConfig& c) {
+void check_before_launch(TrainConfig& c) {
+  adopt_init_from(c);
   validate(c);
   check_data(data_files(c), cache_folder(c));
   check_resume_request(c);
@@ -419,7 +469,7 @@ void check_before_launch(const TrainConfig& c) {
 
 Session::Session(TrainConfig& c)
     : config(c),
-      config_text(to_toml(c)),
+      config_text(to_toml(adopt_init_from(c))),
       started(Clock::now()),
       max_time_s(checked_max_time_s(c)),
       environment(dist::read_environment()),

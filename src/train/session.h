@@ -54,6 +54,7 @@ struct ResumePoint {
   std::filesystem::path path;                   // empty: a new run
   std::optional<checkpoint::Checkpoint> saved;  // released once model and optimizer hold it
   bool replaces_old_run = false;                // --no-resume --overwrite over a folder that holds a run
+  std::optional<checkpoint::Checkpoint> initial;  // a new run's --init-from checkpoint, released as `saved`
 };
 
 struct Session {
@@ -67,6 +68,7 @@ struct Session {
 
   bool main_rank() const { return replicas.is_main(); }
   bool resumed() const { return !resume.path.empty(); }
+  bool fine_tuned() const { return !resumed() && !config.init_from.empty(); }  // a new run from --init-from
   double elapsed() const;  // seconds of all sessions of the run
   // The model, tokenizer, configuration and training state as they are now (progress.elapsed_s updated);
   // with --ema, the weights are the average's and the raw ones are in the training state.

@@ -56,6 +56,8 @@ class TrainingLoop {
 
   TrainResult run() {
     record_start();
+    // A fine-tuned run is validated before its first step: what it starts from, as `trafo eval` sees it.
+    if (s_.main_rank() && s_.fine_tuned() && progress_.step == 0) validate_and_checkpoint();
     std::string reason;
     while ((reason = stop_reason()).empty()) {
       const auto update = take_step();
@@ -173,9 +175,9 @@ class TrainingLoop {
       ++progress_.bad_validations;
     }
     record("valid", {{"loss", result.loss}, {"ppl", result.ppl}, {"bleu", result.bleu}, {"chrf", result.chrf},
-                     {"best", best}, {"samples", result.samples}});
-    spdlog::info("valid step {} | loss {:.4f} | ppl {:.2f} | bleu {:.2f} | chrf {:.2f}{}", progress_.step, result.loss,
-                 result.ppl, result.bleu, result.chrf, best ? " | best" : "");
+                     {"repetition_loops", result.repetition_loops}, {"best", best}, {"samples", result.samples}});
+    spdlog::info("valid step {} | loss {:.4f} | ppl {:.2f} | bleu {:.2f} | chrf {:.2f} | loops {}{}", progress_.step,
+                 result.loss, result.ppl, result.bleu, result.chrf, result.repetition_loops, best ? " | best" : "");
     for (const auto& sample : result.samples) {
       spdlog::info("  src: {}\n  ref: {}\n  hyp: {}", sample["src"].get<std::string>(),
                    sample["ref"].get<std::string>(), sample["hyp"].get<std::string>());
@@ -235,7 +237,12 @@ class TrainingLoop {
     start["validation_precision"] = s_.decoding_precision.name();
     start["validation_precision_reason"] = s_.decoding_precision.reason;
     describe_data(start);
+    if (!c_.init_from.empty()) start["init_from"] = c_.init_from;
     record("start", start);
+    if (s_.fine_tuned()) {
+      spdlog::info("fine-tuning from {}: its weights, tokenizer and model, a fresh optimizer from step 0",
+                   c_.init_from);
+    }
     spdlog::info("{} {} at step {}: {} training pairs, {} batches per epoch, {} parameters, {} threads on {}, {}{}",
                  s_.resumed() ? "resuming" : "starting", s_.folder.path().string(), progress_.step, s_.train_pairs(),
                  s_.batcher.batches_per_epoch(), s_.model->parameter_count(), s_.threads, s_.device.str(),

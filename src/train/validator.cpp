@@ -31,6 +31,7 @@ ValidationResult Validator::run(model::Transformer& model) {
   result.ppl = std::exp(result.loss);
   result.bleu = evaluated.bleu.score;
   result.chrf = evaluated.chrf.score;
+  result.repetition_loops = evaluated.repetition_loops;
   const auto shown = std::min<int64_t>(samples_, static_cast<int64_t>(evaluated.hypotheses.size()));
   for (int64_t i = 0; i < shown; ++i) {
     result.samples.push_back({{"src", set_.sources[i]}, {"ref", set_.references[i]}, {"hyp", evaluated.hypotheses[i]}});

@@ -39,6 +39,7 @@ struct EvalResult {
   std::vector<std::string> hypotheses;  // the best translation of each source
   metrics::BleuScore bleu;
   metrics::ChrfScore chrf;
+  long long repetition_loops = 0;  // hypotheses with an n-gram repeated 4 or more times in a row
   double translate_seconds = 0.0;
 };
 

@@ -35,6 +35,7 @@ struct TrainConfig {
 
   data::TokenizerOptions vocab;       // joint SentencePiece model trained on train src+tgt
   model::ModelConfig model;
+  std::string init_from;              // a new run starts from this checkpoint's weights, tokenizer and model
 
   // Optimisation.
   std::string optimizer = "adam";     // adam | adamw

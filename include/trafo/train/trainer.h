@@ -21,7 +21,7 @@ struct TrainResult {
 // The checks every rank would make before training, made once before `--nproc` starts the ranks,
 // so that bad input is one line, not one per rank: the options and the data files. Throws
 // InputError.
-void check_before_launch(const TrainConfig& config);
+void check_before_launch(TrainConfig& config);
 
 class Trainer {
  public:

@@ -20,6 +20,7 @@ struct ValidationResult {
   double ppl = 0.0;
   double bleu = 0.0;
   double chrf = 0.0;
+  long long repetition_loops = 0;  // hypotheses with an n-gram 4 or more times in a row (metrics/repetition.h)
   nlohmann::json samples = nlohmann::json::array();  // [{src, ref, hyp}]
 };
 

@@ -1,0 +1,87 @@
+// `trafo score-pairs`: how likely a model finds each target line given its source line, one line of
+// output per pair, for filtering noisy pairs (as marian-scorer and fairseq's --score-reference).
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "commands.h"
+#include "config_options.h"
+#include "decode_flags.h"
+#include "trafo/data/corpus.h"
+#include "trafo/errors.h"
+#include "trafo/eval/pair_scores.h"
+#include "trafo/util/files.h"
+
+namespace trafo::cli {
+namespace {
+
+struct ScorePairsOptions {
+  RuntimeOptions runtime;
+  std::string source, target;
+  int64_t batch_tokens = 4096;
+  bool normalize = false;    // divide by the target's pieces + eos
+  bool word_scores = false;  // add each piece's log p
+};
+
+int run_score_pairs(const ScorePairsOptions& options) {
+  if (options.batch_tokens <= 0) throw InputError("--batch-tokens must be positive");
+  data::check_parallel_files(options.source, options.target);
+  auto loaded = load_for_translation(options.runtime);
+  eval::PairScoreOptions scoring;
+  scoring.batch_tokens = options.batch_tokens;
+  scoring.bf16 = loaded.bf16;
+  scoring.tag = loaded.tag;
+  scoring.per_piece = options.word_scores;
+  const auto sources = util::read_lines(options.source), targets = util::read_lines(options.target);
+  const auto scores = eval::score_pairs(loaded.model, loaded.tokenizer, sources, targets, scoring);
+  int64_t unscored = 0;
+  std::string out;
+  for (const auto& score : scores) {
+    unscored += score.scored() ? 0 : 1;
+    const double value = options.normalize && score.scored() ? score.log_prob / static_cast<double>(score.pieces)
+                                                             : score.log_prob;
+    out += fmt::format("{:.6f}", value);
+    if (options.word_scores) {
+      out += " |||";
+      for (const double piece : score.piece_log_probs) out += fmt::format(" {:.6f}", piece);
+    }
+    out += '\n';
+  }
+  std::cout << out;
+  std::cout.flush();
+  if (!std::cout) throw RunError("cannot write the scores to standard output");
+  if (unscored > 0) {
+    spdlog::warn("{} pairs are longer than the model's {} positions: their score is nan", unscored,
+                 loaded.model->config().max_positions);
+  }
+  return 0;
+}
+
+}  // namespace
+
+CommandRunner add_score_pairs_command(CLI::App& app) {
+  auto options = std::make_shared<ScorePairsOptions>();
+  CLI::App* command = app.add_subcommand(
+      "score-pairs",
+      "score line pairs with a model: one line per pair, the sum of log p of the target's pieces and eos given "
+      "the source (teacher forcing, no label smoothing; summed and divided by the pieces, it is trafo eval's loss, "
+      "negated); higher is more likely");
+  add_runtime_flags(*command, options->runtime);
+  command->add_option("--src,-s", options->source, "source sentences, one a line")->required();
+  command->add_option("--tgt,-t", options->target, "target sentences, line-aligned with --src")->required();
+  command->add_flag("--normalize", options->normalize, "divide each score by the target's pieces + eos");
+  command->add_flag("--word-scores", options->word_scores,
+                    "after the score, ' ||| ' and each target piece's log p, eos last");
+  command->add_option("--batch-tokens", options->batch_tokens, "padded pieces per batch; the scores do not depend on it")
+      ->capture_default_str();
+  add_number_checks(*command);
+  return [options] { return run_score_pairs(*options); };
+}
+
+}  // namespace trafo::cli
