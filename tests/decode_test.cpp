@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <set>
 
 #include "model_support.h"
 #include "trafo/data/tokenizer.h"
@@ -244,6 +245,110 @@ TEST(DecodeTest, TrainingModeIsRestoredAndOptionsAreChecked) {
   EXPECT_THROW(Translator translator(model, make_options(2, 3)), InputError);  // n-best above the beam
   EXPECT_THROW(Translator translator(model, make_options(0)), InputError);
   EXPECT_THROW(Translator translator(model, make_options(2, 1, -1.0)), InputError);
+}
+
+// --- sampling ---
+
+DecodeOptions sampling_options(int64_t topk, double temperature, uint64_t seed) {
+  DecodeOptions options;
+  options.sampling_topk = topk;
+  options.sampling_temperature = temperature;
+  options.seed = seed;
+  return options;
+}
+
+// The first piece of each translation (eos for an empty one).
+std::vector<int> first_pieces(const std::vector<std::vector<Hypothesis>>& results) {
+  std::vector<int> pieces;
+  for (const auto& result : results) pieces.push_back(result.front().tokens.empty() ? Tokenizer::kEos : result.front().tokens[0]);
+  return pieces;
+}
+
+TEST(Sampling, FirstPiecesFollowTheModelsSoftmaxAtTheTemperature) {
+  auto model = tiny_model(3, 20, 0.0);
+  const auto source = random_sources(1, 5, 5, 1)[0];
+  const double temperature = 0.7;
+  // What the model gives the first step: log p with pad and bos ruled out, then softmax(log p / T).
+  torch::Tensor expected;
+  {
+    torch::NoGradGuard no_grad;
+    auto log_probs = torch::log_softmax(model->forward(pad_batch({source}), torch::full({1, 1}, Tokenizer::kBos, torch::kLong))[0][0], -1);
+    log_probs[Tokenizer::kPad] = -INFINITY;
+    log_probs[Tokenizer::kBos] = -INFINITY;
+    expected = torch::softmax(log_probs.to(torch::kDouble) / temperature, -1);
+  }
+  constexpr int kSamples = 6000;
+  auto options = sampling_options(0, temperature, 11);
+  options.max_length_a = 0.0;
+  options.max_length_b = 1;  // one piece, then eos
+  Translator translator(model, options);
+  const auto pieces = first_pieces(translator.translate_ids(std::vector<std::vector<int>>(kSamples, source)));
+  std::vector<double> seen(20, 0.0);
+  for (const int piece : pieces) seen[piece] += 1.0 / kSamples;
+  double total_variation = 0.0;
+  for (int v = 0; v < 20; ++v) total_variation += 0.5 * std::abs(seen[v] - expected[v].item<double>());
+  EXPECT_LT(total_variation, 0.03);  // the expected value for 6000 draws over 18 pieces is about 0.02
+  EXPECT_EQ(seen[Tokenizer::kPad] + seen[Tokenizer::kBos], 0.0);
+
+  // Top-k keeps the k most probable alone.
+  auto top = options;
+  top.sampling_topk = 3;
+  const auto best = std::get<1>(expected.topk(3));
+  std::set<int> allowed;
+  for (int i = 0; i < 3; ++i) allowed.insert(static_cast<int>(best[i].item<int64_t>()));
+  std::set<int> drawn;
+  for (const int piece : first_pieces(Translator(model, top).translate_ids(std::vector<std::vector<int>>(2000, source)))) {
+    drawn.insert(piece);
+  }
+  EXPECT_EQ(drawn, allowed);
+  // A nucleus below the most probable piece's probability keeps that piece alone.
+  auto nucleus = options;
+  nucleus.sampling_topp = expected.max().item<double>() * 0.5;
+  drawn.clear();
+  for (const int piece : first_pieces(Translator(model, nucleus).translate_ids(std::vector<std::vector<int>>(500, source)))) {
+    drawn.insert(piece);
+  }
+  EXPECT_EQ(drawn, std::set<int>{static_cast<int>(expected.argmax().item<int64_t>())});
+}
+
+TEST(Sampling, ASentencesSampleDependsOnTheSeedAndItsPlaceNotOnTheBatch) {
+  const auto model = tiny_model(5);
+  const auto sources = random_sources(40, 3, 9, 2);
+  auto tokens_of = [&](DecodeOptions options, const std::vector<std::vector<int>>& input, int64_t first = 0) {
+    std::vector<std::vector<int>> out;
+    for (const auto& result : Translator(model, options).translate_ids(input, first)) out.push_back(result.front().tokens);
+    return out;
+  };
+  auto options = sampling_options(0, 1.0, 3);
+  options.batch_tokens = 4096;
+  const auto whole = tokens_of(options, sources);
+  options.batch_tokens = 12;  // a few sentences a batch
+  EXPECT_EQ(tokens_of(options, sources), whole);
+  at::set_num_threads(2);
+  EXPECT_EQ(tokens_of(options, sources), whole);
+  at::set_num_threads(1);
+  const std::vector<std::vector<int>> tail(sources.begin() + 25, sources.end());
+  EXPECT_EQ(tokens_of(options, tail, 25), std::vector<std::vector<int>>(whole.begin() + 25, whole.end()));
+  options.seed = 4;
+  EXPECT_NE(tokens_of(options, sources), whole);
+  // Greedy search is sampling's limit at a low temperature.
+  options.sampling_temperature = 1e-4;
+  auto greedy = options;
+  greedy.sampling_topk = -1;
+  EXPECT_EQ(tokens_of(options, sources), tokens_of(greedy, sources));
+}
+
+TEST(Sampling, NeedsGreedySearchAndSaneOptions) {
+  auto options = sampling_options(5, 1.0, 1);
+  options.beam = 4;
+  EXPECT_THROW(validate(options), InputError);
+  options.beam = 1;
+  EXPECT_NO_THROW(validate(options));
+  options.sampling_topp = 0.0;
+  EXPECT_THROW(validate(options), InputError);
+  options.sampling_topp = 0.9;
+  options.sampling_temperature = 0.0;
+  EXPECT_THROW(validate(options), InputError);
 }
 
 }  // namespace

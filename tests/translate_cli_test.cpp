@@ -181,6 +181,24 @@ void expect_input_error(const CommandResult& result, const std::string& expected
   EXPECT_EQ(result.output, "");
 }
 
+TEST_F(TranslateCli, SamplingGivesTheSameLinesWhateverTheBatchAndOthersForAnotherSeed) {
+  write_text(*dir_ / "sample.txt", "the cat sees a dog\nred bird\nthe sun and the moon\nbig tree\nthe river\nsky\n");
+  const std::string sampling = " --sampling-topk 0 --sampling-temperature 1.5 --input " + path("sample.txt");
+  const auto whole = run_trafo(translate("--seed 1" + sampling));
+  ASSERT_EQ(whole.exit_code, 0) << whole.errors;
+  ASSERT_EQ(split_lines(whole.output).size(), 6u);
+  const auto one_by_one = run_trafo("translate --checkpoint " + path("model.pt") +
+                                    " --threads 2 --seed 1 --buffer-lines 1 --batch-tokens 8" + sampling);
+  ASSERT_EQ(one_by_one.exit_code, 0) << one_by_one.errors;
+  EXPECT_EQ(one_by_one.output, whole.output);
+  const auto other = run_trafo(translate("--seed 2" + sampling));
+  ASSERT_EQ(other.exit_code, 0) << other.errors;
+  EXPECT_NE(other.output, whole.output);
+  const auto beam = run_trafo(translate("--beam 4 --sampling-topk 5 --input " + path("sample.txt")));
+  EXPECT_EQ(beam.exit_code, 2);
+  EXPECT_NE(beam.errors.find("--beam 1"), std::string::npos) << beam.errors;
+}
+
 TEST_F(TranslateCli, MissingOrBrokenCheckpointIsAnInputError) {
   expect_input_error(run_trafo("translate --checkpoint " + path("absent.pt") + " < /dev/null"), "absent.pt");
   write_text(*dir_ / "garbage.pt", std::string(4096, 'x'));

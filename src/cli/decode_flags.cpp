@@ -38,6 +38,21 @@ void add_decode_flags(CLI::App& command, decode::DecodeOptions& options, bool wi
       ->capture_default_str();
 }
 
+void add_sampling_flags(CLI::App& command, decode::DecodeOptions& options) {
+  command.add_option("--sampling-topk", options.sampling_topk,
+                     "sample each piece instead of taking the most probable: from the K most probable (0: all "
+                     "pieces); greedy search only (--beam 1). A sentence's sample depends on --seed and its line "
+                     "alone, not on the batch or the threads");
+  command.add_option("--sampling-topp", options.sampling_topp,
+                     "with --sampling-topk: then from the fewest most probable pieces whose probabilities reach P "
+                     "(nucleus sampling; 1: off)")
+      ->capture_default_str();
+  command.add_option("--sampling-temperature", options.sampling_temperature,
+                     "with --sampling-topk: probabilities from log p / T (below 1 sharper, above 1 flatter)")
+      ->capture_default_str();
+  command.add_option("--seed", options.seed, "with --sampling-topk: the seed of the draws")->capture_default_str();
+}
+
 void add_runtime_flags(CLI::App& command, RuntimeOptions& options, bool with_precision) {
   command.add_option("--checkpoint,-c", options.checkpoint, "model checkpoint written by trafo train")->required();
   command.add_option("--device", options.device, "cpu, cuda, or auto (cuda when available)")

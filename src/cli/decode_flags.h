@@ -24,6 +24,8 @@ struct RuntimeOptions {
 
 // --beam, --length-penalty, [--n-best,] --max-length-a, --max-length-b, --batch-tokens.
 void add_decode_flags(CLI::App& command, decode::DecodeOptions& options, bool with_n_best);
+// --sampling-topk, --sampling-topp, --sampling-temperature, --seed (translate: back-translation).
+void add_sampling_flags(CLI::App& command, decode::DecodeOptions& options);
 // --checkpoint, --device, --threads and, `with_precision`, --precision and --tag.
 void add_runtime_flags(CLI::App& command, RuntimeOptions& options, bool with_precision = true);
 

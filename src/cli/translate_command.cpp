@@ -172,7 +172,7 @@ int run_translate(const TranslateOptions& options) {
         text.clear();
       }
     }
-    write_chunk(out, translator.translate(chunk), lines_done, options.decode.n_best > 1);
+    write_chunk(out, translator.translate(chunk, lines_done), lines_done, options.decode.n_best > 1);
     if (!out) {
       throw RunError("cannot write the translations to " + (options.output == "-" ? "standard output" : options.output));
     }
@@ -195,6 +195,7 @@ CommandRunner add_translate_command(CLI::App& app) {
   command->add_option("--input,-i", options->input, "source sentences; - is standard input")->capture_default_str();
   command->add_option("--output,-o", options->output, "translations; - is standard output")->capture_default_str();
   add_decode_flags(*command, options->decode, /*with_n_best=*/true);
+  add_sampling_flags(*command, options->decode);
   command
       ->add_option("--buffer-lines", options->buffer_lines,
                    "most lines read ahead (when already available) and sorted by length together")

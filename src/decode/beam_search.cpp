@@ -37,7 +37,8 @@ bool cannot_be_beaten(const std::vector<Hypothesis>& finished, double best_open,
 std::vector<std::vector<Hypothesis>> BeamSearch::search(model::Transformer& model, const torch::Tensor& src,
                                                         const std::vector<int64_t>& max_lengths,
                                                         const DecodeOptions& options,
-                                                        const TokenSelector& selector) const {
+                                                        const TokenSelector& selector,
+                                                        const std::vector<int64_t>& /*sentences*/) const {
   c10::InferenceMode inference;
   const int64_t beam = options.beam, vocab = model->config().vocab_size, rows = src.size(0);
   const auto& device = src.device();

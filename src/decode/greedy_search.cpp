@@ -13,7 +13,8 @@ namespace trafo::decode {
 std::vector<std::vector<Hypothesis>> GreedySearch::search(model::Transformer& model, const torch::Tensor& src,
                                                           const std::vector<int64_t>& max_lengths,
                                                           const DecodeOptions& options,
-                                                          const TokenSelector& selector) const {
+                                                          const TokenSelector& selector,
+                                                          const std::vector<int64_t>& sentences) const {
   c10::InferenceMode inference;
   const int64_t rows = src.size(0);
   std::vector<std::vector<Hypothesis>> results(rows, std::vector<Hypothesis>(1));
@@ -23,7 +24,10 @@ std::vector<std::vector<Hypothesis>> GreedySearch::search(model::Transformer& mo
   auto tokens = torch::full({rows}, data::Tokenizer::kBos, torch::TensorOptions().dtype(torch::kLong).device(src.device()));
 
   for (int64_t step = 0; !alive.empty(); ++step) {
-    const auto [chosen, ids] = selector.select(decoder.next_log_probs(tokens, step), 1);  // [N,1], [N,1]
+    std::vector<int64_t> row_sentences;  // the input sentence of each decoder row
+    for (const int64_t row : alive) row_sentences.push_back(sentences.empty() ? row : sentences[row]);
+    const auto [chosen, ids] =
+        selector.select(decoder.next_log_probs(tokens, step), 1, {&row_sentences, step});  // [N,1], [N,1]
     const auto best = chosen.squeeze(1), next = ids.squeeze(1);                           // [N], [N]
     const auto host = detail::to_host({next, best});                           // [2,N]
     const auto values = host.accessor<double, 2>();

@@ -34,6 +34,16 @@ void validate(const DecodeOptions& options) {
   if (options.max_length_b < 0) {
     throw InputError("max-length-b must be 0 or more, not " + std::to_string(options.max_length_b));
   }
+  if (options.sampling() && (options.beam != 1 || options.n_best != 1)) {
+    throw InputError("sampling draws one translation per sentence: --sampling-topk needs --beam 1 (and --n-best 1)");
+  }
+  if (!(options.sampling_topp > 0.0 && options.sampling_topp <= 1.0)) {
+    throw InputError("sampling-topp must be more than 0 and at most 1, not " + std::to_string(options.sampling_topp));
+  }
+  if (!std::isfinite(options.sampling_temperature) || options.sampling_temperature <= 0.0) {
+    throw InputError("sampling-temperature must be positive and finite, not " +
+                     std::to_string(options.sampling_temperature));
+  }
   if (options.batch_tokens < 1 || options.batch_tokens > kMaxBatchTokens) {
     throw InputError("batch tokens must be between 1 and " + std::to_string(kMaxBatchTokens) + ", not " +
                      std::to_string(options.batch_tokens));
@@ -59,7 +69,8 @@ Translator::Translator(model::Transformer model, DecodeOptions options)
   selector_ = make_selector(options_);
 }
 
-std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std::string>& sources) {
+std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std::string>& sources,
+                                                           int64_t first_sentence) {
   if (tokenizer_ == nullptr) throw std::logic_error("Translator::translate needs a tokenizer");
   std::vector<std::vector<int>> ids;
   ids.reserve(sources.size());
@@ -68,7 +79,7 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
     // An empty line stays empty (one empty hypothesis), tagged or not.
     if (options_.source_tag >= 0 && !ids.back().empty()) ids.back().insert(ids.back().begin(), options_.source_tag);
   }
-  return translate_ids(ids);
+  return translate_ids(ids, first_sentence);
 }
 
 std::vector<std::string> Translator::translate_best(const std::vector<std::string>& sources) {
@@ -78,7 +89,8 @@ std::vector<std::string> Translator::translate_best(const std::vector<std::strin
   return best;
 }
 
-std::vector<std::vector<Hypothesis>> Translator::translate_ids(const std::vector<std::vector<int>>& sources) {
+std::vector<std::vector<Hypothesis>> Translator::translate_ids(const std::vector<std::vector<int>>& sources,
+                                                               int64_t first_sentence) {
   std::vector<std::vector<Hypothesis>> results(sources.size());
   // Longest first: a batch that runs out of memory does so at once; then packed under the budget.
   std::vector<size_t> order;
@@ -104,14 +116,14 @@ std::vector<std::vector<Hypothesis>> Translator::translate_ids(const std::vector
     const auto sentences = static_cast<int64_t>(batch.size() + 1);
     if (!batch.empty() && (std::max(width, length) * sentences > options_.batch_tokens ||
                            sentences * options_.beam > options_.batch_tokens)) {
-      translate_batch(sources, batch, results);
+      translate_batch(sources, batch, results, first_sentence);
       batch.clear();
       width = 0;
     }
     batch.push_back(i);
     width = std::max(width, length);
   }
-  if (!batch.empty()) translate_batch(sources, batch, results);
+  if (!batch.empty()) translate_batch(sources, batch, results, first_sentence);
   if (tokenizer_ != nullptr) {
     for (auto& hypotheses : results) {
       for (auto& hypothesis : hypotheses) hypothesis.text = tokenizer_->decode(hypothesis.tokens);
@@ -121,7 +133,7 @@ std::vector<std::vector<Hypothesis>> Translator::translate_ids(const std::vector
 }
 
 void Translator::translate_batch(const std::vector<std::vector<int>>& sources, const std::vector<size_t>& rows,
-                                 std::vector<std::vector<Hypothesis>>& results) {
+                                 std::vector<std::vector<Hypothesis>>& results, int64_t first_sentence) {
   const int64_t max_positions = model_->config().max_positions;
   const int64_t longest = max_positions - 1;
   int64_t width = 0;
@@ -141,7 +153,9 @@ void Translator::translate_batch(const std::vector<std::vector<int>>& sources, c
     max_lengths.push_back(max_output_length(length, options_, max_positions));
   }
   src = src.to(model_->parameters().front().device());
-  auto hypotheses = search_->search(model_, src, max_lengths, options_, *selector_);
+  std::vector<int64_t> sentences;
+  for (const size_t row : rows) sentences.push_back(first_sentence + static_cast<int64_t>(row));
+  auto hypotheses = search_->search(model_, src, max_lengths, options_, *selector_, sentences);
   for (size_t r = 0; r < rows.size(); ++r) results[rows[r]] = std::move(hypotheses[r]);
 }
 

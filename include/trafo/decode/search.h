@@ -13,44 +13,71 @@
 
 namespace trafo::decode {
 
+// Which sentence of the whole input each row decodes, and the step: what a random draw may depend on.
+struct SelectionContext {
+  const std::vector<int64_t>* sentences = nullptr;  // per row; null: row n is sentence n
+  int64_t step = 0;
+};
+
 class TokenSelector {
  public:
   virtual ~TokenSelector() = default;
-  // log_probs [N,M] -> (scores [N,k], ids [N,k]): the k pieces row n takes, best first.
-  virtual std::tuple<at::Tensor, at::Tensor> select(const at::Tensor& log_probs, int64_t k) const = 0;
+  // log_probs [N,M] -> (scores [N,k], ids [N,k]): the k pieces row n takes, best first; scores are
+  // the log-probabilities of the pieces taken.
+  virtual std::tuple<at::Tensor, at::Tensor> select(const at::Tensor& log_probs, int64_t k,
+                                                    const SelectionContext& context = {}) const = 0;
 };
 
 // The k most probable (argmax for k = 1).
 class BestTokens final : public TokenSelector {
  public:
-  std::tuple<at::Tensor, at::Tensor> select(const at::Tensor& log_probs, int64_t k) const override;
+  std::tuple<at::Tensor, at::Tensor> select(const at::Tensor& log_probs, int64_t k,
+                                            const SelectionContext& context = {}) const override;
+};
+
+// One piece a row drawn at random (k must be 1), as DecodeOptions' sampling options say: from the
+// top K, then the nucleus of probability P, at temperature T; each row's draw from (seed, sentence,
+// step) by inverse transform, so that it does not depend on the other rows.
+class SampledTokens final : public TokenSelector {
+ public:
+  explicit SampledTokens(const DecodeOptions& options);
+  std::tuple<at::Tensor, at::Tensor> select(const at::Tensor& log_probs, int64_t k,
+                                            const SelectionContext& context = {}) const override;
+
+ private:
+  int64_t topk_;
+  double topp_, temperature_;
+  uint64_t seed_;
 };
 
 class SearchStrategy {
  public:
   virtual ~SearchStrategy() = default;
   // One padded batch, as greedy_search and beam_search in translator.h take it.
+  // `sentences`: which sentence of the whole input each batch row is (empty: row n is sentence n).
   virtual std::vector<std::vector<Hypothesis>> search(model::Transformer& model, const at::Tensor& src,
                                                       const std::vector<int64_t>& max_lengths,
-                                                      const DecodeOptions& options,
-                                                      const TokenSelector& selector) const = 0;
+                                                      const DecodeOptions& options, const TokenSelector& selector,
+                                                      const std::vector<int64_t>& sentences = {}) const = 0;
 };
 
 class GreedySearch final : public SearchStrategy {
  public:
   std::vector<std::vector<Hypothesis>> search(model::Transformer& model, const at::Tensor& src,
                                               const std::vector<int64_t>& max_lengths, const DecodeOptions& options,
-                                              const TokenSelector& selector) const override;
+                                              const TokenSelector& selector,
+                                              const std::vector<int64_t>& sentences = {}) const override;
 };
 
 class BeamSearch final : public SearchStrategy {
  public:
   std::vector<std::vector<Hypothesis>> search(model::Transformer& model, const at::Tensor& src,
                                               const std::vector<int64_t>& max_lengths, const DecodeOptions& options,
-                                              const TokenSelector& selector) const override;
+                                              const TokenSelector& selector,
+                                              const std::vector<int64_t>& sentences = {}) const override;
 };
 
-// What `options` ask for: greedy for beam 1, else beam search; the best tokens.
+// What `options` ask for: greedy for beam 1, else beam search; the best tokens, or sampled ones.
 std::unique_ptr<SearchStrategy> make_search(const DecodeOptions& options);
 std::unique_ptr<TokenSelector> make_selector(const DecodeOptions& options);
 

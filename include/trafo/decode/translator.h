@@ -41,6 +41,15 @@ struct DecodeOptions {
   bool use_cache = true;         // false: recompute the whole prefix every step (benchmarks, tests)
   bool bf16 = false;             // under bf16 autocast (weights cast once a call; log-probs in fp32)
   int source_tag = -1;           // a piece put before every source sentence (a corpus tag, --tag); -1: none
+  // Sampling (greedy search only): each piece is drawn at random instead of taken as the most probable,
+  // from the K most probable (0: all), then from the fewest of those whose probabilities reach
+  // P, with probabilities from log p / T. Each draw comes from (seed, sentence, step) alone, so a
+  // sentence's translation does not depend on the batch or the threads.
+  int64_t sampling_topk = -1;    // -1: no sampling
+  double sampling_topp = 1.0;
+  double sampling_temperature = 1.0;
+  uint64_t seed = 0;
+  bool sampling() const { return sampling_topk >= 0; }
 };
 
 // Throws trafo::InputError naming the first invalid option.
@@ -75,18 +84,20 @@ class Translator {
 
   // One list of n_best hypotheses per input sentence, best first, in input order.
   // Empty input lines give one empty hypothesis.
-  std::vector<std::vector<Hypothesis>> translate(const std::vector<std::string>& sources);
+  // `first_sentence`: the index of sources[0] in the whole input (sampling draws per input sentence).
+  std::vector<std::vector<Hypothesis>> translate(const std::vector<std::string>& sources, int64_t first_sentence = 0);
   // The best hypothesis' text per sentence.
   std::vector<std::string> translate_best(const std::vector<std::string>& sources);
   // Pre-tokenized input: token ids without eos.
-  std::vector<std::vector<Hypothesis>> translate_ids(const std::vector<std::vector<int>>& sources);
+  std::vector<std::vector<Hypothesis>> translate_ids(const std::vector<std::vector<int>>& sources,
+                                                     int64_t first_sentence = 0);
 
   const DecodeOptions& options() const { return options_; }
 
  private:
   // Decodes sentences `rows` of `sources` (sorted by length, one batch) into `results`.
   void translate_batch(const std::vector<std::vector<int>>& sources, const std::vector<size_t>& rows,
-                       std::vector<std::vector<Hypothesis>>& results);
+                       std::vector<std::vector<Hypothesis>>& results, int64_t first_sentence);
 
   model::Transformer model_;
   const data::Tokenizer* tokenizer_ = nullptr;  // null: ids only
