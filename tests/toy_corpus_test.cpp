@@ -533,5 +533,14 @@ TEST(ToyCorpus, WritesSixFilesOneSentenceALine) {
   EXPECT_THROW(write_toy_corpus(dir / "toy" / "train.en" / "sub", {1, 1, 1, 1}), InputError);
 }
 
+TEST(ToyReferenceAlignment, LinksTheContentWordsItIsSureOf) {
+  using Links = std::vector<std::pair<int, int>>;
+  EXPECT_EQ(toy_reference_alignment("Anna sees the small dog.", "Anna sieht den kleinen Hund."),
+            (Links{{0, 0}, {1, 1}, {3, 3}, {4, 4}}));
+  // A word twice on a side is left out; function words are never linked.
+  EXPECT_EQ(toy_reference_alignment("The dog sees the dog.", "Der Hund sieht den Hund."), (Links{{2, 2}}));
+  EXPECT_TRUE(toy_reference_alignment("", "").empty());
+}
+
 }  // namespace
 }  // namespace trafo::data

@@ -38,16 +38,20 @@ class TranslateCli : public ::testing::Test {
     dir_ = new std::filesystem::path(make_temp_dir("translate"));
     write_synthetic_corpus(*dir_, "train", 300);
     write_synthetic_corpus(*dir_, "test", 12, /*seed=*/7);
+    save_model("model.pt", "train", 11);
+  }
+  // A 1+1-layer model, untrained (seed `seed`), with a 300-piece tokenizer learned from NAME.{en,de}.
+  static void save_model(const std::string& file, const std::string& name, uint64_t seed) {
     data::TokenizerOptions tokenizer_options;
     tokenizer_options.vocab_size = 300;
-    const auto tokenizer = data::Tokenizer::train({*dir_ / "train.en", *dir_ / "train.de"}, tokenizer_options);
+    const auto tokenizer = data::Tokenizer::train({*dir_ / (name + ".en"), *dir_ / (name + ".de")}, tokenizer_options);
     auto config = tiny_model_config(tokenizer.vocab_size());
     config.encoder_layers = 1;
     config.decoder_layers = 1;
-    torch::manual_seed(11);
+    torch::manual_seed(seed);
     model::Transformer model(config);
-    checkpoint::save(*dir_ / "model.pt", checkpoint::Checkpoint{config, checkpoint::model_weights(model),
-                                                                tokenizer.to_bytes(), "", std::nullopt});
+    checkpoint::save(*dir_ / file, checkpoint::Checkpoint{config, checkpoint::model_weights(model),
+                                                          tokenizer.to_bytes(), "", std::nullopt});
   }
   static void TearDownTestSuite() { delete dir_; }
 
@@ -197,6 +201,36 @@ TEST_F(TranslateCli, SamplingGivesTheSameLinesWhateverTheBatchAndOthersForAnothe
   const auto beam = run_trafo(translate("--beam 4 --sampling-topk 5 --input " + path("sample.txt")));
   EXPECT_EQ(beam.exit_code, 2);
   EXPECT_NE(beam.errors.find("--beam 1"), std::string::npos) << beam.errors;
+}
+
+TEST_F(TranslateCli, AnEnsembleAveragesLogProbabilities) {
+  // A second model of the same tokenizer, and one of another tokenizer.
+  save_model("second.pt", "train", 12);
+  write_synthetic_corpus(*dir_, "other", 100, /*seed=*/9);
+  save_model("third.pt", "other", 13);
+  const std::string input = " --max-length-b 5 --input " + path("test.en");
+  for (const std::string beam : {" --beam 1", " --beam 4"}) {
+    const auto alone = run_trafo(translate(beam + input));
+    ASSERT_EQ(alone.exit_code, 0) << alone.errors;
+    const auto itself = run_trafo(translate("--checkpoint " + path("model.pt") + beam + input));
+    ASSERT_EQ(itself.exit_code, 0) << itself.errors;
+    EXPECT_EQ(itself.output, alone.output) << "an ensemble of a model with itself is the model" << beam;
+    const auto pair = run_trafo(translate("--checkpoint " + path("second.pt") + beam + input));
+    EXPECT_EQ(pair.exit_code, 0) << pair.errors;
+  }
+  // eval: the ensemble's loss is the mean of its models' (the mean of their log-probabilities).
+  auto loss = [&](const std::string& checkpoints) {
+    const auto result = run_trafo("eval " + checkpoints + " --threads 1 --json --src " + path("test.en") + " --ref " +
+                                  path("test.de"));
+    EXPECT_EQ(result.exit_code, 0) << result.errors;
+    return result.exit_code == 0 ? nlohmann::json::parse(result.output)["loss"].get<double>() : 0.0;
+  };
+  const double first = loss("-c " + path("model.pt")), second = loss("-c " + path("second.pt"));
+  EXPECT_NEAR(loss("-c " + path("model.pt") + " -c " + path("model.pt")), first, 1e-6);
+  EXPECT_NEAR(loss("-c " + path("model.pt") + " -c " + path("second.pt")), (first + second) / 2, 1e-5);
+  const auto mixed = run_trafo(translate("--checkpoint " + path("third.pt") + input));
+  EXPECT_EQ(mixed.exit_code, 2);
+  EXPECT_NE(mixed.errors.find("different tokenizers"), std::string::npos) << mixed.errors;
 }
 
 TEST_F(TranslateCli, MissingOrBrokenCheckpointIsAnInputError) {

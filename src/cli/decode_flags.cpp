@@ -53,8 +53,22 @@ void add_sampling_flags(CLI::App& command, decode::DecodeOptions& options) {
   command.add_option("--seed", options.seed, "with --sampling-topk: the seed of the draws")->capture_default_str();
 }
 
-void add_runtime_flags(CLI::App& command, RuntimeOptions& options, bool with_precision) {
-  command.add_option("--checkpoint,-c", options.checkpoint, "model checkpoint written by trafo train")->required();
+void add_runtime_flags(CLI::App& command, RuntimeOptions& options, bool with_precision, bool ensemble) {
+  if (ensemble) {
+    command
+        .add_option_function<std::vector<std::string>>(
+            "--checkpoint,-c",
+            [&options](const std::vector<std::string>& paths) {
+              options.checkpoint = paths.front();
+              options.ensemble.assign(paths.begin() + 1, paths.end());
+            },
+            "model checkpoint written by trafo train; given more than once, an ensemble that averages the models' "
+            "log-probabilities at each step (the checkpoints must share a tokenizer)")
+        ->required()
+        ->type_name("FILE");
+  } else {
+    command.add_option("--checkpoint,-c", options.checkpoint, "model checkpoint written by trafo train")->required();
+  }
   command.add_option("--device", options.device, "cpu, cuda, or auto (cuda when available)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
       ->capture_default_str();
@@ -106,7 +120,25 @@ LoadedModel load_for_translation(const RuntimeOptions& options) {
                precision.reason);
   auto tokenizer = data::Tokenizer::from_bytes(checkpoint.tokenizer);
   const int tag = tag_piece(options.tag, checkpoint, tokenizer, options.checkpoint);
-  return LoadedModel{std::move(model), std::move(tokenizer), precision.bf16, tag};
+  LoadedModel loaded{std::move(model), {}, std::move(tokenizer), precision.bf16, tag};
+  for (const auto& path : options.ensemble) {
+    const auto member = checkpoint::load(path, /*with_training_state=*/false);
+    if (member.tokenizer != checkpoint.tokenizer) {
+      throw InputError("--checkpoint " + options.checkpoint + " and " + path +
+                       " have different tokenizers: the models of an ensemble must share one");
+    }
+    loaded.ensemble.push_back(checkpoint::make_model(member, device));
+  }
+  if (!options.ensemble.empty()) {
+    spdlog::info("an ensemble of {} models: each step averages their log-probabilities", options.ensemble.size() + 1);
+  }
+  return loaded;
+}
+
+std::vector<model::Transformer> LoadedModel::models() const {
+  std::vector<model::Transformer> all{model};
+  all.insert(all.end(), ensemble.begin(), ensemble.end());
+  return all;
 }
 
 }  // namespace trafo::cli

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "trafo/data/tokenizer.h"
 #include "trafo/decode/translator.h"
@@ -15,7 +16,8 @@ class App;
 namespace trafo::cli {
 
 struct RuntimeOptions {
-  std::string checkpoint;       // the model file (trafo train's checkpoint-*.pt)
+  std::string checkpoint;       // the model file (trafo train's checkpoint-*.pt): the first --checkpoint
+  std::vector<std::string> ensemble;  // further --checkpoint files (an ensemble), where the command takes them
   std::string device = "auto";  // cpu | cuda | auto (cuda when available)
   int threads = 0;              // CPU threads for LibTorch; 0: all cores
   std::string precision = "auto";  // fp32 | bf16 | auto (train/precision.h: decoding timed in both)
@@ -27,13 +29,16 @@ void add_decode_flags(CLI::App& command, decode::DecodeOptions& options, bool wi
 // --sampling-topk, --sampling-topp, --sampling-temperature, --seed (translate: back-translation).
 void add_sampling_flags(CLI::App& command, decode::DecodeOptions& options);
 // --checkpoint, --device, --threads and, `with_precision`, --precision and --tag.
-void add_runtime_flags(CLI::App& command, RuntimeOptions& options, bool with_precision = true);
+// `ensemble`: --checkpoint may be given more than once (translate, eval).
+void add_runtime_flags(CLI::App& command, RuntimeOptions& options, bool with_precision = true, bool ensemble = false);
 
 struct LoadedModel {
   model::Transformer model;  // in eval mode on the chosen device
+  std::vector<model::Transformer> ensemble;  // the further checkpoints' models, same tokenizer
   data::Tokenizer tokenizer;
   bool bf16 = false;  // --precision resolved: run the model under bf16 autocast
   int tag = -1;       // --tag's piece (-1: none)
+  std::vector<model::Transformer> models() const;  // model, then the ensemble's
 };
 
 // Sets the thread count, picks the device, loads the checkpoint without its training state and picks

@@ -41,16 +41,17 @@ struct EvalOptions {
 int run_eval(const EvalOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   decode::validate(options.decode);
-  util::refuse_overwriting("--output", options.output,
-                           {{"--src", options.source}, {"--ref", options.reference},
-                            {"--checkpoint", options.runtime.checkpoint}});
+  std::vector<util::NamedPath> inputs = {
+      {"--src", options.source}, {"--ref", options.reference}, {"--checkpoint", options.runtime.checkpoint}};
+  for (const auto& path : options.runtime.ensemble) inputs.push_back({"--checkpoint", path});
+  util::refuse_overwriting("--output", options.output, inputs);
   const int64_t sentences = data::check_parallel_files(options.source, options.reference);
   auto loaded = load_for_translation(options.runtime);
 
   const auto set = eval::EvalSet::read(options.source, options.reference, loaded.tokenizer,
                                        loaded.model->config().max_positions, 0, loaded.tag);
-  const auto evaluated =
-      eval::Evaluator(with_precision(options.decode, loaded)).run(loaded.model, loaded.tokenizer, set);
+  auto models = loaded.models();
+  const auto evaluated = eval::Evaluator(with_precision(options.decode, loaded)).run(models, loaded.tokenizer, set);
   const auto& loss = evaluated.loss;
   const auto& hypotheses = evaluated.hypotheses;
   const auto& bleu = evaluated.bleu;
@@ -75,6 +76,7 @@ int run_eval(const EvalOptions& options) {
                                    {"ppl", std::exp(mean_loss)},
                                    {"sentences", sentences},
                                    {"seconds", seconds.count()},
+                                   {"loss_seconds", evaluated.loss_seconds},
                                    {"translate_seconds", evaluated.translate_seconds},
                                    {"repetition_loops", evaluated.repetition_loops},
                                    {"target_tokens", loss.tokens},
@@ -108,7 +110,7 @@ CommandRunner add_eval_command(CLI::App& app) {
       "evaluate a model on a test set: loss and perplexity of the references under teacher forcing "
       "(unsmoothed NLL per target token, eos included), then BLEU and chrF of its translations "
       "(sacreBLEU 2 compatible, signature printed)");
-  add_runtime_flags(*command, options->runtime);
+  add_runtime_flags(*command, options->runtime, /*with_precision=*/true, /*ensemble=*/true);
   command->add_option("--src,-s", options->source, "source sentences, one a line")->required();
   command->add_option("--ref,-r", options->reference, "reference translations, line-aligned with --src")->required();
   command->add_option("--output,-o", options->output, "also write the translations to this file");

@@ -1,14 +1,16 @@
 // `trafo score-pairs`: how likely a model finds each target line given its source line, one line of
 // output per pair, for filtering noisy pairs (as marian-scorer and fairseq's --score-reference).
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "commands.h"
 #include "config_options.h"
@@ -39,13 +41,19 @@ int run_score_pairs(const ScorePairsOptions& options) {
   scoring.tag = loaded.tag;
   scoring.per_piece = options.word_scores;
   const auto sources = util::read_lines(options.source), targets = util::read_lines(options.target);
+  const auto started = std::chrono::steady_clock::now();
   const auto scores = eval::score_pairs(loaded.model, loaded.tokenizer, sources, targets, scoring);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  int64_t pieces = 0;
+  for (const auto& score : scores) pieces += score.pieces;
+  spdlog::info("scored {} pairs ({} target pieces) in {:.3f} s: {:.0f} target pieces/s", scores.size(), pieces, seconds,
+               static_cast<double>(pieces) / std::max(seconds, 1e-9));
   int64_t unscored = 0;
   std::string out;
   for (const auto& score : scores) {
     unscored += score.scored() ? 0 : 1;
-    const double value = options.normalize && score.scored() ? score.log_prob / static_cast<double>(score.pieces)
-                                                             : score.log_prob;
+    const double value =
+        options.normalize && score.scored() ? score.log_prob / static_cast<double>(score.pieces) : score.log_prob;
     out += fmt::format("{:.6f}", value);
     if (options.word_scores) {
       out += " |||";
@@ -78,7 +86,8 @@ CommandRunner add_score_pairs_command(CLI::App& app) {
   command->add_flag("--normalize", options->normalize, "divide each score by the target's pieces + eos");
   command->add_flag("--word-scores", options->word_scores,
                     "after the score, ' ||| ' and each target piece's log p, eos last");
-  command->add_option("--batch-tokens", options->batch_tokens, "padded pieces per batch; the scores do not depend on it")
+  command
+      ->add_option("--batch-tokens", options->batch_tokens, "padded pieces per batch; the scores do not depend on it")
       ->capture_default_str();
   add_number_checks(*command);
   return [options] { return run_score_pairs(*options); };

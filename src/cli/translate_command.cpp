@@ -23,6 +23,7 @@
 #include "decode_flags.h"
 #include "trafo/data/corpus.h"
 #include "trafo/errors.h"
+#include "trafo/report/alignment.h"
 #include "trafo/util/files.h"
 
 namespace trafo::cli {
@@ -35,6 +36,7 @@ struct TranslateOptions {
   std::string output = "-";    // translations; "-" is standard output
   int64_t buffer_lines = 2000; // most lines read ahead and sorted by length together
   bool skip_invalid = false;   // invalid UTF-8: an empty line and a warning instead of an error
+  bool alignment = false;      // after each translation, " ||| " and its word alignment (Pharaoh)
 };
 
 // Lines from a file descriptor, either waiting for the next one or taking only what has arrived.
@@ -112,11 +114,32 @@ class LineReader {
   bool eof_ = false;
 };
 
+// Each source's best translation aligned to it, word by word, from the first model's cross-attention.
+std::vector<std::string> alignments(LoadedModel& loaded, const std::vector<std::string>& sources,
+                                    const std::vector<std::vector<decode::Hypothesis>>& results) {
+  const int64_t longest = loaded.model->config().max_positions - 1;  // as the translator cuts sources
+  std::vector<std::vector<int>> source_ids, target_ids;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    auto ids = loaded.tokenizer.encode(sources[i]);
+    if (loaded.tag >= 0 && !ids.empty()) ids.insert(ids.begin(), loaded.tag);
+    if (static_cast<int64_t>(ids.size()) > longest) ids.resize(static_cast<size_t>(longest));
+    source_ids.push_back(std::move(ids));
+    target_ids.push_back(results[i].front().tokens);
+  }
+  const auto links = report::align_words(loaded.model, loaded.tokenizer, source_ids, target_ids,
+                                         report::default_alignment_layer(loaded.model->config()), loaded.tag);
+  std::vector<std::string> lines;
+  for (const auto& each : links) lines.push_back(report::pharaoh(each));
+  return lines;
+}
+
 void write_chunk(std::ostream& out, const std::vector<std::vector<decode::Hypothesis>>& results, int64_t first_index,
-                 bool n_best_format) {
+                 bool n_best_format, const std::vector<std::string>& alignment) {
   for (size_t i = 0; i < results.size(); ++i) {
     if (!n_best_format) {
-      out << results[i].front().text << '\n';
+      out << results[i].front().text;
+      if (!alignment.empty()) out << " ||| " << alignment[i];
+      out << '\n';
       continue;
     }
     for (const auto& hypothesis : results[i]) {
@@ -131,8 +154,12 @@ void write_chunk(std::ostream& out, const std::vector<std::vector<decode::Hypoth
 int run_translate(const TranslateOptions& options) {
   decode::validate(options.decode);
   if (options.buffer_lines < 1) throw InputError("--buffer-lines must be 1 or more");
-  util::refuse_overwriting("--output", options.output,
-                           {{"--input", options.input}, {"--checkpoint", options.runtime.checkpoint}});
+  if (options.alignment && options.decode.n_best > 1) {
+    throw InputError("--alignment aligns the best translation of each line: leave out --n-best");
+  }
+  std::vector<util::NamedPath> inputs = {{"--input", options.input}, {"--checkpoint", options.runtime.checkpoint}};
+  for (const auto& path : options.runtime.ensemble) inputs.push_back({"--checkpoint", path});
+  util::refuse_overwriting("--output", options.output, inputs);
   const bool from_stdin = options.input == "-";
   const std::string input_name = from_stdin ? "standard input" : options.input;
   const int fd = from_stdin ? STDIN_FILENO : ::open(options.input.c_str(), O_RDONLY | O_CLOEXEC);
@@ -146,6 +173,7 @@ int run_translate(const TranslateOptions& options) {
 
   auto loaded = load_for_translation(options.runtime);
   decode::Translator translator(loaded.model, loaded.tokenizer, with_precision(options.decode, loaded));
+  for (const auto& member : loaded.ensemble) translator.add_to_ensemble(member);
   std::ofstream file;
   if (options.output != "-") {
     file.open(options.output, std::ios::binary);
@@ -172,7 +200,9 @@ int run_translate(const TranslateOptions& options) {
         text.clear();
       }
     }
-    write_chunk(out, translator.translate(chunk, lines_done), lines_done, options.decode.n_best > 1);
+    const auto results = translator.translate(chunk, lines_done);
+    write_chunk(out, results, lines_done, options.decode.n_best > 1,
+                options.alignment ? alignments(loaded, chunk, results) : std::vector<std::string>());
     if (!out) {
       throw RunError("cannot write the translations to " + (options.output == "-" ? "standard output" : options.output));
     }
@@ -191,11 +221,15 @@ CommandRunner add_translate_command(CLI::App& app) {
       "translate raw sentences, one a line, with a trained model; output in input order, one line per input "
       "line (empty lines stay empty). Lines are taken as they arrive: a file is translated in full batches, "
       "an interactive writer gets each line back at once");
-  add_runtime_flags(*command, options->runtime);
+  add_runtime_flags(*command, options->runtime, /*with_precision=*/true, /*ensemble=*/true);
   command->add_option("--input,-i", options->input, "source sentences; - is standard input")->capture_default_str();
   command->add_option("--output,-o", options->output, "translations; - is standard output")->capture_default_str();
   add_decode_flags(*command, options->decode, /*with_n_best=*/true);
   add_sampling_flags(*command, options->decode);
+  command->add_flag("--alignment", options->alignment,
+                    "after each translation, ' ||| ' and its word alignment in Pharaoh format (SRC-TGT word "
+                    "indices, 0-based, words split at spaces), from the cross-attention of the decoder layers, heads and "
+                    "layers averaged (the first model's, in an ensemble)");
   command
       ->add_option("--buffer-lines", options->buffer_lines,
                    "most lines read ahead (when already available) and sorted by length together")

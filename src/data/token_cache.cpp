@@ -2,22 +2,21 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <chrono>
-#include <cstring>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <fstream>
-#include <iterator>
 #include <future>
-
+#include <iterator>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -147,7 +146,8 @@ Corpus map_cache(int fd, const Header& header) {
   auto mapping = std::make_shared<Mapping>();
   mapping->size = static_cast<size_t>(expected_size(header));
   mapping->address = ::mmap(nullptr, mapping->size, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (mapping->address == MAP_FAILED) throw RunError(std::string("cannot map the token cache: ") + std::strerror(errno));
+  if (mapping->address == MAP_FAILED)
+    throw RunError(std::string("cannot map the token cache: ") + std::strerror(errno));
   const char* base = static_cast<const char*>(mapping->address);
   const auto* tokens = reinterpret_cast<const int32_t*>(base + header.header_bytes);
   const auto* records = reinterpret_cast<const PairRecord*>(base + header.header_bytes + tokens_bytes(header.tokens));
@@ -202,7 +202,8 @@ void remove_abandoned_builds(const std::filesystem::path& path) {
   const std::string prefix = path.filename().string() + ".";
   for (const auto& entry : std::filesystem::directory_iterator(path.parent_path(), error)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) != 0 || name.size() < prefix.size() + 4 || name.compare(name.size() - 4, 4, ".tmp") != 0) {
+    if (name.rfind(prefix, 0) != 0 || name.size() < prefix.size() + 4 ||
+        name.compare(name.size() - 4, 4, ".tmp") != 0) {
       continue;
     }
     const auto digits = name.substr(0, name.size() - 4);
@@ -213,8 +214,8 @@ void remove_abandoned_builds(const std::filesystem::path& path) {
 }
 
 Header build(const std::filesystem::path& path, const std::filesystem::path& source,
-             const std::filesystem::path& target, const Tokenizer& tokenizer, const CorpusOptions& options,
-             int threads, const std::string& key) {
+             const std::filesystem::path& target, const Tokenizer& tokenizer, const CorpusOptions& options, int threads,
+             const std::string& key) {
   remove_abandoned_builds(path);
   const std::string suffix = "." + std::to_string(::getpid()) + ".tmp";
   TemporaryFiles temporary;
@@ -245,7 +246,8 @@ Header build(const std::filesystem::path& path, const std::filesystem::path& sou
       record.source_start += static_cast<int64_t>(header.tokens);
       record.target_start += static_cast<int64_t>(header.tokens);
     }
-    const size_t token_bytes = chunk.tokens.size() * sizeof(int32_t), record_bytes = chunk.records.size() * sizeof(PairRecord);
+    const size_t token_bytes = chunk.tokens.size() * sizeof(int32_t),
+                 record_bytes = chunk.records.size() * sizeof(PairRecord);
     write_all(out.fd, chunk.tokens.data(), token_bytes, path);
     write_all(side.fd, chunk.records.data(), record_bytes, path);
     XXH3_64bits_update(&tokens_state, chunk.tokens.data(), token_bytes);

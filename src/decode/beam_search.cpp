@@ -34,15 +34,16 @@ bool cannot_be_beaten(const std::vector<Hypothesis>& finished, double best_open,
 
 }  // namespace
 
-std::vector<std::vector<Hypothesis>> BeamSearch::search(model::Transformer& model, const torch::Tensor& src,
+std::vector<std::vector<Hypothesis>> BeamSearch::search(const std::vector<model::Transformer>& models,
+                                                        const torch::Tensor& src,
                                                         const std::vector<int64_t>& max_lengths,
                                                         const DecodeOptions& options,
                                                         const TokenSelector& selector,
                                                         const std::vector<int64_t>& /*sentences*/) const {
   c10::InferenceMode inference;
-  const int64_t beam = options.beam, vocab = model->config().vocab_size, rows = src.size(0);
+  const int64_t beam = options.beam, vocab = models.front()->config().vocab_size, rows = src.size(0);
   const auto& device = src.device();
-  detail::StepDecoder decoder(model, src, max_lengths, options.use_cache, beam);
+  detail::StepDecoder decoder(models, src, max_lengths, options.use_cache, beam);
 
   std::vector<int64_t> active(rows);  // sentence of each group of `beam` decoder rows
   std::iota(active.begin(), active.end(), 0);

@@ -10,7 +10,8 @@
 
 namespace trafo::decode {
 
-std::vector<std::vector<Hypothesis>> GreedySearch::search(model::Transformer& model, const torch::Tensor& src,
+std::vector<std::vector<Hypothesis>> GreedySearch::search(const std::vector<model::Transformer>& models,
+                                                          const torch::Tensor& src,
                                                           const std::vector<int64_t>& max_lengths,
                                                           const DecodeOptions& options,
                                                           const TokenSelector& selector,
@@ -18,7 +19,7 @@ std::vector<std::vector<Hypothesis>> GreedySearch::search(model::Transformer& mo
   c10::InferenceMode inference;
   const int64_t rows = src.size(0);
   std::vector<std::vector<Hypothesis>> results(rows, std::vector<Hypothesis>(1));
-  detail::StepDecoder decoder(model, src, max_lengths, options.use_cache, /*repeat=*/1);
+  detail::StepDecoder decoder(models, src, max_lengths, options.use_cache, /*repeat=*/1);
   std::vector<int64_t> alive(rows);  // batch row of each decoder row
   std::iota(alive.begin(), alive.end(), 0);
   auto tokens = torch::full({rows}, data::Tokenizer::kBos, torch::TensorOptions().dtype(torch::kLong).device(src.device()));

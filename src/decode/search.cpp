@@ -1,6 +1,11 @@
 #include "trafo/decode/search.h"
 
+#include <ATen/Parallel.h>
 #include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
 
 namespace trafo::decode {
 
@@ -35,41 +40,139 @@ SampledTokens::SampledTokens(const DecodeOptions& options)
       temperature_(options.sampling_temperature),
       seed_(options.seed) {}
 
+int64_t SampledTokens::pick(const Candidate* candidates, int64_t count, double uniform) const {
+  // Most probable first, so that the nucleus is well defined.
+  const double top = candidates[0].value;
+  double probs[kHostCandidates];
+  double total = 0.0;
+  for (int64_t c = 0; c < count; ++c) {
+    probs[c] = std::exp((candidates[c].value - top) / temperature_);  // banned pieces (-inf): 0
+    total += probs[c];
+  }
+  if (topp_ < 1.0) {  // the nucleus ends where the mass before a piece reaches P
+    double before = 0.0, kept = 0.0;
+    for (int64_t c = 0; c < count; ++c) {
+      const double share = probs[c] / total;
+      if (before >= topp_) probs[c] = 0.0;
+      before += share;
+      kept += probs[c];
+    }
+    total = kept;
+  }
+  const double target = uniform * total;
+  double cumulative = 0.0;
+  int64_t chosen = candidates[0].id;
+  for (int64_t c = 0; c < count; ++c) {
+    if (probs[c] <= 0.0) continue;
+    chosen = candidates[c].id;  // the last possible piece, should rounding leave the target past the sum
+    cumulative += probs[c];
+    if (cumulative > target) break;
+  }
+  return chosen;
+}
+
+std::tuple<at::Tensor, at::Tensor> SampledTokens::select_on_host(const at::Tensor& log_probs,
+                                                                 const SelectionContext& context) const {
+  const int64_t rows = log_probs.size(0), pieces = log_probs.size(1);
+  const float* data = log_probs.data_ptr<float>();
+  std::vector<int64_t> picked(static_cast<size_t>(rows));
+  std::vector<float> scores(static_cast<size_t>(rows));
+  // Rows apart on the threads: each row's draw depends on its row alone.
+  at::parallel_for(0, rows, 16, [&](int64_t first, int64_t last) {
+    Candidate top[kHostCandidates];
+    for (int64_t r = first; r < last; ++r) {
+      // The K largest of the row, kept sorted (equal values: the lower id first); most pieces are
+      // turned away by one comparison with the K-th.
+      const float* row = data + r * pieces;
+      int64_t count = 0;
+      float floor = -INFINITY;
+      auto offer = [&](int64_t p) {
+        const float value = row[p];
+        if (count == topk_ && !(value > floor)) return;
+        int64_t at = count < topk_ ? count++ : topk_ - 1;
+        while (at > 0 && top[at - 1].value < value) {
+          top[at] = top[at - 1];
+          --at;
+        }
+        top[at] = {value, p};
+        if (count == topk_) floor = static_cast<float>(top[topk_ - 1].value);
+      };
+      int64_t p = 0;
+      for (; p < topk_; ++p) offer(p);
+      // Blocks of 16 whose largest does not beat the K-th are passed over whole (a vectorised max).
+      for (; p + 16 <= pieces; p += 16) {
+        float largest = row[p];
+        for (int64_t j = 1; j < 16; ++j) largest = row[p + j] > largest ? row[p + j] : largest;
+        if (!(largest > floor)) continue;
+        for (int64_t j = 0; j < 16; ++j) offer(p + j);
+      }
+      for (; p < pieces; ++p) offer(p);
+      const int64_t id = pick(top, count, draw(context, r));
+      picked[static_cast<size_t>(r)] = id;
+      scores[static_cast<size_t>(r)] = row[id];
+    }
+  });
+  return {torch::tensor(scores, torch::kFloat).unsqueeze(1), torch::tensor(picked, torch::kLong).unsqueeze(1)};
+}
+
+double SampledTokens::draw(const SelectionContext& context, int64_t row) const {
+  const int64_t sentence = context.sentences != nullptr ? (*context.sentences)[static_cast<size_t>(row)] : row;
+  const uint64_t bits =
+      mix(seed_ ^ mix(static_cast<uint64_t>(sentence) * 0x632BE59BD9B4E019ULL + static_cast<uint64_t>(context.step)));
+  return static_cast<double>(bits >> 11) * 0x1.0p-53;
+}
+
 std::tuple<at::Tensor, at::Tensor> SampledTokens::select(const at::Tensor& log_probs, int64_t k,
                                                          const SelectionContext& context) const {
   TORCH_CHECK(k == 1, "sampling takes one piece a row");
   const int64_t rows = log_probs.size(0), pieces = log_probs.size(1);
-  // Candidates, most probable first where a cut needs the order: the top K, or all pieces.
-  auto scaled = log_probs.to(torch::kDouble) / temperature_;  // [N,M]
+  // Candidates, most probable first where a cut needs the order: the top K (taken before the
+  // temperature, which keeps the order), or all pieces.
+  if (log_probs.device().is_cpu() && topk_ > 0 && topk_ <= kHostCandidates && topk_ < pieces &&
+      log_probs.scalar_type() == torch::kFloat) {
+    return select_on_host(log_probs.contiguous(), context);
+  }
   at::Tensor values, ids;
   if (topk_ > 0 && topk_ < pieces) {
-    std::tie(values, ids) = scaled.topk(topk_, 1);
+    std::tie(values, ids) = log_probs.topk(topk_, 1);
   } else if (topp_ < 1.0) {
-    std::tie(values, ids) = scaled.sort(1, /*descending=*/true);
+    std::tie(values, ids) = log_probs.sort(1, /*descending=*/true);
   } else {
-    values = scaled;
-    ids = torch::arange(pieces, torch::TensorOptions().dtype(torch::kLong).device(log_probs.device())).expand({rows, pieces});
+    values = log_probs;
+    ids = torch::arange(pieces, torch::TensorOptions().dtype(torch::kLong).device(log_probs.device()))
+              .expand({rows, pieces});
   }
-  auto probs = torch::softmax(values, 1);  // [N,C]; pieces the search forbids have log p -inf: 0
-  if (topp_ < 1.0) {
-    // The nucleus: the most probable pieces until their sum reaches P (the first always kept).
-    const auto before = probs.cumsum(1) - probs;
-    probs = probs.masked_fill(before >= topp_, 0.0);
+  at::Tensor chosen;  // [N,1]
+  if (values.size(1) <= kHostCandidates) {
+    // Few candidates (top-k): the draw on the host, a row at a time, in double.
+    const auto host_values = values.to(torch::kCPU, torch::kDouble).contiguous();
+    const auto host_ids = ids.to(torch::kCPU).contiguous();
+    const auto v = host_values.accessor<double, 2>();
+    const auto id = host_ids.accessor<int64_t, 2>();
+    std::vector<int64_t> picked(static_cast<size_t>(rows));
+    Candidate candidates[kHostCandidates];
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < values.size(1); ++c) candidates[c] = {v[r][c], id[r][c]};
+      std::stable_sort(candidates, candidates + values.size(1),
+                       [](const Candidate& a, const Candidate& b) { return a.value > b.value; });
+      picked[static_cast<size_t>(r)] = pick(candidates, values.size(1), draw(context, r));
+    }
+    chosen = torch::tensor(picked, torch::kLong).to(log_probs.device()).unsqueeze(1);
+  } else {
+    auto probs = torch::softmax(values.to(torch::kDouble) / temperature_, 1);  // [N,C]; banned pieces (-inf): 0
+    if (topp_ < 1.0) {
+      // The nucleus: the most probable pieces until their sum reaches P (the first always kept).
+      const auto before = probs.cumsum(1) - probs;
+      probs = probs.masked_fill(before >= topp_, 0.0);
+    }
+    const auto cumulative = probs.cumsum(1);  // [N,C]
+    std::vector<double> draws(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) draws[static_cast<size_t>(r)] = draw(context, r);
+    const auto uniform = torch::tensor(draws, torch::kDouble).to(log_probs.device()).unsqueeze(1);  // [N,1]
+    const auto target = uniform * cumulative.narrow(1, cumulative.size(1) - 1, 1);
+    auto pick = torch::searchsorted(cumulative, target, /*out_int32=*/false, /*right=*/true);  // [N,1]
+    chosen = ids.gather(1, pick.clamp_max(cumulative.size(1) - 1));
   }
-  const auto cumulative = probs.cumsum(1);  // [N,C]
-  // Each row's uniform draw from (seed, sentence, step): the same in any batch.
-  std::vector<double> draws(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t sentence = context.sentences != nullptr ? (*context.sentences)[static_cast<size_t>(r)] : r;
-    const uint64_t bits = mix(seed_ ^ mix(static_cast<uint64_t>(sentence) * 0x632BE59BD9B4E019ULL +
-                                         static_cast<uint64_t>(context.step)));
-    draws[static_cast<size_t>(r)] = static_cast<double>(bits >> 11) * 0x1.0p-53;
-  }
-  const auto uniform = torch::tensor(draws, torch::kDouble).to(log_probs.device()).unsqueeze(1);  // [N,1]
-  const auto target = uniform * cumulative.narrow(1, cumulative.size(1) - 1, 1);
-  auto pick = torch::searchsorted(cumulative, target, /*out_int32=*/false, /*right=*/true);       // [N,1]
-  pick = pick.clamp_max(cumulative.size(1) - 1);
-  const auto chosen = ids.gather(1, pick);                                                         // [N,1]
   return {log_probs.gather(1, chosen), chosen};
 }
 
@@ -81,13 +184,13 @@ std::unique_ptr<TokenSelector> make_selector(const DecodeOptions& options) {
 std::vector<std::vector<Hypothesis>> greedy_search(model::Transformer& model, const torch::Tensor& src,
                                                    const std::vector<int64_t>& max_lengths,
                                                    const DecodeOptions& options) {
-  return GreedySearch().search(model, src, max_lengths, options, BestTokens());
+  return GreedySearch().search({model}, src, max_lengths, options, BestTokens());
 }
 
 std::vector<std::vector<Hypothesis>> beam_search(model::Transformer& model, const torch::Tensor& src,
                                                  const std::vector<int64_t>& max_lengths,
                                                  const DecodeOptions& options) {
-  return BeamSearch().search(model, src, max_lengths, options, BestTokens());
+  return BeamSearch().search({model}, src, max_lengths, options, BestTokens());
 }
 
 }  // namespace trafo::decode

@@ -47,30 +47,51 @@ torch::Tensor encode_by_length(model::Transformer& model, const torch::Tensor& s
 
 }  // namespace
 
+StepDecoder::Member::Member(model::Transformer model_, const torch::Tensor& src, int64_t repeat)
+    : model(model_), packed(*model), cache(model->make_cache()) {
+  auto rows_of = torch::arange(src.size(0), torch::TensorOptions().dtype(torch::kLong).device(src.device()))
+                     .repeat_interleave(repeat);           // [B*repeat]
+  memory = encode_by_length(model, src).index_select(0, rows_of);  // [N,S,d]
+}
+
 StepDecoder::StepDecoder(model::Transformer& model, const torch::Tensor& src, const std::vector<int64_t>& max_lengths,
                          bool use_cache, int64_t repeat)
-    : model_(model), packed_(*model), device_(src.device()), use_cache_(use_cache), cache_(model->make_cache()) {
-  const int64_t rows = src.size(0);
-  auto rows_of = torch::arange(rows, torch::TensorOptions().dtype(torch::kLong).device(device_))
+    : StepDecoder(std::vector<model::Transformer>{model}, src, max_lengths, use_cache, repeat) {}
+
+StepDecoder::StepDecoder(const std::vector<model::Transformer>& models, const torch::Tensor& src,
+                         const std::vector<int64_t>& max_lengths, bool use_cache, int64_t repeat)
+    : device_(src.device()), use_cache_(use_cache) {
+  for (const auto& model : models) members_.push_back(std::make_unique<Member>(model, src, repeat));
+  const auto& first = members_.front()->model;
+  auto rows_of = torch::arange(src.size(0), torch::TensorOptions().dtype(torch::kLong).device(device_))
                      .repeat_interleave(repeat);                                   // [B*repeat]
-  memory_ = encode_by_length(model, src).index_select(0, rows_of);                 // [N,S,d]
-  src_mask_ = model->source_mask(src).index_select(0, rows_of);                     // [N,1,1,S]
+  src_mask_ = first->source_mask(src).index_select(0, rows_of);                     // [N,1,1,S]
   for (const int64_t limit : max_lengths) limits_.insert(limits_.end(), repeat, limit);
-  const int64_t vocab = model->config().vocab_size;
+  const int64_t vocab = first->config().vocab_size;
   not_eos_ = torch::ones({1, vocab}, torch::TensorOptions().dtype(torch::kBool).device(device_));  // [1,V]
   not_eos_.index_put_({0, Tokenizer::kEos}, false);
 }
 
-torch::Tensor StepDecoder::next_log_probs(const torch::Tensor& tokens, int64_t step) {
+StepDecoder::~StepDecoder() = default;
+
+torch::Tensor StepDecoder::member_log_probs(Member& member, const torch::Tensor& tokens, int64_t step) {
   torch::Tensor hidden;  // [N,1,d]
   if (use_cache_) {
-    hidden = model_->decode(tokens.unsqueeze(1), memory_, src_mask_, &cache_);
-    memory_ = torch::Tensor();  // in the cross-attention caches now
+    hidden = member.model->decode(tokens.unsqueeze(1), member.memory, src_mask_, &member.cache);
+    member.memory = torch::Tensor();  // in the cross-attention caches now
   } else {
-    prefix_ = prefix_.defined() ? torch::cat({prefix_, tokens.unsqueeze(1)}, 1) : tokens.unsqueeze(1);  // [N,T]
-    hidden = model_->decode(prefix_, memory_, src_mask_).narrow(1, step, 1);
+    member.prefix = member.prefix.defined() ? torch::cat({member.prefix, tokens.unsqueeze(1)}, 1) : tokens.unsqueeze(1);
+    hidden = member.model->decode(member.prefix, member.memory, src_mask_).narrow(1, step, 1);
   }
-  auto log_probs = torch::log_softmax(model_->output_logits(hidden).squeeze(1).to(torch::kFloat), -1);  // [N,V]
+  return torch::log_softmax(member.model->output_logits(hidden).squeeze(1).to(torch::kFloat), -1);  // [N,V]
+}
+
+torch::Tensor StepDecoder::next_log_probs(const torch::Tensor& tokens, int64_t step) {
+  auto log_probs = member_log_probs(*members_.front(), tokens, step);
+  if (members_.size() > 1) {
+    for (size_t m = 1; m < members_.size(); ++m) log_probs += member_log_probs(*members_[m], tokens, step);
+    log_probs /= static_cast<double>(members_.size());
+  }
   const double minus_infinity = -std::numeric_limits<double>::infinity();
   log_probs.select(1, Tokenizer::kPad).fill_(minus_infinity);
   log_probs.select(1, Tokenizer::kBos).fill_(minus_infinity);
@@ -84,10 +105,12 @@ void StepDecoder::select(const std::vector<int64_t>& rows) {
   std::vector<int64_t> limits;
   for (const int64_t row : rows) limits.push_back(limits_[static_cast<size_t>(row)]);
   limits_ = std::move(limits);
-  if (memory_.defined()) memory_ = memory_.index_select(0, index);
   src_mask_ = src_mask_.index_select(0, index);
-  if (prefix_.defined()) prefix_ = prefix_.index_select(0, index);
-  cache_.select(index);
+  for (auto& member : members_) {
+    if (member->memory.defined()) member->memory = member->memory.index_select(0, index);
+    if (member->prefix.defined()) member->prefix = member->prefix.index_select(0, index);
+    member->cache.select(index);
+  }
 }
 
 torch::Tensor to_host(const std::vector<torch::Tensor>& tensors) {

@@ -1,8 +1,9 @@
 // The decoder side of one batch during search: the encoder memory, and either the KV cache
-// or the whole prefix decoded so far. Internal to decode/.
+// or the whole prefix decoded so far, of one model or of each model of an ensemble. Internal to decode/.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "trafo/model/transformer.h"
@@ -15,9 +16,14 @@ class StepDecoder {
   // b*repeat .. b*repeat+repeat-1 belong to sentence b. `max_lengths[b]`: sentence b's limit.
   StepDecoder(model::Transformer& model, const torch::Tensor& src, const std::vector<int64_t>& max_lengths,
               bool use_cache, int64_t repeat);
+  // An ensemble: the models share a vocabulary; each keeps its own memory and cache.
+  StepDecoder(const std::vector<model::Transformer>& models, const torch::Tensor& src,
+              const std::vector<int64_t>& max_lengths, bool use_cache, int64_t repeat);
+  ~StepDecoder();
 
   // tokens [N] chosen at the previous step (bos at step 0) -> log-probabilities [N,V] fp32 of
-  // the piece at position `step`: pad and bos banned, only eos left where the row's limit is reached.
+  // the piece at position `step` (an ensemble's: the mean of its models' log-probabilities): pad
+  // and bos banned, only eos left where the row's limit is reached.
   torch::Tensor next_log_probs(const torch::Tensor& tokens, int64_t step);
 
   // Keeps decoder rows `rows` in this order: drops finished rows, reorders beams.
@@ -26,16 +32,23 @@ class StepDecoder {
   const torch::Device& device() const { return device_; }
 
  private:
-  model::Transformer& model_;
-  model::PackedInference packed_;  // weights packed for this batch's steps, made fresh from the current weights
+  // One model's side of the batch.
+  struct Member {
+    Member(model::Transformer model, const torch::Tensor& src, int64_t repeat);
+    model::Transformer model;
+    model::PackedInference packed;  // weights packed for this batch's steps, made fresh from the current weights
+    torch::Tensor memory;           // [N,S,d]; with the cache, undefined once the cross-attention caches hold it
+    torch::Tensor prefix;           // [N,T] bos + pieces so far (no cache only)
+    model::DecoderCache cache;
+  };
+  torch::Tensor member_log_probs(Member& member, const torch::Tensor& tokens, int64_t step);
+
+  std::vector<std::unique_ptr<Member>> members_;
   torch::Device device_;
   bool use_cache_;
-  torch::Tensor memory_;       // [N,S,d]; with the cache, undefined once the cross-attention caches hold it
   torch::Tensor src_mask_;     // [N,1,1,S]
   std::vector<int64_t> limits_;  // [N] each row's length limit, on the host: most steps have none at it
-  torch::Tensor prefix_;       // [N,T] bos + pieces so far (no cache only)
   torch::Tensor not_eos_;      // [1,V] bool
-  model::DecoderCache cache_;
 };
 
 // Host copies of small device tensors, one transfer: the step's single sync.

@@ -63,10 +63,19 @@ Translator::Translator(model::Transformer model, const data::Tokenizer& tokenize
 }
 
 Translator::Translator(model::Transformer model, DecodeOptions options)
-    : model_(std::move(model)), options_(options) {
+    : model_(std::move(model)), models_{model_}, max_positions_(model_->config().max_positions), options_(options) {
   validate(options_);
   search_ = make_search(options_);
   selector_ = make_selector(options_);
+}
+
+void Translator::add_to_ensemble(model::Transformer model) {
+  if (model->config().vocab_size != model_->config().vocab_size) {
+    throw InputError("the models of an ensemble need one vocabulary: " + std::to_string(model->config().vocab_size) +
+                     " pieces vs " + std::to_string(model_->config().vocab_size));
+  }
+  max_positions_ = std::min(max_positions_, model->config().max_positions);
+  models_.push_back(std::move(model));
 }
 
 std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std::string>& sources,
@@ -103,10 +112,14 @@ std::vector<std::vector<Hypothesis>> Translator::translate_ids(const std::vector
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return sources[a].size() > sources[b].size(); });
-  const int64_t longest = model_->config().max_positions - 1;  // source pieces; eos takes the last position
-  model::EvalMode eval_mode(model_);
+  const int64_t longest = max_positions_ - 1;  // source pieces; eos takes the last position
+  std::vector<std::unique_ptr<model::EvalMode>> eval_modes;
+  std::vector<std::unique_ptr<model::PackedInference>> packings;  // one for all batches of this call (fp32 only)
+  for (auto& model : models_) {
+    eval_modes.push_back(std::make_unique<model::EvalMode>(model));
+    packings.push_back(std::make_unique<model::PackedInference>(*model));
+  }
   const util::AutocastGuard autocast(options_.bf16, model_->parameters().front().device().type());
-  const model::PackedInference packed(*model_);  // one packing for all batches of this call (fp32 only)
   std::vector<size_t> batch;
   int64_t width = 0;  // padded source length of `batch` (pieces + eos)
   for (const size_t i : order) {
@@ -134,7 +147,7 @@ std::vector<std::vector<Hypothesis>> Translator::translate_ids(const std::vector
 
 void Translator::translate_batch(const std::vector<std::vector<int>>& sources, const std::vector<size_t>& rows,
                                  std::vector<std::vector<Hypothesis>>& results, int64_t first_sentence) {
-  const int64_t max_positions = model_->config().max_positions;
+  const int64_t max_positions = max_positions_;
   const int64_t longest = max_positions - 1;
   int64_t width = 0;
   for (const size_t i : rows) width = std::max(width, std::min(static_cast<int64_t>(sources[i].size()), longest) + 1);
@@ -155,7 +168,7 @@ void Translator::translate_batch(const std::vector<std::vector<int>>& sources, c
   src = src.to(model_->parameters().front().device());
   std::vector<int64_t> sentences;
   for (const size_t row : rows) sentences.push_back(first_sentence + static_cast<int64_t>(row));
-  auto hypotheses = search_->search(model_, src, max_lengths, options_, *selector_, sentences);
+  auto hypotheses = search_->search(models_, src, max_lengths, options_, *selector_, sentences);
   for (size_t r = 0; r < rows.size(); ++r) results[rows[r]] = std::move(hypotheses[r]);
 }
 

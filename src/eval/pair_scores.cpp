@@ -1,8 +1,8 @@
 #include "trafo/eval/pair_scores.h"
 
-#include <limits>
-
 #include <torch/torch.h>
+
+#include <limits>
 
 #include "trafo/data/batcher.h"
 #include "trafo/data/corpus.h"
@@ -38,10 +38,11 @@ std::vector<PairScore> score_pairs(model::Transformer& model, const data::Tokeni
   for (const auto& rows : data::plan_epoch(pairs, batches, 0)) {
     const auto batch = data::make_batch(pairs, rows);
     const auto target = batch.target_output.to(device);
-    const auto logits = model(batch.source.to(device), batch.target_input.to(device));             // [B,T,V]
-    const auto log_probs = torch::log_softmax(logits.to(torch::kFloat), -1).gather(-1, target.unsqueeze(-1)).squeeze(-1);
+    const auto logits = model(batch.source.to(device), batch.target_input.to(device));  // [B,T,V]
+    const auto log_probs =
+        torch::log_softmax(logits.to(torch::kFloat), -1).gather(-1, target.unsqueeze(-1)).squeeze(-1);
     const auto real = target.ne(model->config().pad_id);
-    const auto kept = log_probs.masked_fill(real.logical_not(), 0.0).to(torch::kDouble);          // [B,T]
+    const auto kept = log_probs.masked_fill(real.logical_not(), 0.0).to(torch::kDouble);  // [B,T]
     const auto sums = kept.sum(1).cpu();
     const auto per_piece = options.per_piece ? kept.cpu() : sums;
     const auto sum_of = sums.accessor<double, 1>();

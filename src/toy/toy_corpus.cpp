@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <string_view>
@@ -197,6 +198,52 @@ std::string word_for_word_baseline(const std::string& english) {
     emit(trailing, true);
   }
   return toy::capitalize(result);
+}
+
+namespace {
+
+std::vector<std::string> bare_words(const std::string& sentence) {  // lowercased, without , . ?
+  std::vector<std::string> words;
+  size_t start = 0;
+  while (start <= sentence.size()) {
+    size_t end = sentence.find(' ', start);
+    if (end == std::string::npos) end = sentence.size();
+    std::string word = sentence.substr(start, end - start);
+    while (!word.empty() && (word.back() == ',' || word.back() == '.' || word.back() == '?')) word.pop_back();
+    for (auto& c : word) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    if (end > start) words.push_back(word);
+    start = end + 1;
+  }
+  return words;
+}
+
+}  // namespace
+
+std::vector<std::pair<int, int>> toy_reference_alignment(const std::string& english, const std::string& german) {
+  static const std::unordered_set<std::string> function_words = {
+      "the", "a", "an", "this", "these", "my", "our", "not", "cannot", "do", "does", "did", "to", "any",
+      "for", "with", "has", "have", "will", "can", "be", "am", "is", "are", "was", "were", "been",
+      "because", "although", "if", "that"};
+  const auto& dictionary = baseline_dictionary();
+  const auto source = bare_words(english), target = bare_words(german);
+  std::vector<std::pair<int, int>> links;
+  for (size_t i = 0; i < source.size(); ++i) {
+    const auto& word = source[i];
+    if (function_words.count(word) > 0 || std::count(source.begin(), source.end(), word) != 1) continue;
+    const auto found = dictionary.find(word);
+    std::string translation = found == dictionary.end() ? word : found->second;  // names stay
+    if (translation.empty() || translation.find(' ') != std::string::npos) continue;
+    for (auto& c : translation) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    std::vector<int> matches;
+    for (size_t j = 0; j < target.size(); ++j) {
+      const auto& candidate = target[j];
+      const bool inflected = translation.size() >= 4 && candidate.rfind(translation, 0) == 0 &&
+                             candidate.size() <= translation.size() + 3;
+      if (candidate == translation || inflected) matches.push_back(static_cast<int>(j));
+    }
+    if (matches.size() == 1) links.emplace_back(static_cast<int>(i), matches.front());
+  }
+  return links;
 }
 
 }  // namespace trafo::data

@@ -45,6 +45,16 @@ class SampledTokens final : public TokenSelector {
                                             const SelectionContext& context = {}) const override;
 
  private:
+  static constexpr int64_t kHostCandidates = 64;  // up to this many candidates a row, drawn on the host
+  double draw(const SelectionContext& context, int64_t row) const;  // uniform in [0, 1)
+  struct Candidate {
+    double value;  // log p
+    int64_t id;
+  };
+  // The piece a uniform draw takes from `count` (at most kHostCandidates) candidates, most probable first.
+  int64_t pick(const Candidate* candidates, int64_t count, double uniform) const;
+  // Top-k on a CPU: the row's K best found and drawn from without a tensor operation.
+  std::tuple<at::Tensor, at::Tensor> select_on_host(const at::Tensor& log_probs, const SelectionContext& context) const;
   int64_t topk_;
   double topp_, temperature_;
   uint64_t seed_;
@@ -54,8 +64,9 @@ class SearchStrategy {
  public:
   virtual ~SearchStrategy() = default;
   // One padded batch, as greedy_search and beam_search in translator.h take it.
+  // `models`: one, or an ensemble whose log-probabilities are averaged at each step.
   // `sentences`: which sentence of the whole input each batch row is (empty: row n is sentence n).
-  virtual std::vector<std::vector<Hypothesis>> search(model::Transformer& model, const at::Tensor& src,
+  virtual std::vector<std::vector<Hypothesis>> search(const std::vector<model::Transformer>& models, const at::Tensor& src,
                                                       const std::vector<int64_t>& max_lengths,
                                                       const DecodeOptions& options, const TokenSelector& selector,
                                                       const std::vector<int64_t>& sentences = {}) const = 0;
@@ -63,7 +74,7 @@ class SearchStrategy {
 
 class GreedySearch final : public SearchStrategy {
  public:
-  std::vector<std::vector<Hypothesis>> search(model::Transformer& model, const at::Tensor& src,
+  std::vector<std::vector<Hypothesis>> search(const std::vector<model::Transformer>& models, const at::Tensor& src,
                                               const std::vector<int64_t>& max_lengths, const DecodeOptions& options,
                                               const TokenSelector& selector,
                                               const std::vector<int64_t>& sentences = {}) const override;
@@ -71,7 +82,7 @@ class GreedySearch final : public SearchStrategy {
 
 class BeamSearch final : public SearchStrategy {
  public:
-  std::vector<std::vector<Hypothesis>> search(model::Transformer& model, const at::Tensor& src,
+  std::vector<std::vector<Hypothesis>> search(const std::vector<model::Transformer>& models, const at::Tensor& src,
                                               const std::vector<int64_t>& max_lengths, const DecodeOptions& options,
                                               const TokenSelector& selector,
                                               const std::vector<int64_t>& sentences = {}) const override;

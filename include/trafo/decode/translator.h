@@ -81,6 +81,9 @@ class Translator {
   Translator(model::Transformer model, const data::Tokenizer& tokenizer, DecodeOptions options);
   // Without a tokenizer: translate_ids only, and `text` stays empty (tests, benchmarks).
   Translator(model::Transformer model, DecodeOptions options);
+  // Makes an ensemble: `model` (same vocabulary, same tokenizer) joins, and every step averages the
+  // models' log-probabilities; sources are cut at the smallest max_positions among them.
+  void add_to_ensemble(model::Transformer model);
 
   // One list of n_best hypotheses per input sentence, best first, in input order.
   // Empty input lines give one empty hypothesis.
@@ -99,7 +102,9 @@ class Translator {
   void translate_batch(const std::vector<std::vector<int>>& sources, const std::vector<size_t>& rows,
                        std::vector<std::vector<Hypothesis>>& results, int64_t first_sentence);
 
-  model::Transformer model_;
+  model::Transformer model_;                 // the first of models_
+  std::vector<model::Transformer> models_;  // one, or an ensemble
+  int64_t max_positions_ = 0;               // the smallest of the models'
   const data::Tokenizer* tokenizer_ = nullptr;  // null: ids only
   DecodeOptions options_;
   std::shared_ptr<const SearchStrategy> search_;   // made from options_ (search.h)

@@ -40,6 +40,7 @@ struct EvalResult {
   metrics::BleuScore bleu;
   metrics::ChrfScore chrf;
   long long repetition_loops = 0;  // hypotheses with an n-gram repeated 4 or more times in a row
+  double loss_seconds = 0.0;       // of the teacher-forced pass
   double translate_seconds = 0.0;
 };
 
@@ -52,6 +53,10 @@ class Evaluator {
   // In eval mode for the call, restored after; no gradients.
   TeacherForcedLoss loss(model::Transformer& model, const data::Corpus& pairs) const;
   EvalResult run(model::Transformer& model, const data::Tokenizer& tokenizer, const EvalSet& set) const;
+  // An ensemble (one vocabulary): each step's log-probabilities are the mean of the models', for the
+  // loss and for decoding. One model gives the figures of the single-model calls above.
+  TeacherForcedLoss loss(std::vector<model::Transformer>& models, const data::Corpus& pairs) const;
+  EvalResult run(std::vector<model::Transformer>& models, const data::Tokenizer& tokenizer, const EvalSet& set) const;
 
   const decode::DecodeOptions& options() const { return options_; }
 

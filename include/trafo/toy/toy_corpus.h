@@ -133,4 +133,10 @@ void write_toy_corpus(const std::filesystem::path& dir, const ToyCorpusOptions& 
 // "Der Mann nicht sehen der Hund."). data/README.md reports its BLEU.
 std::string word_for_word_baseline(const std::string& english);
 
+// A reference word alignment of a toy pair for the words it is sure of: each English content word
+// (noun, name, adjective, verb, adverb, number, pronoun; not the grammar's function words) that occurs
+// once and whose lexicon translation matches exactly one German word (inflected: the translation
+// plus at most 3 letters). Pairs (English word, German word) of whitespace-separated words, 0-based.
+std::vector<std::pair<int, int>> toy_reference_alignment(const std::string& english, const std::string& german);
+
 }  // namespace trafo::data

@@ -1,0 +1,32 @@
+// Hard word alignments from a model's cross-attention, in Pharaoh format ("0-0 1-2 ..."): each target
+// piece is linked to the source piece it attends to most (the heads averaged, of one decoder layer or
+// of all), and pieces are mapped to whitespace-separated words (a piece starting with ▁ starts a word).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "trafo/data/tokenizer.h"
+#include "trafo/model/transformer.h"
+
+namespace trafo::report {
+
+using Links = std::vector<std::pair<int, int>>;  // (source word, target word), 0-based, sorted, unique
+
+// The cross-attention that aligns best on the toy corpus (README "Word alignments"): -1, every decoder
+// layer's averaged (AER 0.25 against 0.39 and 0.27 for the first and the last of a 2-layer decoder).
+int64_t default_alignment_layer(const model::ModelConfig& config);
+
+// Links of each pair: `sources[i]` the source pieces as the model read them (a leading corpus tag
+// `tag` >= 0 is no word), `targets[i]` the output pieces (no eos). Pairs are run a batch at a time
+// in one teacher-forced pass each; `layer` is the decoder layer (0-based), or -1 for all averaged.
+std::vector<Links> align_words(model::Transformer& model, const data::Tokenizer& tokenizer,
+                               const std::vector<std::vector<int>>& sources, const std::vector<std::vector<int>>& targets,
+                               int64_t layer, int tag = -1);
+
+// "0-0 1-2 ..."
+std::string pharaoh(const Links& links);
+
+}  // namespace trafo::report

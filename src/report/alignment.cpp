@@ -1,0 +1,97 @@
+#include "trafo/report/alignment.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+
+#include "trafo/report/attention_maps.h"
+
+namespace trafo::report {
+namespace {
+
+constexpr int64_t kPairsPerPass = 64;
+
+// The word each piece belongs to: a piece that starts with ▁ (U+2581) starts the next word.
+std::vector<int> word_of_pieces(const data::Tokenizer& tokenizer, const std::vector<int>& ids, size_t skip) {
+  std::vector<int> words;
+  int word = -1;
+  for (size_t i = skip; i < ids.size(); ++i) {
+    if (word < 0 || tokenizer.piece(ids[i]).rfind("\xE2\x96\x81", 0) == 0) ++word;
+    words.push_back(word);
+  }
+  return words;
+}
+
+}  // namespace
+
+int64_t default_alignment_layer(const model::ModelConfig& /*config*/) { return -1; }
+
+std::vector<Links> align_words(model::Transformer& model, const data::Tokenizer& tokenizer,
+                               const std::vector<std::vector<int>>& sources,
+                               const std::vector<std::vector<int>>& targets, int64_t layer, int tag) {
+  std::vector<Links> links(sources.size());
+  const int64_t pad = model->config().pad_id,
+                cross = model->config().encoder_layers + 2 * std::max<int64_t>(layer, 0) + 1;
+  for (size_t first = 0; first < sources.size(); first += kPairsPerPass) {
+    const size_t last = std::min(sources.size(), first + kPairsPerPass);
+    int64_t source_width = 1, target_width = 1;
+    for (size_t i = first; i < last; ++i) {
+      source_width = std::max<int64_t>(source_width, static_cast<int64_t>(sources[i].size()) + 1);
+      target_width = std::max<int64_t>(target_width, static_cast<int64_t>(targets[i].size()) + 1);
+    }
+    const auto rows = static_cast<int64_t>(last - first);
+    auto src = torch::full({rows, source_width}, pad, torch::kLong);     // [B,S] ids + eos
+    auto tgt_in = torch::full({rows, target_width}, pad, torch::kLong);  // [B,T] bos + ids
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto& source = sources[first + static_cast<size_t>(r)];
+      const auto& target = targets[first + static_cast<size_t>(r)];
+      for (size_t j = 0; j < source.size(); ++j) src[r][static_cast<int64_t>(j)] = source[j];
+      src[r][static_cast<int64_t>(source.size())] = data::Tokenizer::kEos;
+      tgt_in[r][0] = data::Tokenizer::kBos;
+      for (size_t j = 0; j < target.size(); ++j) tgt_in[r][static_cast<int64_t>(j) + 1] = target[j];
+    }
+    const auto all = attention_weights(model, src, tgt_in);
+    torch::Tensor weights;  // [B,T,S]
+    if (layer >= 0) {
+      weights = all[static_cast<size_t>(cross)].mean(1);
+    } else {  // every decoder layer's (the sum ranks the source pieces as the mean does)
+      for (int64_t l = 0; l < model->config().decoder_layers; ++l) {
+        const auto each = all[static_cast<size_t>(model->config().encoder_layers + 2 * l + 1)].mean(1);
+        weights = weights.defined() ? weights + each : each;
+      }
+    }
+
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto& source = sources[first + static_cast<size_t>(r)];
+      const auto& target = targets[first + static_cast<size_t>(r)];
+      const size_t skip = tag >= 0 && !source.empty() && source.front() == tag ? 1 : 0;
+      if (source.size() <= skip || target.empty()) continue;
+      const auto source_words = word_of_pieces(tokenizer, source, skip);
+      const auto target_words = word_of_pieces(tokenizer, target, 0);
+      // Row t predicts target piece t; the source's real pieces (no tag, no eos) compete.
+      const auto attended = weights[r]
+                                .narrow(0, 0, static_cast<int64_t>(target.size()))
+                                .narrow(1, static_cast<int64_t>(skip), static_cast<int64_t>(source.size() - skip))
+                                .argmax(1);
+      auto& pairs = links[first + static_cast<size_t>(r)];
+      for (size_t t = 0; t < target.size(); ++t) {
+        pairs.emplace_back(source_words[static_cast<size_t>(attended[static_cast<int64_t>(t)].item<int64_t>())],
+                           target_words[t]);
+      }
+      std::sort(pairs.begin(), pairs.end());
+      pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+    }
+  }
+  return links;
+}
+
+std::string pharaoh(const Links& links) {
+  std::string text;
+  for (const auto& [source, target] : links) {
+    if (!text.empty()) text += ' ';
+    text += std::to_string(source) + "-" + std::to_string(target);
+  }
+  return text;
+}
+
+}  // namespace trafo::report
