@@ -9,6 +9,7 @@
 #include "trafo/errors.h"
 #include "trafo/train/config_file.h"
 #include "trafo/train/config_keys.h"
+#include "trafo/train/options.h"
 
 using namespace trafo;
 
@@ -122,6 +123,13 @@ TEST(ConfigFile, CorpusTablesReadBackAndTheCommandLineWins) {
   ASSERT_EQ(given.corpora.size(), 1u);
   EXPECT_EQ(given.corpora[0].src, "c.en");
 
+  // Tags that cannot be one reserved piece.
+  for (const std::string tag : {"a,b", "a b", "<s>", "<0x41>"}) {
+    train::TrainConfig tagged;
+    tagged.data_dir = "data";
+    tagged.corpora = {{"a.en", "a.de", 1.0, tag}};
+    EXPECT_THROW(train::validate(tagged), InputError) << tag;
+  }
   for (const std::string bad : {"[[corpus]]\nweight = \"x\"\n", "[[corpus]]\nsrc = a.en\n", "[corpus]\nsrc = \"a\"\n",
                                 "[[corpus]]\nlr = 1\n"}) {
     train::TrainConfig scratch;

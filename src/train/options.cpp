@@ -95,6 +95,8 @@ void check_corpus(const CorpusSpec& corpus, size_t number) {
   }
   require(corpus.tag.find_first_of(" \t\u00a0") == std::string::npos && corpus.tag.find("\xe2\x96\x81") == std::string::npos,
           name + "tag '" + corpus.tag + "' must not hold white space (a tag is one piece)");
+  require(corpus.tag.find(',') == std::string::npos,
+          name + "tag '" + corpus.tag + "' must not hold a comma (tags are passed to SentencePiece comma-separated)");
   require(!is_reserved_piece(corpus.tag), name + "tag '" + corpus.tag +
                                               "' is a piece SentencePiece reserves (<pad>, <unk>, <s>, </s>, <0xHH>)");
 }
