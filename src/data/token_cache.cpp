@@ -157,7 +157,7 @@ Corpus map_cache(int fd, const Header& header) {
 }
 
 // Why the existing file at `path` cannot serve `key` ("" when it can); `header` gets its header.
-std::string check_existing(int fd, const std::filesystem::path& path, const nlohmann::json& key, Header& header) {
+std::string check_existing(int fd, const nlohmann::json& key, Header& header) {
   struct stat info {};
   if (::fstat(fd, &info) != 0 || !read_all(fd, &header, sizeof header, 0) ||
       std::memcmp(header.magic, kMagic, sizeof kMagic) != 0 || header.header_bytes < sizeof header ||
@@ -181,7 +181,6 @@ std::string check_existing(int fd, const std::filesystem::path& path, const nloh
       tokens_hash != header.tokens_checksum || records_hash != header.records_checksum) {
     return "its checksum does not match (a damaged file)";
   }
-  (void)path;
   return "";
 }
 
@@ -358,7 +357,7 @@ CachedCorpus open_token_cache(const std::filesystem::path& folder, const std::fi
   {
     Fd existing(::open(cached.file.c_str(), O_RDONLY | O_CLOEXEC));
     if (existing.fd >= 0) {
-      cached.rebuilt_because = check_existing(existing.fd, cached.file, key, header);
+      cached.rebuilt_because = check_existing(existing.fd, key, header);
       if (cached.rebuilt_because.empty()) {
         cached.corpus = map_cache(existing.fd, header);
         cached.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

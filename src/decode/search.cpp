@@ -71,7 +71,7 @@ int64_t SampledTokens::pick(const Candidate* candidates, int64_t count, double u
   return chosen;
 }
 
-std::tuple<at::Tensor, at::Tensor> SampledTokens::select_on_host(const at::Tensor& log_probs,
+std::tuple<at::Tensor, at::Tensor> SampledTokens::select_on_host(const at::Tensor& log_probs, int64_t candidates,
                                                                  const SelectionContext& context) const {
   const int64_t rows = log_probs.size(0), pieces = log_probs.size(1);
   const float* data = log_probs.data_ptr<float>();
@@ -88,17 +88,17 @@ std::tuple<at::Tensor, at::Tensor> SampledTokens::select_on_host(const at::Tenso
       float floor = -INFINITY;
       auto offer = [&](int64_t p) {
         const float value = row[p];
-        if (count == topk_ && !(value > floor)) return;
-        int64_t at = count < topk_ ? count++ : topk_ - 1;
+        if (count == candidates && !(value > floor)) return;
+        int64_t at = count < candidates ? count++ : candidates - 1;
         while (at > 0 && top[at - 1].value < value) {
           top[at] = top[at - 1];
           --at;
         }
         top[at] = {value, p};
-        if (count == topk_) floor = static_cast<float>(top[topk_ - 1].value);
+        if (count == candidates) floor = static_cast<float>(top[candidates - 1].value);
       };
       int64_t p = 0;
-      for (; p < topk_; ++p) offer(p);
+      for (; p < candidates; ++p) offer(p);
       // Blocks of 16 whose largest does not beat the K-th are passed over whole (a vectorised max).
       for (; p + 16 <= pieces; p += 16) {
         float largest = row[p];
@@ -126,15 +126,15 @@ std::tuple<at::Tensor, at::Tensor> SampledTokens::select(const at::Tensor& log_p
                                                          const SelectionContext& context) const {
   TORCH_CHECK(k == 1, "sampling takes one piece a row");
   const int64_t rows = log_probs.size(0), pieces = log_probs.size(1);
-  // Candidates, most probable first where a cut needs the order: the top K (taken before the
-  // temperature, which keeps the order), or all pieces.
-  if (log_probs.device().is_cpu() && topk_ > 0 && topk_ <= kHostCandidates && topk_ < pieces &&
-      log_probs.scalar_type() == torch::kFloat) {
-    return select_on_host(log_probs.contiguous(), context);
+  // The candidates: the top K, or all pieces. Few of them, on a CPU: found and drawn from on the host.
+  const int64_t candidates = topk_ > 0 && topk_ < pieces ? topk_ : pieces;
+  if (log_probs.device().is_cpu() && candidates <= kHostCandidates && log_probs.scalar_type() == torch::kFloat) {
+    return select_on_host(log_probs.contiguous(), candidates, context);
   }
+  // Most probable first where a cut needs the order (top K taken before the temperature, which keeps it).
   at::Tensor values, ids;
-  if (topk_ > 0 && topk_ < pieces) {
-    std::tie(values, ids) = log_probs.topk(topk_, 1);
+  if (candidates < pieces) {
+    std::tie(values, ids) = log_probs.topk(candidates, 1);
   } else if (topp_ < 1.0) {
     std::tie(values, ids) = log_probs.sort(1, /*descending=*/true);
   } else {
@@ -142,37 +142,19 @@ std::tuple<at::Tensor, at::Tensor> SampledTokens::select(const at::Tensor& log_p
     ids = torch::arange(pieces, torch::TensorOptions().dtype(torch::kLong).device(log_probs.device()))
               .expand({rows, pieces});
   }
-  at::Tensor chosen;  // [N,1]
-  if (values.size(1) <= kHostCandidates) {
-    // Few candidates (top-k): the draw on the host, a row at a time, in double.
-    const auto host_values = values.to(torch::kCPU, torch::kDouble).contiguous();
-    const auto host_ids = ids.to(torch::kCPU).contiguous();
-    const auto v = host_values.accessor<double, 2>();
-    const auto id = host_ids.accessor<int64_t, 2>();
-    std::vector<int64_t> picked(static_cast<size_t>(rows));
-    Candidate candidates[kHostCandidates];
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < values.size(1); ++c) candidates[c] = {v[r][c], id[r][c]};
-      std::stable_sort(candidates, candidates + values.size(1),
-                       [](const Candidate& a, const Candidate& b) { return a.value > b.value; });
-      picked[static_cast<size_t>(r)] = pick(candidates, values.size(1), draw(context, r));
-    }
-    chosen = torch::tensor(picked, torch::kLong).to(log_probs.device()).unsqueeze(1);
-  } else {
-    auto probs = torch::softmax(values.to(torch::kDouble) / temperature_, 1);  // [N,C]; banned pieces (-inf): 0
-    if (topp_ < 1.0) {
-      // The nucleus: the most probable pieces until their sum reaches P (the first always kept).
-      const auto before = probs.cumsum(1) - probs;
-      probs = probs.masked_fill(before >= topp_, 0.0);
-    }
-    const auto cumulative = probs.cumsum(1);  // [N,C]
-    std::vector<double> draws(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) draws[static_cast<size_t>(r)] = draw(context, r);
-    const auto uniform = torch::tensor(draws, torch::kDouble).to(log_probs.device()).unsqueeze(1);  // [N,1]
-    const auto target = uniform * cumulative.narrow(1, cumulative.size(1) - 1, 1);
-    auto pick = torch::searchsorted(cumulative, target, /*out_int32=*/false, /*right=*/true);  // [N,1]
-    chosen = ids.gather(1, pick.clamp_max(cumulative.size(1) - 1));
+  auto probs = torch::softmax(values.to(torch::kDouble) / temperature_, 1);  // [N,C]; banned pieces (-inf): 0
+  if (topp_ < 1.0) {
+    // The nucleus: the most probable pieces until their sum reaches P (the first always kept).
+    const auto before = probs.cumsum(1) - probs;
+    probs = probs.masked_fill(before >= topp_, 0.0);
   }
+  const auto cumulative = probs.cumsum(1);  // [N,C]
+  std::vector<double> draws(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) draws[static_cast<size_t>(r)] = draw(context, r);
+  const auto uniform = torch::tensor(draws, torch::kDouble).to(log_probs.device()).unsqueeze(1);  // [N,1]
+  const auto target = uniform * cumulative.narrow(1, cumulative.size(1) - 1, 1);
+  auto pick = torch::searchsorted(cumulative, target, /*out_int32=*/false, /*right=*/true);  // [N,1]
+  const auto chosen = ids.gather(1, pick.clamp_max(cumulative.size(1) - 1));
   return {log_probs.gather(1, chosen), chosen};
 }
 

@@ -47,10 +47,8 @@ torch::Tensor encode_by_length(model::Transformer& model, const torch::Tensor& s
 
 }  // namespace
 
-StepDecoder::Member::Member(model::Transformer model_, const torch::Tensor& src, int64_t repeat)
+StepDecoder::Member::Member(model::Transformer model_, const torch::Tensor& src, const torch::Tensor& rows_of)
     : model(model_), packed(*model), cache(model->make_cache()) {
-  auto rows_of = torch::arange(src.size(0), torch::TensorOptions().dtype(torch::kLong).device(src.device()))
-                     .repeat_interleave(repeat);           // [B*repeat]
   memory = encode_by_length(model, src).index_select(0, rows_of);  // [N,S,d]
 }
 
@@ -61,10 +59,10 @@ StepDecoder::StepDecoder(model::Transformer& model, const torch::Tensor& src, co
 StepDecoder::StepDecoder(const std::vector<model::Transformer>& models, const torch::Tensor& src,
                          const std::vector<int64_t>& max_lengths, bool use_cache, int64_t repeat)
     : device_(src.device()), use_cache_(use_cache) {
-  for (const auto& model : models) members_.push_back(std::make_unique<Member>(model, src, repeat));
+  const auto rows_of = torch::arange(src.size(0), torch::TensorOptions().dtype(torch::kLong).device(device_))
+                           .repeat_interleave(repeat);  // [B*repeat]: the sentence of each decoder row
+  for (const auto& model : models) members_.push_back(std::make_unique<Member>(model, src, rows_of));
   const auto& first = members_.front()->model;
-  auto rows_of = torch::arange(src.size(0), torch::TensorOptions().dtype(torch::kLong).device(device_))
-                     .repeat_interleave(repeat);                                   // [B*repeat]
   src_mask_ = first->source_mask(src).index_select(0, rows_of);                     // [N,1,1,S]
   for (const int64_t limit : max_lengths) limits_.insert(limits_.end(), repeat, limit);
   const int64_t vocab = first->config().vocab_size;

@@ -34,7 +34,7 @@ class StepDecoder {
  private:
   // One model's side of the batch.
   struct Member {
-    Member(model::Transformer model, const torch::Tensor& src, int64_t repeat);
+    Member(model::Transformer model, const torch::Tensor& src, const torch::Tensor& rows_of);
     model::Transformer model;
     model::PackedInference packed;  // weights packed for this batch's steps, made fresh from the current weights
     torch::Tensor memory;           // [N,S,d]; with the cache, undefined once the cross-attention caches hold it

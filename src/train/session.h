@@ -15,8 +15,6 @@
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/data/batcher.h"
 #include "trafo/data/corpus.h"
-#include "trafo/data/leak_check.h"
-#include "trafo/data/token_cache.h"
 #include "trafo/data/tokenizer.h"
 #include "trafo/dist/environment.h"
 #include "trafo/model/transformer.h"
@@ -32,22 +30,13 @@
 #include "trafo/util/device.h"
 #include "log_file_copy.h"
 #include "replicas.h"
+#include "training_data.h"
 
 namespace trafo::train {
 
 // Refuses (InputError, naming each option with both values) a resume whose options defining the
 // model, tokenizer or data differ from those of the run `config.run_dir` holds (its config.toml).
 void check_resume_request(const TrainConfig& config);
-
-// Dev and test pairs whose source is also in the training data.
-struct LeakReport {
-  data::Overlap dev;
-  std::optional<data::Overlap> test;  // with test files
-};
-
-// The leak check: counts, and warns with the count and the first lines, for the dev and test sets.
-LeakReport find_leaks(const DataFiles& paths, const data::Tokenizer& tokenizer,
-                      const std::vector<data::CachedCorpus>& corpora);
 
 // The checkpoint a run continues from, as rank 0 chose it; every rank loads it.
 struct ResumePoint {

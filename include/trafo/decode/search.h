@@ -53,8 +53,10 @@ class SampledTokens final : public TokenSelector {
   };
   // The piece a uniform draw takes from `count` (at most kHostCandidates) candidates, most probable first.
   int64_t pick(const Candidate* candidates, int64_t count, double uniform) const;
-  // Top-k on a CPU: the row's K best found and drawn from without a tensor operation.
-  std::tuple<at::Tensor, at::Tensor> select_on_host(const at::Tensor& log_probs, const SelectionContext& context) const;
+  // On a CPU, with at most kHostCandidates `candidates` (the top K, or every piece of a small vocabulary):
+  // each row's best found and drawn from without a tensor operation, the rows on all threads.
+  std::tuple<at::Tensor, at::Tensor> select_on_host(const at::Tensor& log_probs, int64_t candidates,
+                                                    const SelectionContext& context) const;
   int64_t topk_;
   double topp_, temperature_;
   uint64_t seed_;

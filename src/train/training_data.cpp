@@ -1,0 +1,169 @@
+#include "training_data.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "trafo/errors.h"
+#include "trafo/util/files.h"
+
+namespace trafo::train {
+
+std::filesystem::path cache_folder(const TrainConfig& c) {
+  std::filesystem::path folder;
+  auto variable = [](const char* name) {
+    const char* value = std::getenv(name);
+    return std::string(value != nullptr ? value : "");
+  };
+  if (!c.cache_dir.empty()) {
+    folder = c.cache_dir;
+  } else if (!variable("TRAFO_CACHE_DIR").empty()) {
+    folder = variable("TRAFO_CACHE_DIR");
+  } else if (!variable("XDG_CACHE_HOME").empty()) {
+    folder = std::filesystem::path(variable("XDG_CACHE_HOME")) / "trafo";
+  } else if (!variable("HOME").empty()) {
+    folder = std::filesystem::path(variable("HOME")) / ".cache" / "trafo";
+  } else {
+    folder = std::filesystem::path(c.run_dir) / "cache";
+  }
+  data::check_cache_folder(folder);
+  return folder;
+}
+
+std::vector<int64_t> check_data(const DataFiles& files, const std::filesystem::path& cache) {
+  std::vector<int64_t> lines;
+  for (const auto& corpus : files.train)
+    lines.push_back(data::check_parallel_files_once(cache, corpus.src, corpus.tgt));
+  data::check_parallel_files(files.dev_src, files.dev_tgt);
+  if (!files.test_src.empty()) data::check_parallel_files(files.test_src, files.test_tgt);
+  return lines;
+}
+
+std::vector<std::string> corpus_tags(const DataFiles& paths) {
+  std::vector<std::string> tags;
+  for (const auto& corpus : paths.train) {
+    if (!corpus.tag.empty() && std::find(tags.begin(), tags.end(), corpus.tag) == tags.end())
+      tags.push_back(corpus.tag);
+  }
+  return tags;
+}
+
+std::string learn_vocabulary(const TrainConfig& c, const DataFiles& paths, const std::vector<int64_t>& lines,
+                             const std::filesystem::path& cache) {
+  nlohmann::json key = {{"format", 1},
+                        {"size", c.vocab.vocab_size},
+                        {"type", c.vocab.model_type},
+                        {"normalization", c.vocab.normalization},
+                        {"coverage", c.vocab.character_coverage},
+                        {"sample", c.vocab.max_sentences},
+                        {"reserved", c.vocab.reserved}};
+  std::vector<data::WeightedFiles> corpora;
+  for (size_t i = 0; i < paths.train.size(); ++i) {
+    const auto& corpus = paths.train[i];
+    key["corpora"].push_back({data::file_stamp(corpus.src), data::file_stamp(corpus.tgt), corpus.weight});
+    corpora.push_back({corpus.src, corpus.tgt, corpus.weight, lines[i]});
+  }
+  const auto text = key.dump();
+  const auto path = cache / fmt::format("vocab-{:016x}.model", XXH3_64bits(text.data(), text.size()));
+  std::error_code error;
+  if (std::filesystem::is_regular_file(path, error)) {
+    try {
+      auto bytes = util::read_file(path);
+      data::Tokenizer::from_bytes(bytes);
+      spdlog::info("reusing the vocabulary learned before from the same files and vocabulary options: {}",
+                   path.string());
+      return bytes;
+    } catch (const InputError& e) {
+      spdlog::warn("learning the vocabulary again: {} cannot be read ({})", path.string(), e.what());
+    }
+  }
+  const auto started = std::chrono::steady_clock::now();
+  auto sample = data::vocabulary_sample(corpora, c.vocab.max_sentences);
+  const auto sentences = sample.size();
+  const auto bytes = data::Tokenizer::train_on_lines(std::move(sample), c.vocab).to_bytes();
+  util::write_file_atomically(path, bytes);
+  spdlog::info("learned the vocabulary from {} sentences in {:.1f} s, kept for later runs: {}", sentences,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), path.string());
+  return bytes;
+}
+
+std::vector<int> tag_ids(const DataFiles& paths, const data::Tokenizer& tokenizer) {
+  std::vector<int> ids;
+  for (size_t i = 0; i < paths.train.size(); ++i) {
+    const auto& tag = paths.train[i].tag;
+    ids.push_back(tag.empty() ? -1 : tokenizer.reserved_id(tag));
+    if (!tag.empty() && ids.back() < 0) {
+      throw InputError("corpus " + std::to_string(i + 1) + "'s tag " + tag +
+                       " is not a reserved piece of the run's tokenizer, which keeps the tags it was learned with");
+    }
+  }
+  return ids;
+}
+
+std::vector<data::CachedCorpus> load_corpora(const TrainConfig& c, const DataFiles& paths,
+                                             const data::Tokenizer& tokenizer, const std::vector<int>& tags,
+                                             const std::filesystem::path& cache, int threads, Replicas& replicas) {
+  // + eos (source) or bos (target) must fit the model's positions, whatever --max-length says.
+  const int64_t longest =
+      c.max_length > 0 ? std::min(c.max_length, c.model.max_positions - 1) : c.model.max_positions - 1;
+  std::vector<int> tag_pieces;
+  for (const int id : tags) {
+    if (id >= 0) tag_pieces.push_back(id);
+  }
+  std::vector<data::CachedCorpus> corpora;
+  auto open_all = [&] {
+    for (size_t i = 0; i < paths.train.size(); ++i) {
+      const data::CorpusOptions options{longest, c.max_length_ratio, tags[i], tag_pieces};
+      corpora.push_back(
+          data::open_token_cache(cache, paths.train[i].src, paths.train[i].tgt, tokenizer, options, threads));
+    }
+  };
+  if (replicas.is_main()) open_all();
+  replicas.share("token caches", "");
+  if (!replicas.is_main()) open_all();
+  return corpora;
+}
+
+data::Batcher make_batcher(const std::vector<data::CachedCorpus>& corpora, const DataFiles& paths,
+                           data::BatcherOptions options, const data::StreamPosition& start) {
+  std::vector<const data::Corpus*> sources;
+  std::vector<double> weights;
+  for (size_t i = 0; i < corpora.size(); ++i) {
+    sources.push_back(&corpora[i].corpus);
+    weights.push_back(paths.train[i].weight);
+  }
+  return data::Batcher(sources, weights, options, start);
+}
+
+LeakReport find_leaks(const DataFiles& paths, const data::Tokenizer& tokenizer,
+                      const std::vector<data::CachedCorpus>& corpora) {
+  std::vector<const data::Corpus*> training;
+  for (const auto& cached : corpora) training.push_back(&cached.corpus);
+  auto check = [&](const std::string& name, const std::string& source) {
+    auto overlap = data::find_overlap(source, tokenizer, training);
+    if (!overlap.in_training.empty()) {
+      std::string lines;
+      for (size_t i = 0; i < std::min<size_t>(5, overlap.in_training.size()); ++i) {
+        lines += (i > 0 ? ", " : "") + std::to_string(overlap.in_training[i]);
+      }
+      if (overlap.in_training.size() > 5) lines += ", ...";
+      spdlog::warn(
+          "{} of {} {} pairs have a source sentence that is also in the training data ({} lines {}): "
+          "scores on them overstate the model",
+          overlap.in_training.size(), overlap.lines, name, source, lines);
+    }
+    return overlap;
+  };
+  LeakReport report;
+  report.dev = check("dev", paths.dev_src);
+  if (!paths.test_src.empty()) report.test = check("test", paths.test_src);
+  return report;
+}
+
+}  // namespace trafo::train
