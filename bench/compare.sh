@@ -55,7 +55,8 @@ runs = [(load("trafo", r), load("pytorch", r)) for r in range(1, rounds + 1)]
 setup = runs[0][0][("setup", "", "", "")]
 print(f"trafo vs PyTorch Python, {rounds} round(s): d_model {setup['d_model']}, layers "
       f"{setup['encoder_layers']}+{setup['decoder_layers']}, d_ff {setup['d_ff']}, vocab {setup['vocab_size']}, "
-      f"{setup['threads']} thread(s), {setup.get('device', 'cpu')}, batches ~{setup['batch_tokens']} tokens "
+      f"{setup['threads']} thread(s), {setup.get('device', 'cpu')}, trafo's CPU kernels "
+      f"{setup.get('cpu_kernels', '?')} (TRAFO_CPU_KERNELS forces avx2 or none), batches ~{setup['batch_tokens']} tokens "
       f"({setup['mean_target_tokens']:.0f} target tokens on average)\n")
 print(f"{'figure':<52} {'rounds':<32} {'median':>9}  target")
 

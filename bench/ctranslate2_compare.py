@@ -4,7 +4,11 @@ side on the same sentences and threads: greedy, batched, target tokens/s (pieces
 --rounds. trafo's time is `trafo eval`'s translate_seconds, CTranslate2's that of translate_batch,
 so neither counts model loading. Both stop at --max-length pieces.
 
+trafo runs once per --precision (fp32, bf16, auto; default "fp32,bf16"); each row names the precision
+it ran in and the CPU kernel variant (eval's JSON `cpu_kernels`: avx512, avx2 or none) that served it.
+
 Usage: bench/ctranslate2_compare.py CHECKPOINT SOURCE REFERENCE [--threads 2] [--rounds 3]
+       [--precision fp32,bf16] [--no-ctranslate2]
 """
 import argparse
 import json
@@ -39,19 +43,30 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-length", type=int, default=256)
+    parser.add_argument("--precision", default="fp32,bf16", help="trafo's precisions, comma-separated")
+    parser.add_argument("--no-ctranslate2", action="store_true", help="trafo's rows only")
     args = parser.parse_args()
 
     work = tempfile.mkdtemp(prefix="ct2-compare-")
     rows = {}
-    trafo_out = os.path.join(work, "trafo.txt")
-    seconds = []
-    for _ in range(args.rounds):
-        result = json.loads(run([TRAFO, "eval", "--checkpoint", args.checkpoint, "--src", args.source, "--ref",
-                                 args.reference, "--threads", str(args.threads), "--beam", "1", "--max-length-a", "0",
-                                 "--max-length-b", str(args.max_length), "--json", "--output", trafo_out]))
-        seconds.append(result["translate_seconds"])
-    rows["trafo fp32"] = {"seconds": statistics.median(seconds), "output": trafo_out, "bleu": result["bleu"]}
-    for quantization in ("float32", "int8"):
+    trafo_out = None
+    for precision in args.precision.split(","):
+        out = os.path.join(work, f"trafo-{precision}.txt")
+        trafo_out = trafo_out or out
+        seconds = []
+        for _ in range(args.rounds):
+            result = json.loads(run([TRAFO, "eval", "--checkpoint", args.checkpoint, "--src", args.source, "--ref",
+                                     args.reference, "--threads", str(args.threads), "--beam", "1",
+                                     "--precision", precision, "--max-length-a", "0",
+                                     "--max-length-b", str(args.max_length), "--json", "--output", out]))
+            seconds.append(result["translate_seconds"])
+        name = f"trafo {precision}"
+        if precision == "auto":
+            name += f" -> {result['precision']}"
+        name += f" ({result['cpu_kernels']})"
+        rows[name] = {"seconds": statistics.median(seconds), "output": out, "bleu": result["bleu"],
+                      "tokens": result["target_tokens"]}
+    for quantization in () if args.no_ctranslate2 else ("float32", "int8"):
         model_dir = os.path.join(work, quantization)
         run([TRAFO, "export", "--checkpoint", args.checkpoint, "--out", model_dir, "--quantization", quantization])
         out = model_dir + ".txt"
@@ -67,18 +82,16 @@ def main():
 
     with open(trafo_out, encoding="utf-8") as f:
         reference_lines = f.read().splitlines()
-    tokens = rows["CTranslate2 float32"]["tokens"]  # the same text as trafo's on (nearly) every line
     print(f"{cpu_name()}, {args.threads} threads, {len(reference_lines)} sentences, medians of {args.rounds}")
-    print(f"{'decoder':<22} {'tgt tok/s':>10} {'vs trafo':>9} {'BLEU':>6} {'same text':>10}")
+    print(f"{'decoder':<34} {'tgt tok/s':>10} {'vs trafo':>9} {'BLEU':>6} {'same text':>10}")
     base = None
     for name, row in rows.items():
-        row_tokens = row.get("tokens", tokens)
-        rate = row_tokens / row["seconds"]
+        rate = row["tokens"] / row["seconds"]
         base = base or rate
         with open(row["output"], encoding="utf-8") as f:
             lines = f.read().splitlines()
         same = sum(a == b for a, b in zip(lines, reference_lines)) / max(1, len(reference_lines))
-        print(f"{name:<22} {rate:>10.0f} {rate / base:>8.2f}x {row['bleu']:>6.2f} {same * 100:>9.1f}%")
+        print(f"{name:<34} {rate:>10.0f} {rate / base:>8.2f}x {row['bleu']:>6.2f} {same * 100:>9.1f}%")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@
 #include "config_options.h"
 #include "trafo/bench/measure.h"
 #include "trafo/errors.h"
+#include "trafo/ops/eligibility.h"
 #include "trafo/train/config_file.h"
 #include "trafo/train/config_keys.h"
 #include "trafo/train/precision.h"
@@ -170,7 +171,8 @@ int run_bench(BenchOptions o) {
   Report report(o.json);
   const int64_t parameters = make_model(m, o.seed)->parameter_count();
   report.add({{"record", "setup"}, {"impl", "trafo"}, {"version", TRAFO_VERSION}, {"torch", TORCH_VERSION},
-              {"threads", threads}, {"device", device.str()}, {"native_bf16", native_bf16}, {"vocab_size", m.vocab_size}, {"d_model", m.d_model}, {"heads", m.heads},
+              {"threads", threads}, {"device", device.str()}, {"native_bf16", native_bf16},
+              {"cpu_kernels", ops::isa_name(ops::cpu_isa())}, {"vocab_size", m.vocab_size}, {"d_model", m.d_model}, {"heads", m.heads},
               {"encoder_layers", m.encoder_layers}, {"decoder_layers", m.decoder_layers}, {"d_ff", m.d_ff},
               {"norm", m.norm}, {"parameters", parameters}, {"batch_tokens", o.batch_tokens},
               {"batches", batches.size()}, {"mean_sentences", rows / n}, {"mean_source_tokens", source_tokens / n},
@@ -178,11 +180,11 @@ int run_bench(BenchOptions o) {
               {"warmup_steps", o.warmup_steps}, {"train_steps", o.train_steps}, {"rounds", o.rounds},
               {"decode_sentences", o.decode_sentences}, {"seed", o.seed}},
              fmt::format("trafo bench: d_model {}, heads {}, layers {}+{}, d_ff {}, vocab {}, {} norm, {:.1f} M "
-                         "parameters, {} thread{}, {}\n{} batches under {} tokens: {:.0f} sentences, {:.0f} source and "
+                         "parameters, {} thread{}, {}, CPU kernels {}\n{} batches under {} tokens: {:.0f} sentences, {:.0f} source and "
                          "{:.0f} target tokens on average; {:.1f} MFLOP per target token (training)\n"
                          "steps: {} warm-up + {} timed, {} round{}\n\n{:<40} {:<6} {}",
                          m.d_model, m.heads, m.encoder_layers, m.decoder_layers, m.d_ff, m.vocab_size, m.norm,
-                         static_cast<double>(parameters) / 1e6, threads, threads == 1 ? "" : "s", device.str(), batches.size(),
+                         static_cast<double>(parameters) / 1e6, threads, threads == 1 ? "" : "s", device.str(), ops::isa_name(ops::cpu_isa()), batches.size(),
                          o.batch_tokens, rows / n, source_tokens / n, target_tokens / n, flops / target_tokens / 1e6,
                          o.warmup_steps, o.train_steps, o.rounds, o.rounds == 1 ? "" : "s", "measurement",
                          "dtype", "value"));

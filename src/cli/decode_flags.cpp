@@ -6,6 +6,7 @@
 
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/decode/precision_probe.h"
+#include "trafo/ops/eligibility.h"
 #include "trafo/errors.h"
 #include "trafo/train/precision.h"
 #include "trafo/train/run_identity.h"
@@ -116,8 +117,8 @@ LoadedModel load_for_translation(const RuntimeOptions& options) {
   auto model = checkpoint::make_model(checkpoint, device);
   const auto precision = train::pick_decoding_precision(options.precision, device,
                                                         [&] { return decode::bf16_decoding_speedup(model); });
-  spdlog::info("loaded {} on {}, {} threads, {}: {}", options.checkpoint, device.str(), threads, precision.name(),
-               precision.reason);
+  spdlog::info("loaded {} on {}, {} threads, {}: {}{}", options.checkpoint, device.str(), threads, precision.name(),
+               precision.reason, device.is_cpu() ? std::string("; CPU kernels ") + ops::isa_name(ops::cpu_isa()) : "");
   auto tokenizer = data::Tokenizer::from_bytes(checkpoint.tokenizer);
   const int tag = tag_piece(options.tag, checkpoint, tokenizer, options.checkpoint);
   LoadedModel loaded{std::move(model), {}, std::move(tokenizer), precision.bf16, tag};

@@ -24,6 +24,7 @@
 #include "trafo/eval/evaluator.h"
 #include "trafo/metrics/bleu.h"
 #include "trafo/metrics/chrf.h"
+#include "trafo/ops/eligibility.h"
 #include "trafo/util/files.h"
 
 namespace trafo::cli {
@@ -82,6 +83,10 @@ int run_eval(const EvalOptions& options) {
                                    {"target_tokens", loss.tokens},
                                    {"loss_pairs", loss.pairs},
                                    {"beam", options.decode.beam},
+                                   {"precision", loaded.bf16 ? "bf16" : "fp32"},
+                                   {"cpu_kernels", loaded.model->parameters().front().device().is_cpu()
+                                                       ? ops::isa_name(ops::cpu_isa())
+                                                       : "cuda"},
                                    {"signature", bleu_signature},
                                    {"chrf_signature", chrf_signature},
                                    {"bleu_verbose", metrics::format(bleu)},

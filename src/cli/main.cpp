@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "config_options.h"
 #include "trafo/errors.h"
+#include "trafo/ops/eligibility.h"
 
 namespace {
 
@@ -103,6 +104,7 @@ int main(int argc, char** argv) {
   }
 
   try {
+    trafo::ops::cpu_isa();  // a TRAFO_CPU_KERNELS it cannot take fails here, before any work
     for (auto& [command, runner] : commands) {
       if (command->parsed()) return finish(runner());
     }

@@ -21,8 +21,9 @@ at::Tensor dropout(const at::Tensor& x, double p, bool training) {
 
 at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, PackedPanels* packed) {
   if (packed == nullptr || !packed_gemm_applies(x, weight)) return at::linear(x, weight, bias);
-  if (!packed->panels.defined() || !packed->source.is_same(weight)) {
-    packed->panels = pack_panels(weight);
+  const int64_t width = panel_width(cpu_isa());
+  if (!packed->panels.defined() || !packed->source.is_same(weight) || packed->panels.size(2) != width) {
+    packed->panels = pack_panels(weight, width);
     packed->source = weight;
   }
   return packed_gemm(x, packed->panels, weight.size(0), bias);

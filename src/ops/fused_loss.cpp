@@ -105,7 +105,7 @@ bool fused_loss_applies(const at::Tensor& weight) { return cpu_fast_path(Kernel:
 
 FusedLossSums fused_loss(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias,
                          const at::Tensor& target, double epsilon, int64_t pad_id, int64_t chunk_rows) {
-  note_run(Kernel::fused_loss);
+  note_run(Kernel::fused_loss, cpu_isa());
   const bool wants_gradient = torch::GradMode::is_enabled() &&
                               (hidden.requires_grad() || weight.requires_grad() ||
                                (bias.defined() && bias.requires_grad()));

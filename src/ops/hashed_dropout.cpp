@@ -56,8 +56,9 @@ inline void narrow(float x, uint16_t& out) {
 }
 
 // The loops are written plainly, with local offsets and __restrict, so that the compiler vectorises
-// them, and compiled twice (isa.h): for the build's target and for AVX2 (eight hashes per
-// instruction). Their arithmetic is exact but for one product an element: both give the same bits.
+// them, and compiled thrice (isa.h): for the build's target, for AVX2 (eight hashes per instruction)
+// and for AVX-512 (sixteen). Their arithmetic is exact but for one product an element: all give the
+// same bits.
 
 // out = in × (kept ? scale : 0), kept → mask, for elements [begin, end) of a call (numbered from 0).
 template <typename T>
@@ -93,6 +94,12 @@ TRAFO_AVX2_FMA void masked_scale_avx2(const T* __restrict in, T* __restrict out,
 }
 
 template <typename T>
+TRAFO_AVX512 void masked_scale_avx512(const T* __restrict in, T* __restrict out, uint8_t* __restrict mask,
+                                      int64_t begin, int64_t end, MaskKey key, float scale) {
+  masked_scale_loop(in, out, mask, begin, end, key, scale);
+}
+
+template <typename T>
 void apply_mask(const T* __restrict in, T* __restrict out, const uint8_t* __restrict mask, int64_t begin, int64_t end,
                 float scale) {
   apply_mask_loop(in, out, mask, begin, end, scale);
@@ -100,6 +107,12 @@ void apply_mask(const T* __restrict in, T* __restrict out, const uint8_t* __rest
 
 template <typename T>
 TRAFO_AVX2_FMA void apply_mask_avx2(const T* __restrict in, T* __restrict out, const uint8_t* __restrict mask,
+                                    int64_t begin, int64_t end, float scale) {
+  apply_mask_loop(in, out, mask, begin, end, scale);
+}
+
+template <typename T>
+TRAFO_AVX512 void apply_mask_avx512(const T* __restrict in, T* __restrict out, const uint8_t* __restrict mask,
                                     int64_t begin, int64_t end, float scale) {
   apply_mask_loop(in, out, mask, begin, end, scale);
 }
@@ -118,12 +131,14 @@ void mask_and_scale(const at::Tensor& in, const at::Tensor& out, const at::Tenso
   const T* source = elements<T>(in);
   T* target = elements<T>(out);
   uint8_t* kept = mask.data_ptr<uint8_t>();
-  const bool avx2 = cpu_has_avx2_fma();
+  const Isa isa = cpu_isa();
+  const auto draw = isa == Isa::avx512 ? masked_scale_avx512<T> : isa == Isa::avx2 ? masked_scale_avx2<T> : masked_scale<T>;
+  const auto apply = isa == Isa::avx512 ? apply_mask_avx512<T> : isa == Isa::avx2 ? apply_mask_avx2<T> : apply_mask<T>;
   at::parallel_for(0, in.numel(), kGrain, [&](int64_t begin, int64_t end) {
     if (key != nullptr) {
-      (avx2 ? masked_scale_avx2<T> : masked_scale<T>)(source, target, kept, begin, end, *key, scale);
+      draw(source, target, kept, begin, end, *key, scale);
     } else {
-      (avx2 ? apply_mask_avx2<T> : apply_mask<T>)(source, target, kept, begin, end, scale);
+      apply(source, target, kept, begin, end, scale);
     }
   });
 }
@@ -186,7 +201,7 @@ bool hashed_dropout_applies(const at::Tensor& x, double p) {
 }
 
 at::Tensor hashed_dropout(const at::Tensor& x, double p) {
-  note_run(Kernel::hashed_dropout);
+  note_run(Kernel::hashed_dropout, cpu_isa());
   return HashedDropout::apply(x, p);
 }
 

@@ -1,5 +1,8 @@
 #include "trafo/ops/packed_gemm.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -7,13 +10,15 @@
 #include "trafo/ops/eligibility.h"
 
 #if defined(__x86_64__)
+// GCC 12 warns of the intrinsics' own deliberately undefined vectors (_mm512_undefined_ps) and of
+// vector arguments passed between functions of one target: neither is a fault here.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wpsabi"
 #include <immintrin.h>
 #endif
 
 namespace trafo::ops {
 namespace {
-
-constexpr int64_t kPanelWidth = 16;
 
 #if defined(__x86_64__)
 
@@ -25,33 +30,34 @@ constexpr int64_t kPanelWidth = 16;
     acc##r##1 = _mm256_fmadd_ps(xi, w1, acc##r##1);      \
   }
 
-// y[0..Rows, 0..columns) = x[0..Rows, :] · panel + bias, for Rows ≤ 6 and columns ≤ 16.
+// AVX2: y[0..Rows, 0..columns) = x[0..Rows, :] · panel + bias, for Rows ≤ 6 and columns ≤ 16.
 template <int Rows>
-TRAFO_AVX2_FMA void tile(const float* x, int64_t k, const float* panel, const float* bias, float* y, int64_t ldy,
-                         int64_t columns) {
+TRAFO_AVX2_FMA void tile_avx2(const float* x, int64_t ldx, int64_t k, const float* panel, const float* bias,
+                              float* y, int64_t ldy, int64_t columns) {
+  constexpr int64_t width = 16;
   const __m256 zero = _mm256_setzero_ps();
   __m256 acc00 = zero, acc01 = zero, acc10 = zero, acc11 = zero, acc20 = zero, acc21 = zero;
   __m256 acc30 = zero, acc31 = zero, acc40 = zero, acc41 = zero, acc50 = zero, acc51 = zero;
-  const float *x0 = x, *x1 = x + k, *x2 = x + 2 * k, *x3 = x + 3 * k, *x4 = x + 4 * k, *x5 = x + 5 * k;
+  const float *x0 = x, *x1 = x + ldx, *x2 = x + 2 * ldx, *x3 = x + 3 * ldx, *x4 = x + 4 * ldx, *x5 = x + 5 * ldx;
   for (int64_t i = 0; i < k; ++i) {
-    const __m256 w0 = _mm256_load_ps(panel + i * kPanelWidth);
-    const __m256 w1 = _mm256_load_ps(panel + i * kPanelWidth + 8);
+    const __m256 w0 = _mm256_load_ps(panel + i * width);
+    const __m256 w1 = _mm256_load_ps(panel + i * width + 8);
     // 12 cache lines ahead: a bigger model's weights come from DRAM, and the hardware prefetcher
     // alone left 5-10% of a step on the table at 4-12 rows (measured with d_model 512).
-    _mm_prefetch(reinterpret_cast<const char*>(panel + (i + 12) * kPanelWidth), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(panel + (i + 12) * width), _MM_HINT_T0);
     TRAFO_ROW(0) TRAFO_ROW(1) TRAFO_ROW(2) TRAFO_ROW(3) TRAFO_ROW(4) TRAFO_ROW(5)
   }
-  const __m256 bias0 = bias != nullptr && columns == kPanelWidth ? _mm256_loadu_ps(bias) : zero;
-  const __m256 bias1 = bias != nullptr && columns == kPanelWidth ? _mm256_loadu_ps(bias + 8) : zero;
+  const __m256 bias0 = bias != nullptr && columns == width ? _mm256_loadu_ps(bias) : zero;
+  const __m256 bias1 = bias != nullptr && columns == width ? _mm256_loadu_ps(bias + 8) : zero;
   const __m256 rows[6][2] = {{acc00, acc01}, {acc10, acc11}, {acc20, acc21},
                              {acc30, acc31}, {acc40, acc41}, {acc50, acc51}};
   for (int r = 0; r < Rows; ++r) {
     float* out = y + r * ldy;
-    if (columns == kPanelWidth) {
+    if (columns == width) {
       _mm256_storeu_ps(out, _mm256_add_ps(rows[r][0], bias0));
       _mm256_storeu_ps(out + 8, _mm256_add_ps(rows[r][1], bias1));
     } else {  // the last panel of a width that is no multiple of 16
-      alignas(32) float values[kPanelWidth];
+      alignas(32) float values[width];
       _mm256_store_ps(values, rows[r][0]);
       _mm256_store_ps(values + 8, rows[r][1]);
       for (int64_t j = 0; j < columns; ++j) out[j] = values[j] + (bias != nullptr ? bias[j] : 0.0f);
@@ -60,79 +66,148 @@ TRAFO_AVX2_FMA void tile(const float* x, int64_t k, const float* panel, const fl
 }
 #undef TRAFO_ROW
 
-// Columns [16 · panel_begin, min(16 · panel_end, n)) of y [m, n] = x [m, k] · Wᵀ + bias; x and y
-// row-major, bias [n] or null, `panels` 32-byte aligned.
-TRAFO_AVX2_FMA void row_gemm(const float* x, int64_t m, int64_t k, const float* panels, int64_t n, const float* bias,
-                             float* y, int64_t panel_begin, int64_t panel_end) {
-  for (int64_t p = panel_begin; p < panel_end; ++p) {
-    const float* panel = panels + p * k * kPanelWidth;
-    const int64_t first = p * kPanelWidth;
-    const int64_t columns = n - first < kPanelWidth ? n - first : kPanelWidth;
+// AVX-512: the same for Rows ≤ 12 and columns ≤ 32, two zmm accumulators a row (24 of the 32
+// registers), each weight loaded feeding 12 rows. Every column's sum runs over i in the same order
+// as in the AVX2 tile, bias added last, so both give the same bits.
+template <int Rows>
+TRAFO_AVX512 void tile_avx512(const float* x, int64_t ldx, int64_t k, const float* panel, const float* bias,
+                              float* y, int64_t ldy, int64_t columns) {
+  constexpr int64_t width = 32;
+  __m512 acc[Rows][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < Rows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < k; ++i) {
+    const __m512 w0 = _mm512_load_ps(panel + i * width);
+    const __m512 w1 = _mm512_load_ps(panel + i * width + 16);
+    _mm_prefetch(reinterpret_cast<const char*>(panel + (i + 6) * width), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(panel + (i + 6) * width + 16), _MM_HINT_T0);
+#pragma GCC unroll 12
+    for (int r = 0; r < Rows; ++r) {
+      const __m512 xi = _mm512_set1_ps(x[r * ldx + i]);
+      acc[r][0] = _mm512_fmadd_ps(xi, w0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(xi, w1, acc[r][1]);
+    }
+  }
+  // columns [0, 16) and [16, 32) of the panel that y has
+  const __mmask16 low = columns >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << columns) - 1u);
+  const __mmask16 high = columns >= width ? __mmask16(0xffff)
+                         : columns > 16   ? static_cast<__mmask16>((1u << (columns - 16)) - 1u)
+                                          : __mmask16(0);
+  const __m512 bias0 = bias != nullptr ? _mm512_maskz_loadu_ps(low, bias) : _mm512_setzero_ps();
+  const __m512 bias1 = bias != nullptr ? _mm512_maskz_loadu_ps(high, bias + 16) : _mm512_setzero_ps();
+#pragma GCC unroll 12
+  for (int r = 0; r < Rows; ++r) {
+    _mm512_mask_storeu_ps(y + r * ldy, low, _mm512_add_ps(acc[r][0], bias0));
+    _mm512_mask_storeu_ps(y + r * ldy + 16, high, _mm512_add_ps(acc[r][1], bias1));
+  }
+}
+
+// One variant's tile: its panel width, its tallest tile, and the rows of x a block takes (x's
+// block stays in L2 while every panel of the thread's share passes over it).
+struct Avx2Tiles {
+  static constexpr int64_t kWidth = 16, kHeight = 6, kBlockRows = kMaxPackedRows;
+  template <int Rows>
+  static void run(const float* x, int64_t ldx, int64_t k, const float* panel, const float* bias, float* y,
+                  int64_t ldy, int64_t columns) {
+    tile_avx2<Rows>(x, ldx, k, panel, bias, y, ldy, columns);
+  }
+};
+
+struct Avx512Tiles {
+  static constexpr int64_t kWidth = 32, kHeight = 12, kBlockRows = 96;
+  template <int Rows>
+  static void run(const float* x, int64_t ldx, int64_t k, const float* panel, const float* bias, float* y,
+                  int64_t ldy, int64_t columns) {
+    tile_avx512<Rows>(x, ldx, k, panel, bias, y, ldy, columns);
+  }
+};
+
+template <typename Tiles, int Rows = 1>
+void tile_of_height(int64_t height, const float* x, int64_t k, const float* panel, const float* bias, float* y,
+                    int64_t n, int64_t columns) {
+  if constexpr (Rows < Tiles::kHeight) {
+    if (height != Rows) return tile_of_height<Tiles, Rows + 1>(height, x, k, panel, bias, y, n, columns);
+  }
+  Tiles::template run<Rows>(x, k, k, panel, bias, y, n, columns);
+}
+
+// Units [begin, end) of y [m, n] = x [m, k] · Wᵀ + bias, a unit being one panel's columns over one
+// block of rows (block-major); x and y row-major, bias [n] or null, `panels` 64-byte aligned.
+template <typename Tiles>
+void gemm_units(const float* x, int64_t m, int64_t k, const float* panels, int64_t n, const float* bias, float* y,
+                int64_t begin, int64_t end) {
+  const int64_t count = (n + Tiles::kWidth - 1) / Tiles::kWidth;
+  for (int64_t unit = begin; unit < end; ++unit) {
+    const int64_t block = unit / count, p = unit % count;
+    const int64_t first_row = block * Tiles::kBlockRows;
+    const int64_t rows = std::min(Tiles::kBlockRows, m - first_row);
+    const float* panel = panels + p * k * Tiles::kWidth;
+    const int64_t first = p * Tiles::kWidth;
+    const int64_t columns = std::min(Tiles::kWidth, n - first);
     const float* b = bias != nullptr ? bias + first : nullptr;
-    // ceil(m / 6) tiles of as equal heights as can be: 19 rows run as 5+5+5+4, not 6+6+6+1
-    const int64_t tiles = (m + 5) / 6;
-    for (int64_t tile_index = 0, row = 0; tile_index < tiles; ++tile_index) {
-      const int64_t height = m / tiles + (tile_index < m % tiles ? 1 : 0);
-      const float* xr = x + row * k;
-      float* yr = y + row * n + first;
-      switch (height) {
-        case 1: tile<1>(xr, k, panel, b, yr, n, columns); break;
-        case 2: tile<2>(xr, k, panel, b, yr, n, columns); break;
-        case 3: tile<3>(xr, k, panel, b, yr, n, columns); break;
-        case 4: tile<4>(xr, k, panel, b, yr, n, columns); break;
-        case 5: tile<5>(xr, k, panel, b, yr, n, columns); break;
-        default: tile<6>(xr, k, panel, b, yr, n, columns); break;
-      }
+    // ceil(rows / height) tiles of as equal heights as can be: 19 rows in 6s run as 5+5+5+4
+    const int64_t tiles = (rows + Tiles::kHeight - 1) / Tiles::kHeight;
+    for (int64_t tile_index = 0, row = first_row; tile_index < tiles; ++tile_index) {
+      const int64_t height = rows / tiles + (tile_index < rows % tiles ? 1 : 0);
+      tile_of_height<Tiles>(height, x + row * k, k, panel, b, y + row * n + first, n, columns);
       row += height;
     }
   }
 }
 
-#else  // not x86-64: cpu_has_avx2_fma() is false, callers take at::linear
-
-void row_gemm(const float*, int64_t, int64_t, const float*, int64_t, const float*, float*, int64_t, int64_t) {}
-
 #endif
 
 }  // namespace
 
+int64_t panel_width(Isa isa) { return isa == Isa::avx512 ? 32 : 16; }
+
 bool packed_gemm_applies(const at::Tensor& x, const at::Tensor& weight) {
-  return x.dim() > 0 && x.numel() > 0 && cpu_fast_path(Kernel::packed_gemm, {x, weight}) && !weight.is_inference() &&
-         x.numel() <= kMaxPackedRows * x.size(-1);
+  if (x.dim() == 0 || x.numel() == 0 || !cpu_fast_path(Kernel::packed_gemm, {x, weight}) || weight.is_inference()) {
+    return false;
+  }
+  return cpu_isa() == Isa::avx512 || x.numel() <= kMaxPackedRows * x.size(-1);
 }
 
-at::Tensor pack_panels(const at::Tensor& weight) {
+at::Tensor pack_panels(const at::Tensor& weight, int64_t width) {
   const auto w = weight.contiguous();
   const int64_t n = w.size(0), k = w.size(1);
-  const int64_t count = (n + kPanelWidth - 1) / kPanelWidth;
-  auto panels = at::empty({count, k, kPanelWidth}, w.options());  // [ceil(n/16), k, 16]
+  const int64_t count = (n + width - 1) / width;
+  auto panels = at::empty({count, k, width}, w.options());  // [ceil(n/width), k, width]
+  TORCH_CHECK(reinterpret_cast<uintptr_t>(panels.data_ptr()) % 64 == 0, "packed panels must be 64-byte aligned");
   const float* source = w.data_ptr<float>();
   float* target = panels.data_ptr<float>();
   for (int64_t p = 0; p < count; ++p) {
-    float* panel = target + p * k * kPanelWidth;
-    for (int64_t j = 0; j < kPanelWidth; ++j) {
-      const int64_t row = p * kPanelWidth + j;
-      for (int64_t i = 0; i < k; ++i) panel[i * kPanelWidth + j] = row < n ? source[row * k + i] : 0.0f;
+    float* panel = target + p * k * width;
+    for (int64_t j = 0; j < width; ++j) {
+      const int64_t row = p * width + j;
+      for (int64_t i = 0; i < k; ++i) panel[i * width + j] = row < n ? source[row * k + i] : 0.0f;
     }
   }
   return panels;
 }
 
 at::Tensor packed_gemm(const at::Tensor& x, const at::Tensor& panels, int64_t n, const at::Tensor& bias) {
-  note_run(Kernel::packed_gemm);
   const int64_t k = panels.size(1);
+  const bool wide = panels.size(2) == 32;
+  note_run(Kernel::packed_gemm, wide ? Isa::avx512 : Isa::avx2);
   const auto rows = x.reshape({-1, k}).contiguous();  // [m, k]
   const auto b = bias.defined() ? bias.contiguous() : bias;
   auto sizes = x.sizes().vec();
   sizes.back() = n;
-  auto y = at::empty({rows.size(0), n}, rows.options());  // [m, n]
+  const int64_t m = rows.size(0);
+  auto y = at::empty({m, n}, rows.options());  // [m, n]
+#if defined(__x86_64__)
   const float* x_data = rows.data_ptr<float>();
   const float* panel_data = panels.data_ptr<float>();
   const float* bias_data = b.defined() ? b.data_ptr<float>() : nullptr;
   float* y_data = y.data_ptr<float>();
-  at::parallel_for(0, panels.size(0), 4, [&](int64_t begin, int64_t end) {
-    row_gemm(x_data, rows.size(0), k, panel_data, n, bias_data, y_data, begin, end);
+  const int64_t block_rows = wide ? Avx512Tiles::kBlockRows : Avx2Tiles::kBlockRows;
+  const int64_t units = (m + block_rows - 1) / block_rows * panels.size(0);
+  at::parallel_for(0, units, 4, [&](int64_t begin, int64_t end) {
+    (wide ? gemm_units<Avx512Tiles> : gemm_units<Avx2Tiles>)(x_data, m, k, panel_data, n, bias_data, y_data, begin,
+                                                             end);
   });
+#endif
   return y.view(sizes);  // [..., n]
 }
 

@@ -22,7 +22,7 @@ namespace trafo::model {
 class PackedWeight {
  public:
   // x [..., in] · Wᵀ + b; bias may be undefined. Through the packed copy when a scope is open and
-  // ops::packed_gemm_applies (CPU fp32, at most 64 rows, no gradient, no autocast, AVX2 and FMA);
+  // ops::packed_gemm_applies (CPU fp32, no gradient, no autocast, AVX-512 or AVX2 with ≤ 64 rows);
   // else at::linear.
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
   // Whether a packed copy is held (tests: the fast path was taken, not silently skipped).

@@ -16,15 +16,16 @@ namespace trafo::ops {
 // at::dropout.
 at::Tensor dropout(const at::Tensor& x, double p, bool training);
 
-// A weight packed for the GEMM kernel, made at its first use and remade when the weight is another.
+// A weight packed for the GEMM kernel, made at its first use and remade when the weight is another
+// or the kernel variant in force (ops::cpu_isa) takes panels of another width.
 struct PackedPanels {
   at::Tensor source;  // the weight packed
   at::Tensor panels;
 };
 
 // x [..., in] · Wᵀ + b (bias may be undefined): the packed GEMM over `packed` where one is given and
-// packed_gemm_applies (CPU fp32, at most 64 rows, no gradient, no autocast, AVX2 and FMA); else
-// at::linear.
+// packed_gemm_applies (CPU fp32, no gradient, no autocast, AVX-512, or AVX2 and FMA with at most 64
+// rows); else at::linear.
 at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, PackedPanels* packed);
 
 // softmax(q·kᵀ/√d_k + mask)·v with explicit ops: q [B,h,Tq,d_k], k/v [B,h,Tk,d_k], mask broadcast

@@ -1,28 +1,38 @@
-// y = x · Wᵀ + b for a few rows (a decoding step's 1-64), with W packed once into panels of 16
-// columns: panel p holds W[16p .. 16p+15, k] for k = 0 .. K-1, zero past the last row of W. A
-// 6 × 16 tile of y stays in 12 AVX2 registers while k runs, so each weight loaded feeds 6 rows.
-// MKL's sgemm repacks W on every call instead; at these sizes that took 2-3x longer.
+// y = x · Wᵀ + b at inference, with W packed once into panels of `width` columns: panel p holds
+// W[width·p .. width·p + width − 1, k] for k = 0 .. K-1, zero past the last row of W.
+// - AVX2: panels of 16, a 6 × 16 tile of y in 12 ymm registers while k runs, so each weight loaded
+//   feeds 6 rows; 1-64 rows (a decoding step). MKL's sgemm repacks W on every call instead; at these
+//   sizes that took 2-3x longer.
+// - AVX-512: panels of 32, a 12 × 32 tile in 24 zmm registers, any number of rows in blocks of 96
+//   (a decoding step of a large batch, the encoder). MKL runs its AVX2 kernels on AMD's AVX-512
+//   CPUs; this kernel is the one that uses the whole vector there.
 #pragma once
 
 #include <cstdint>
 
 #include <ATen/core/Tensor.h>
 
+#include "trafo/ops/eligibility.h"
+
 namespace trafo::ops {
 
-// Up to this many rows the packed kernel wins; past it MKL's repacking is amortized and its cache
-// blocking (which the kernel lacks) matters more.
+// Up to this many rows the AVX2 kernel wins; past it MKL's repacking is amortized and its cache
+// blocking matters more.
 constexpr int64_t kMaxPackedRows = 64;
 
+// The panel width of a variant's kernel: 32 for avx512, else 16.
+int64_t panel_width(Isa isa);
+
 // The eligibility rule (ops/eligibility.h) for x [..., k] and weight [n, k], a weight that is no
-// inference tensor, and x of 1 to 64 rows.
+// inference tensor, and x of 1 to 64 rows where cpu_isa() is avx2.
 bool packed_gemm_applies(const at::Tensor& x, const at::Tensor& weight);
 
-// weight [n, k] -> panels [ceil(n / 16), k, 16], 32-byte aligned.
-at::Tensor pack_panels(const at::Tensor& weight);
+// weight [n, k] -> panels [ceil(n / width), k, width], 64-byte aligned; width 16 or 32.
+at::Tensor pack_panels(const at::Tensor& weight, int64_t width);
 
-// x [..., k] · Wᵀ + bias -> [..., n], W as pack_panels left it; bias [n] or undefined. Needs
-// packed_gemm_applies(x, W).
+// x [..., k] · Wᵀ + bias -> [..., n], W as pack_panels left it; bias [n] or undefined. The variant
+// is the one of the panels' width (32: avx512, 16: avx2), which the caller packed for cpu_isa().
+// Needs packed_gemm_applies(x, W).
 at::Tensor packed_gemm(const at::Tensor& x, const at::Tensor& panels, int64_t n, const at::Tensor& bias);
 
 }  // namespace trafo::ops

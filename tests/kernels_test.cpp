@@ -1,0 +1,201 @@
+// The CPU kernel variants (ops/eligibility.h): each forced in turn, in one process (ops::ForcedIsa)
+// and through the binary (TRAFO_CPU_KERNELS). Each test asserts that the variant it asked for ran,
+// as far as the CPU has it (a CPU without AVX-512 runs the AVX2 variant in its place, and the test
+// compares AVX2 with AVX2), and that the variants agree: bitwise where they sum in the same order,
+// within a stated bound where they do not.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "test_support.h"
+#include "trafo/model/attention.h"
+#include "trafo/model/dropout.h"
+#include "trafo/model/linear.h"
+#include "trafo/ops/eligibility.h"
+#include "trafo/ops/packed_gemm.h"
+#include "trafo/ops/step_attention.h"
+
+namespace trafo::testing {
+namespace {
+
+using ops::Isa;
+
+Isa expected_isa(Isa asked) {
+  return static_cast<int>(asked) < static_cast<int>(ops::cpu_isa_available()) ? asked : ops::cpu_isa_available();
+}
+
+// What the CPU says, asked without the ops layer.
+Isa isa_from_cpu() {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma")) {
+    return Isa::avx512;
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::avx2;
+#endif
+  return Isa::none;
+}
+
+TEST(CpuKernels, TheBestTheCpuHasUnlessAskedForLess) {
+  EXPECT_EQ(ops::cpu_isa_available(), isa_from_cpu());
+  for (const Isa isa : {Isa::none, Isa::avx2, Isa::avx512}) {
+    const ops::ForcedIsa forced(isa);
+    EXPECT_EQ(ops::cpu_isa(), expected_isa(isa)) << ops::isa_name(isa);
+    if (ops::cpu_isa() != Isa::avx512) {
+      EXPECT_FALSE(ops::cpu_has_avx512_bf16());
+    }
+  }
+}
+
+// x [rows, in] · Wᵀ + b through the packed kernel of variant `isa`, and the runs it noted.
+std::pair<torch::Tensor, int64_t> packed_product(Isa isa, const torch::Tensor& x, const torch::Tensor& weight,
+                                                 const torch::Tensor& bias) {
+  const ops::ForcedIsa forced(isa);
+  ops::PackedPanels packed;
+  const int64_t before = ops::runs(ops::Kernel::packed_gemm, expected_isa(isa));
+  auto y = ops::linear(x, weight, bias, &packed);
+  return {y, ops::runs(ops::Kernel::packed_gemm, expected_isa(isa)) - before};
+}
+
+// Every tile height of both variants (1-12 rows and their blocks), widths that are no multiple of
+// 16 or 32, with and without a bias: AVX-512 gives AVX2's bits up to 64 rows; past 64 rows, where
+// AVX2 hands over to at::linear, the AVX-512 kernel (blocks of 96 rows) agrees with at::linear.
+TEST(CpuKernels, PackedGemmVariantsGiveTheSameBits) {
+  torch::manual_seed(31);
+  torch::NoGradGuard no_grad;
+  for (const auto& [in, out] : std::vector<std::pair<int64_t, int64_t>>{{8, 16}, {24, 40}, {64, 8}, {32, 100}}) {
+    const auto weight = torch::randn({out, in});
+    for (const bool with_bias : {true, false}) {
+      const auto bias = with_bias ? torch::randn({out}) : torch::Tensor();
+      for (const int64_t rows : {1, 2, 3, 5, 6, 7, 11, 12, 13, 25, 64}) {
+        const auto x = torch::randn({rows, in});
+        const auto [avx2, avx2_runs] = packed_product(Isa::avx2, x, weight, bias);
+        const auto [avx512, avx512_runs] = packed_product(Isa::avx512, x, weight, bias);
+        EXPECT_EQ(avx2_runs, ops::cpu_isa_available() == Isa::none ? 0 : 1);
+        EXPECT_EQ(avx512_runs, ops::cpu_isa_available() == Isa::none ? 0 : 1);
+        EXPECT_TRUE(torch::equal(avx512, avx2)) << in << "x" << out << ", " << rows << " rows";
+        EXPECT_TRUE(torch::allclose(avx512, torch::nn::functional::linear(x, weight, bias), 1e-5, 1e-5));
+      }
+      for (const int64_t rows : {65, 96, 97, 200, 301}) {
+        const auto x = torch::randn({rows, in});
+        const auto [avx512, runs] = packed_product(Isa::avx512, x, weight, bias);
+        EXPECT_EQ(runs, ops::cpu_isa_available() == Isa::avx512 ? 1 : 0) << rows << " rows";
+        EXPECT_TRUE(torch::allclose(avx512, torch::nn::functional::linear(x, weight, bias), 1e-5, 1e-5))
+            << in << "x" << out << ", " << rows << " rows";
+      }
+    }
+  }
+}
+
+// A packed copy made for one variant is remade for another: the panels' width follows the variant.
+TEST(CpuKernels, PackedPanelsFollowTheVariantInForce) {
+  torch::NoGradGuard no_grad;
+  const auto weight = torch::randn({40, 16});
+  const auto x = torch::randn({3, 16});
+  ops::PackedPanels packed;
+  for (const Isa isa : {Isa::avx512, Isa::avx2, Isa::avx512}) {
+    const ops::ForcedIsa forced(isa);
+    const auto y = ops::linear(x, weight, torch::Tensor(), &packed);
+    EXPECT_TRUE(torch::allclose(y, torch::matmul(x, weight.t()), 1e-5, 1e-5));
+    if (ops::cpu_isa() != Isa::none) {
+      EXPECT_EQ(packed.panels.size(2), ops::panel_width(ops::cpu_isa()));
+    }
+  }
+}
+
+// One decoding step's attention (queries over a KV cache with padding) in each variant: the
+// variants sum the dot products in lanes of 8 and 16, so they agree within float rounding; a d_k
+// that fills no zmm register (24) runs the AVX2 variant under AVX-512.
+TEST(CpuKernels, StepAttentionVariantsAgree) {
+  torch::manual_seed(32);
+  torch::NoGradGuard no_grad;
+  for (const int64_t d_k : {16, 24, 32, 64}) {
+    const auto q = torch::randn({5, 4, 1, d_k});
+    const auto k = torch::randn({5, 4, 37, d_k});
+    const auto v = torch::randn({5, 4, 37, d_k});
+    auto mask = torch::ones({5, 1, 1, 37}, torch::kBool);
+    mask.narrow(3, 20, 17)[1].fill_(false);
+    mask[3].fill_(false);  // every position masked: zeros
+    const auto reference = ops::plain_attention(q, k, v, mask, 0.0, false).transpose(1, 2).reshape({5, 1, 4 * d_k});
+    std::vector<torch::Tensor> results;
+    for (const Isa isa : {Isa::avx2, Isa::avx512}) {
+      const ops::ForcedIsa forced(isa);
+      ASSERT_EQ(ops::step_attention_applies(q, k, v, mask), ops::cpu_isa() != Isa::none);
+      if (ops::cpu_isa() == Isa::none) continue;
+      const Isa runs_as = ops::cpu_isa() == Isa::avx512 && d_k % 16 == 0 ? Isa::avx512 : Isa::avx2;
+      const int64_t before = ops::runs(ops::Kernel::step_attention, runs_as);
+      results.push_back(ops::step_attention(q, k, v, mask));
+      EXPECT_EQ(ops::runs(ops::Kernel::step_attention, runs_as) - before, 1) << d_k << " " << ops::isa_name(isa);
+      EXPECT_TRUE(torch::allclose(results.back().select(0, 3), torch::zeros({1, 4 * d_k})));
+      EXPECT_TRUE(torch::allclose(results.back().index({torch::tensor({0, 1, 2, 4})}),
+                                  reference.index({torch::tensor({0, 1, 2, 4})}), 1e-5, 1e-5))
+          << d_k;
+    }
+    if (results.size() == 2) {
+      EXPECT_LT((results[0] - results[1]).abs().max().item<float>(), 2e-6f) << d_k;
+    }
+  }
+}
+
+// The hashed mask is integer arithmetic and one product an element: every variant gives the same
+// bits, forward and backward, in fp32 and bf16, at a length with a ragged vector tail.
+TEST(CpuKernels, HashedDropoutVariantsGiveTheSameBits) {
+  const auto x = torch::rand({300, 257}) + 0.5;
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    std::vector<std::pair<torch::Tensor, torch::Tensor>> results;
+    for (const Isa isa : {Isa::none, Isa::avx2, Isa::avx512}) {
+      const ops::ForcedIsa forced(isa);
+      const int64_t before = ops::runs(ops::Kernel::hashed_dropout, ops::cpu_isa());
+      const auto input = x.to(dtype).clone().requires_grad_();
+      torch::manual_seed(33);
+      const auto y = model::dropout(input, 0.3, true);
+      y.backward(torch::full_like(y, 2.0));
+      EXPECT_EQ(ops::runs(ops::Kernel::hashed_dropout, ops::cpu_isa()) - before, 1) << ops::isa_name(isa);
+      results.emplace_back(y.detach(), input.grad());
+    }
+    for (size_t i = 1; i < results.size(); ++i) {
+      EXPECT_TRUE(torch::equal(results[i].first, results[0].first)) << i;
+      EXPECT_TRUE(torch::equal(results[i].second, results[0].second)) << i;
+    }
+  }
+}
+
+std::string quote(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
+
+// Through the binary: TRAFO_CPU_KERNELS picks the variant, eval's JSON and the log name it, and a
+// trained model translates the same text in every variant (the fixture's reference output, written
+// by an earlier trafo in fp32); a value it cannot take is one line and exit 2.
+TEST(CpuKernels, EnvironmentForcesEachVariantThroughTheBinary) {
+  const std::filesystem::path fixtures = std::filesystem::path(TRAFO_SOURCE_DIR) / "tests/fixtures/checkpoints";
+  const auto dir = make_temp_dir("kernels");
+  const std::string expected = read_text(fixtures / "toy-beam1.txt");
+  for (const Isa isa : {Isa::none, Isa::avx2, Isa::avx512}) {
+    const std::string name = ops::isa_name(isa);
+    const auto hypotheses = dir / (name + ".txt");
+    const auto result =
+        run_command("TRAFO_CPU_KERNELS=" + name + " '" + TRAFO_BINARY + "' eval --checkpoint " +
+                    quote(fixtures / "toy-format2.pt") + " --src " + quote(fixtures / "src.txt") + " --ref " +
+                    quote(fixtures / "src.txt") + " --precision fp32 --threads 1 --json --output " + quote(hypotheses));
+    ASSERT_EQ(result.exit_code, 0) << result.errors;
+    const auto json = nlohmann::json::parse(result.output);
+    EXPECT_EQ(json["cpu_kernels"], ops::isa_name(expected_isa(isa)));
+    EXPECT_EQ(json["precision"], "fp32");
+    EXPECT_NE(result.errors.find(std::string("CPU kernels ") + ops::isa_name(expected_isa(isa))), std::string::npos)
+        << result.errors;
+    EXPECT_EQ(read_text(hypotheses), expected) << name;
+  }
+  const auto bad = run_command("TRAFO_CPU_KERNELS=avx1024 '" + std::string(TRAFO_BINARY) + "' eval --checkpoint " +
+                               quote(fixtures / "toy-format2.pt") + " --src " + quote(fixtures / "src.txt") +
+                               " --ref " + quote(fixtures / "src.txt"));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.errors, "trafo: error: TRAFO_CPU_KERNELS=avx1024: expected none, avx2 or avx512\n");
+}
+
+}  // namespace
+}  // namespace trafo::testing
