@@ -7,7 +7,7 @@ Greedy (beam 1) by default, as `trafo translate --beam 1`. Writes the detokenize
 counts them), seconds of translate_batch alone, target tokens/s.
 
 Usage: bench/ctranslate2_decode.py MODEL_DIR SOURCE --output OUT [--compute-type default|int8|...]
-       [--threads N] [--beam N] [--max-batch-size N]
+       [--threads N] [--beam N] [--max-batch-size N] [--batch-type examples|tokens]
 """
 import argparse
 import json
@@ -28,6 +28,7 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--beam", type=int, default=1)
     parser.add_argument("--max-batch-size", type=int, default=64)
+    parser.add_argument("--batch-type", choices=("examples", "tokens"), default="examples")
     parser.add_argument("--max-decoding-length", type=int, default=256)
     args = parser.parse_args()
 
@@ -39,7 +40,7 @@ def main():
     batch = [tokenizer.encode(line, out_type=str) for line in lines]
     start = time.perf_counter()
     results = translator.translate_batch(batch, beam_size=args.beam, max_batch_size=args.max_batch_size,
-                                         batch_type="examples", max_decoding_length=args.max_decoding_length)
+                                         batch_type=args.batch_type, max_decoding_length=args.max_decoding_length)
     seconds = time.perf_counter() - start
     hypotheses = [result.hypotheses[0] for result in results]
     with open(args.output, "w", encoding="utf-8") as f:

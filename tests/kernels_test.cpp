@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <ATen/autocast_mode.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -89,6 +91,38 @@ TEST(CpuKernels, PackedGemmVariantsGiveTheSameBits) {
         EXPECT_TRUE(torch::allclose(avx512, torch::nn::functional::linear(x, weight, bias), 1e-5, 1e-5))
             << in << "x" << out << ", " << rows << " rows";
       }
+    }
+  }
+}
+
+// The bf16 variant under bf16 autocast (where the CPU has AVX512_BF16): y in bf16, as autocast's
+// at::linear gives it, equal to the fp32 product of the bf16-rounded x and W plus the fp32 bias,
+// rounded once to bf16 (within an ulp of bf16: the order of the sums differs), for an odd k too.
+TEST(CpuKernels, PackedBf16GemmIsTheProductOfTheRoundedOperands) {
+  torch::manual_seed(34);
+  torch::NoGradGuard no_grad;
+  const bool native = ops::cpu_has_avx512_bf16();
+  for (const auto& [in, out] : std::vector<std::pair<int64_t, int64_t>>{{24, 40}, {33, 100}, {64, 8}}) {
+    const auto weight = torch::randn({out, in});
+    const auto bias = torch::randn({out});
+    for (const int64_t rows : {1, 5, 12, 13, 64, 97, 301}) {
+      const auto x = torch::randn({rows, in});
+      const auto exact = torch::nn::functional::linear(x.to(torch::kBFloat16).to(torch::kFloat),
+                                                       weight.to(torch::kBFloat16).to(torch::kFloat), bias);
+      ops::PackedPanels packed;
+      const int64_t before = ops::runs(ops::Kernel::packed_bf16_gemm);
+      torch::Tensor y;
+      {
+        at::autocast::set_autocast_enabled(at::kCPU, true);
+        at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+        y = ops::linear(x, weight, bias, &packed);
+        at::autocast::set_autocast_enabled(at::kCPU, false);
+        at::autocast::clear_cache();
+      }
+      EXPECT_EQ(ops::runs(ops::Kernel::packed_bf16_gemm) - before, native ? 1 : 0);
+      ASSERT_EQ(y.scalar_type(), torch::kBFloat16);
+      EXPECT_TRUE(torch::allclose(y.to(torch::kFloat), exact, 8e-3, 1e-2))
+          << in << "x" << out << ", " << rows << " rows: " << (y.to(torch::kFloat) - exact).abs().max().item<float>();
     }
   }
 }

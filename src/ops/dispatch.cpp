@@ -20,9 +20,17 @@ at::Tensor dropout(const at::Tensor& x, double p, bool training) {
 }
 
 at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, PackedPanels* packed) {
+  if (packed != nullptr && packed_bf16_gemm_applies(x, weight)) {
+    if (!packed->panels.defined() || !packed->source.is_same(weight) || packed->panels.scalar_type() != at::kBFloat16) {
+      packed->panels = pack_bf16_panels(weight);
+      packed->source = weight;
+    }
+    return packed_bf16_gemm(x, packed->panels, weight.size(0), bias);
+  }
   if (packed == nullptr || !packed_gemm_applies(x, weight)) return at::linear(x, weight, bias);
   const int64_t width = panel_width(cpu_isa());
-  if (!packed->panels.defined() || !packed->source.is_same(weight) || packed->panels.size(2) != width) {
+  if (!packed->panels.defined() || !packed->source.is_same(weight) || packed->panels.scalar_type() != at::kFloat ||
+      packed->panels.size(2) != width) {
     packed->panels = pack_panels(weight, width);
     packed->source = weight;
   }

@@ -22,15 +22,17 @@ struct Needs {
 
 // Indexed by Kernel: a new kernel is one more enumerator and one more row; a bf16 variant of a
 // kernel is a change of its row.
-constexpr std::array<Needs, 4> kNeeds = {{
+constexpr std::array<Needs, 5> kNeeds = {{
     {true, true, true, false},     // packed_gemm: inference only; at::linear; intrinsics; fp32
     {true, true, true, false},     // step_attention: inference only; SDPA's products; intrinsics; fp32
     {false, false, false, true},   // hashed_dropout: a backward; autocast leaves dropout in its dtype;
                                    // vectorised thrice, for AVX-512, AVX2 and portably; fp32 or bf16
     {false, false, false, false},  // fused_loss: forms its own gradient; under autocast its products run
                                    // in bf16 as at::linear's would; LibTorch ops; fp32 master weight
+    {true, false, true, true},     // packed_bf16_gemm: inference only; it is autocast's linear in bf16;
+                                   // intrinsics (AVX512_BF16, packed_bf16_gemm_applies); x fp32 or bf16
 }};
-static_assert(kNeeds.size() == static_cast<size_t>(Kernel::fused_loss) + 1, "one row per Kernel");
+static_assert(kNeeds.size() == static_cast<size_t>(Kernel::packed_bf16_gemm) + 1, "one row per Kernel");
 
 constexpr size_t kIsas = 3;
 

@@ -25,7 +25,8 @@ struct PackedPanels {
 
 // x [..., in] · Wᵀ + b (bias may be undefined): the packed GEMM over `packed` where one is given and
 // packed_gemm_applies (CPU fp32, no gradient, no autocast, AVX-512, or AVX2 and FMA with at most 64
-// rows); else at::linear.
+// rows), or its bf16 variant where packed_bf16_gemm_applies (bf16 autocast, AVX512_BF16); else
+// at::linear.
 at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, PackedPanels* packed);
 
 // softmax(q·kᵀ/√d_k + mask)·v with explicit ops: q [B,h,Tq,d_k], k/v [B,h,Tk,d_k], mask broadcast

@@ -16,6 +16,7 @@ enum class Kernel {
   step_attention,  // attention of one query per row over a KV cache (ops/step_attention.h)
   hashed_dropout,  // dropout with a counter-based mask (ops/hashed_dropout.h)
   fused_loss,      // output projection and label-smoothed cross-entropy in chunks (ops/fused_loss.h)
+  packed_bf16_gemm,  // the packed GEMM's bf16 variant, under bf16 autocast (ops/packed_gemm.h)
 };
 
 // The instruction sets a kernel has a variant for, each a superset of the one before: none (portable

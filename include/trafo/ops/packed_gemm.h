@@ -6,6 +6,9 @@
 // - AVX-512: panels of 32, a 12 × 32 tile in 24 zmm registers, any number of rows in blocks of 96
 //   (a decoding step of a large batch, the encoder). MKL runs its AVX2 kernels on AMD's AVX-512
 //   CPUs; this kernel is the one that uses the whole vector there.
+// - bf16 (AVX512_BF16, under bf16 autocast): the AVX-512 tile over W rounded to bf16 and packed in
+//   pairs of k for vdpbf16ps, x rounded to bf16, sums in fp32, y in bf16 as autocast's at::linear
+//   gives it. Half the weight bytes of fp32 and twice its products an instruction.
 #pragma once
 
 #include <cstdint>
@@ -34,5 +37,16 @@ at::Tensor pack_panels(const at::Tensor& weight, int64_t width);
 // is the one of the panels' width (32: avx512, 16: avx2), which the caller packed for cpu_isa().
 // Needs packed_gemm_applies(x, W).
 at::Tensor packed_gemm(const at::Tensor& x, const at::Tensor& panels, int64_t n, const at::Tensor& bias);
+
+// The rule for x [..., k] (fp32 or bf16) and an fp32 weight [n, k] that is no inference tensor,
+// under CPU autocast to bf16, without gradients, where ops::cpu_has_avx512_bf16().
+bool packed_bf16_gemm_applies(const at::Tensor& x, const at::Tensor& weight);
+
+// weight [n, k] -> bf16 panels [ceil(n / 32), ceil(k / 2), 64]: each row a pair of k for 32 columns.
+at::Tensor pack_bf16_panels(const at::Tensor& weight);
+
+// x [..., k] · Wᵀ + bias -> [..., n] in bf16, W as pack_bf16_panels left it; bias [n] or undefined.
+// Needs packed_bf16_gemm_applies(x, W).
+at::Tensor packed_bf16_gemm(const at::Tensor& x, const at::Tensor& panels, int64_t n, const at::Tensor& bias);
 
 }  // namespace trafo::ops
