@@ -20,6 +20,7 @@
 #include "trafo/model/dropout.h"
 #include "trafo/model/linear.h"
 #include "trafo/ops/eligibility.h"
+#include "trafo/ops/fused_loss.h"
 #include "trafo/ops/packed_gemm.h"
 #include "trafo/ops/step_attention.h"
 
@@ -196,6 +197,48 @@ TEST(CpuKernels, HashedDropoutVariantsGiveTheSameBits) {
     for (size_t i = 1; i < results.size(); ++i) {
       EXPECT_TRUE(torch::equal(results[i].first, results[0].first)) << i;
       EXPECT_TRUE(torch::equal(results[i].second, results[0].second)) << i;
+    }
+  }
+}
+
+// The fused loss's rows (softmax, sums and gradient in one kernel) in each variant against
+// LibTorch's ops (none): a vocabulary with a ragged vector tail, padding rows, fp32 and bf16 autocast.
+TEST(CpuKernels, FusedLossVariantsAgreeWithLibTorchsOps) {
+  torch::manual_seed(35);
+  const int64_t rows = 37, d = 24, vocab = 1003, pad = 0;
+  const auto hidden = torch::randn({rows, d});
+  const auto weight = torch::randn({vocab, d}) * 0.3;
+  const auto bias = torch::randn({vocab});
+  auto target = torch::randint(1, vocab, {rows}, torch::kLong);
+  target.narrow(0, 30, 7).fill_(pad);
+  for (const bool bf16 : {false, true}) {
+    struct Result {
+      torch::Tensor smoothed, nll, grad_hidden, grad_weight, grad_bias;
+    };
+    std::vector<Result> results;
+    for (const Isa isa : {Isa::none, Isa::avx2, Isa::avx512}) {
+      const ops::ForcedIsa forced(isa);
+      const auto h = hidden.clone().requires_grad_();
+      const auto w = weight.clone().requires_grad_();
+      const auto b = bias.clone().requires_grad_();
+      at::autocast::set_autocast_enabled(at::kCPU, bf16);
+      at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+      const int64_t before = ops::runs(ops::Kernel::fused_loss, ops::cpu_isa());
+      const auto sums = ops::fused_loss(h, w, b, target, 0.1, pad, /*chunk_rows=*/16);
+      at::autocast::set_autocast_enabled(at::kCPU, false);
+      at::autocast::clear_cache();
+      EXPECT_EQ(ops::runs(ops::Kernel::fused_loss, ops::cpu_isa()) - before, 1);
+      sums.smoothed.backward();
+      results.push_back({sums.smoothed.detach(), sums.nll, h.grad(), w.grad(), b.grad()});
+    }
+    for (size_t i = 1; i < results.size(); ++i) {
+      const auto& a = results[0];
+      const auto& r = results[i];
+      EXPECT_NEAR(r.smoothed.item<double>(), a.smoothed.item<double>(), 1e-5 * a.smoothed.item<double>()) << i;
+      EXPECT_NEAR(r.nll.item<double>(), a.nll.item<double>(), 1e-5 * a.nll.item<double>()) << i;
+      EXPECT_TRUE(torch::allclose(r.grad_hidden, a.grad_hidden, 1e-4, 1e-5)) << i << " bf16 " << bf16;
+      EXPECT_TRUE(torch::allclose(r.grad_weight, a.grad_weight, 1e-4, 1e-5)) << i << " bf16 " << bf16;
+      EXPECT_TRUE(torch::allclose(r.grad_bias, a.grad_bias, 1e-4, 1e-6)) << i << " bf16 " << bf16;
     }
   }
 }

@@ -1,12 +1,16 @@
 #include "trafo/ops/fused_loss.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include <ATen/autocast_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/torch.h>
 
+#include "isa.h"
 #include "trafo/ops/eligibility.h"
+#include "vectors.h"
 
 namespace trafo::ops {
 namespace {
@@ -16,10 +20,121 @@ using torch::autograd::variable_list;
 
 constexpr int64_t kChunkLogits = int64_t{1} << 22;  // 16 MB of fp32 logits a chunk
 
+#if defined(__x86_64__)
+
+// Rows [begin, end) of logits [N, V]: each row's label-smoothed and plain NLL terms into
+// smoothed[r] and nll[r] (0 for a padding target), and where `gradient`, the row replaced by its
+// gradient softmax − ε/V − (1 − ε)·onehot(t) (zeros for padding). Three passes over a row that
+// stays in L1/L2 (max and sum; e^(l − max); the gradient) stand in for log-softmax, gather, mean,
+// exp, subtraction, scatter and masking over the whole chunk.
+template <typename S>
+TRAFO_INLINE_LOOP void loss_rows_loop(float* logits, const int64_t* target, int64_t vocab, float epsilon,
+                                      int64_t pad_id, bool gradient, double* smoothed, double* nll, int64_t begin,
+                                      int64_t end) {
+  using V = typename S::V;
+  constexpr int64_t lanes = S::kLanes;
+  const int64_t whole = vocab / lanes * lanes;
+  for (int64_t r = begin; r < end; ++r) {
+    float* row = logits + r * vocab;
+    const int64_t t = target[r];
+    if (t == pad_id) {
+      smoothed[r] = nll[r] = 0.0;
+      if (gradient) std::fill(row, row + vocab, 0.0f);
+      continue;
+    }
+    const float at_target = row[t];
+    // 1. the largest logit, and the sum of all (the uniform term's mean)
+    V top = S::set(-std::numeric_limits<float>::infinity()), total = S::zero();
+    for (int64_t j = 0; j < whole; j += lanes) {
+      const V l = S::load(row + j);
+      top = S::max(top, l);
+      total = S::add(total, l);
+    }
+    float largest = S::largest(top);
+    double sum_logits = S::sum(total);
+    for (int64_t j = whole; j < vocab; ++j) {
+      largest = std::max(largest, row[j]);
+      sum_logits += row[j];
+    }
+    // 2. Σ e^(l − max), each e kept in the row for the gradient
+    V exp_total = S::zero();
+    const V shift = S::set(largest);
+    for (int64_t j = 0; j < whole; j += lanes) {
+      const V e = exp_nonpositive<S>(S::sub(S::load(row + j), shift));
+      if (gradient) S::store(row + j, e);
+      exp_total = S::add(exp_total, e);
+    }
+    double sum_exp = S::sum(exp_total);
+    for (int64_t j = whole; j < vocab; ++j) {
+      const float e = std::exp(row[j] - largest);
+      if (gradient) row[j] = e;
+      sum_exp += e;
+    }
+    const double log_total = largest + std::log(sum_exp);  // log Σ e^l
+    nll[r] = log_total - at_target;
+    smoothed[r] = (1.0 - epsilon) * nll[r] + epsilon * (log_total - sum_logits / static_cast<double>(vocab));
+    if (!gradient) continue;
+    // 3. the gradient
+    const auto inverse = static_cast<float>(1.0 / sum_exp);
+    const float spread = epsilon / static_cast<float>(vocab);
+    const V scale = S::set(inverse), uniform = S::set(spread);
+    for (int64_t j = 0; j < whole; j += lanes) S::store(row + j, S::sub(S::mul(S::load(row + j), scale), uniform));
+    for (int64_t j = whole; j < vocab; ++j) row[j] = row[j] * inverse - spread;
+    row[t] -= 1.0f - epsilon;
+  }
+}
+
+TRAFO_AVX2_FMA void loss_rows_avx2(float* logits, const int64_t* target, int64_t vocab, float epsilon, int64_t pad_id,
+                                   bool gradient, double* smoothed, double* nll, int64_t begin, int64_t end) {
+  loss_rows_loop<Avx2>(logits, target, vocab, epsilon, pad_id, gradient, smoothed, nll, begin, end);
+}
+
+TRAFO_AVX512 void loss_rows_avx512(float* logits, const int64_t* target, int64_t vocab, float epsilon,
+                                   int64_t pad_id, bool gradient, double* smoothed, double* nll, int64_t begin,
+                                   int64_t end) {
+  loss_rows_loop<Avx512>(logits, target, vocab, epsilon, pad_id, gradient, smoothed, nll, begin, end);
+}
+
+// The chunk's smoothed and NLL sums through the row kernel of cpu_isa(), logits turned into their
+// gradient in place where asked. Each row's terms are summed in one order whatever the threads.
+std::pair<torch::Tensor, torch::Tensor> loss_rows(torch::Tensor& logits, const torch::Tensor& target, double epsilon,
+                                                  int64_t pad_id, bool gradient) {
+  const int64_t m = logits.size(0), vocab = logits.size(1);
+  const auto targets = target.contiguous();
+  auto terms = torch::empty({2, m}, logits.options().dtype(torch::kDouble));  // smoothed, nll
+  float* data = logits.data_ptr<float>();
+  const int64_t* t = targets.data_ptr<int64_t>();
+  double* smoothed = terms.data_ptr<double>();
+  const auto kernel = cpu_isa() == Isa::avx512 ? loss_rows_avx512 : loss_rows_avx2;
+  at::parallel_for(0, m, 1, [&](int64_t begin, int64_t end) {
+    kernel(data, t, vocab, static_cast<float>(epsilon), pad_id, gradient, smoothed, smoothed + m, begin, end);
+  });
+  const auto sums = terms.sum(1).to(torch::kFloat);  // [2]
+  return {sums[0], sums[1]};
+}
+
+#endif
+
 struct Projected {
   torch::Tensor smoothed, nll;                         // []
   torch::Tensor grad_hidden, grad_weight, grad_bias;  // d smoothed / d input, when asked
 };
+
+// A chunk's gradient of the logits `grad` [m,V] (fp32) through the projection: into the bias, the
+// hidden rows [start, start + m) and the weight, the products in `product_dtype`.
+void add_gradients(Projected& out, const torch::Tensor& grad, const torch::Tensor& h, const torch::Tensor& w,
+                   bool with_bias, int64_t start, torch::ScalarType product_dtype) {
+  if (with_bias) out.grad_bias.add_(grad.sum(0));
+  auto grad_hidden = out.grad_hidden.narrow(0, start, grad.size(0));
+  if (product_dtype != torch::kFloat) {
+    const auto g = grad.to(product_dtype);
+    grad_hidden.copy_(torch::mm(g, w));
+    out.grad_weight.add_(torch::mm(g.t(), h));
+  } else {
+    torch::mm_out(grad_hidden, grad, w);
+    out.grad_weight.addmm_(grad.t(), h);
+  }
+}
 
 // Under CPU autocast the products run in its dtype (bf16), as at::linear's would, with the logits,
 // the softmax and the gradient's accumulation in fp32; `hidden` may come in either dtype.
@@ -52,6 +167,15 @@ Projected project_chunks(const torch::Tensor& hidden, const torch::Tensor& weigh
     auto logits = lower ? torch::mm(h, w_t).to(torch::kFloat)    // [m,V] fp32
                         : (bias.defined() ? torch::addmm(bias, h, w_t) : torch::mm(h, w_t));
     if (lower && bias.defined()) logits.add_(bias);
+#if defined(__x86_64__)
+    if (cpu_isa() != Isa::none && logits.is_contiguous()) {
+      const auto [smoothed, nll] = loss_rows(logits, target.narrow(0, start, m), epsilon, pad_id, gradients);
+      out.smoothed.add_(smoothed);
+      out.nll.add_(nll);
+      if (gradients) add_gradients(out, logits, h, w, bias.defined(), start, lower ? product_dtype : torch::kFloat);
+      continue;
+    }
+#endif
     auto log_probs = torch::_log_softmax(logits, 1, false);
     const auto sums = label_smoothed_sums(log_probs, t.squeeze(1), epsilon, pad_id);
     out.smoothed.add_(sums.smoothed);
@@ -61,16 +185,7 @@ Projected project_chunks(const torch::Tensor& hidden, const torch::Tensor& weigh
     auto grad = log_probs.exp_().sub_(epsilon / static_cast<double>(vocab));  // [m,V], then − (1 − ε) at t
     grad.scatter_add_(1, t, torch::full({m, 1}, epsilon - 1.0, grad.options()));
     if (any_padding) grad.masked_fill_(t.eq(pad_id), 0.0);
-    if (bias.defined()) out.grad_bias.add_(grad.sum(0));
-    auto grad_hidden = out.grad_hidden.narrow(0, start, m);
-    if (lower) {
-      const auto g = grad.to(product_dtype);
-      grad_hidden.copy_(torch::mm(g, w));
-      out.grad_weight.add_(torch::mm(g.t(), h));
-    } else {
-      torch::mm_out(grad_hidden, grad, w);
-      out.grad_weight.addmm_(grad.t(), h);
-    }
+    add_gradients(out, grad, h, w, bias.defined(), start, lower ? product_dtype : torch::kFloat);
   }
   return out;
 }
