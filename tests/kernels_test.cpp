@@ -178,6 +178,40 @@ TEST(CpuKernels, StepAttentionVariantsAgree) {
   }
 }
 
+// Under bf16 autocast the kernel takes bf16 q, k and v (a decoding step's projections and cache)
+// and gives the bf16 context: the fp32 attention of the same bf16 values, rounded once.
+TEST(CpuKernels, StepAttentionTakesBf16UnderAutocast) {
+  torch::manual_seed(36);
+  torch::NoGradGuard no_grad;
+  const auto q = torch::randn({3, 2, 1, 32}).to(torch::kBFloat16);
+  const auto k = torch::randn({3, 2, 21, 32}).to(torch::kBFloat16);
+  const auto v = torch::randn({3, 2, 21, 32}).to(torch::kBFloat16);
+  const auto exact = ops::plain_attention(q.to(torch::kFloat), k.to(torch::kFloat), v.to(torch::kFloat),
+                                          torch::Tensor(), 0.0, false)
+                         .transpose(1, 2)
+                         .reshape({3, 1, 64});
+  EXPECT_FALSE(ops::step_attention_applies(q, k, v, torch::Tensor()));  // bf16 outside autocast: SDPA's
+  for (const Isa isa : {Isa::avx2, Isa::avx512}) {
+    const ops::ForcedIsa forced(isa);
+    at::autocast::set_autocast_enabled(at::kCPU, true);
+    at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+    const bool applies = ops::step_attention_applies(q, k, v, torch::Tensor());
+    const bool fp32_applies = ops::step_attention_applies(q.to(torch::kFloat), k.to(torch::kFloat),
+                                                          v.to(torch::kFloat), torch::Tensor());
+    torch::Tensor context;
+    const int64_t before = ops::runs(ops::Kernel::step_attention, ops::cpu_isa());
+    if (applies) context = ops::step_attention(q, k, v, torch::Tensor());
+    at::autocast::set_autocast_enabled(at::kCPU, false);
+    EXPECT_FALSE(fp32_applies);  // under autocast, fp32 inputs go to SDPA (which runs them in bf16)
+    ASSERT_EQ(applies, ops::cpu_isa() != Isa::none);
+    if (!applies) continue;
+    EXPECT_EQ(ops::runs(ops::Kernel::step_attention, ops::cpu_isa()) - before, 1);
+    ASSERT_EQ(context.scalar_type(), torch::kBFloat16);
+    EXPECT_TRUE(torch::allclose(context.to(torch::kFloat), exact.to(torch::kBFloat16).to(torch::kFloat), 1e-2, 1e-2))
+        << (context.to(torch::kFloat) - exact).abs().max().item<float>();
+  }
+}
+
 // The hashed mask is integer arithmetic and one product an element: every variant gives the same
 // bits, forward and backward, in fp32 and bf16, at a length with a ragged vector tail.
 TEST(CpuKernels, HashedDropoutVariantsGiveTheSameBits) {

@@ -24,7 +24,8 @@ struct Needs {
 // kernel is a change of its row.
 constexpr std::array<Needs, 5> kNeeds = {{
     {true, true, true, false},     // packed_gemm: inference only; at::linear; intrinsics; fp32
-    {true, true, true, false},     // step_attention: inference only; SDPA's products; intrinsics; fp32
+    {true, false, true, true},     // step_attention: inference only; under autocast it takes bf16 (its
+                                   // _applies); intrinsics; fp32 or bf16
     {false, false, false, true},   // hashed_dropout: a backward; autocast leaves dropout in its dtype;
                                    // vectorised thrice, for AVX-512, AVX2 and portably; fp32 or bf16
     {false, false, false, false},  // fused_loss: forms its own gradient; under autocast its products run

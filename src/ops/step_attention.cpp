@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/autocast_mode.h>
 
 #include "isa.h"
 #include "vectors.h"
@@ -28,10 +30,11 @@ struct Shape {
 #if defined(__x86_64__)
 
 // out[b, h·d_k + j] for the rows r = b·heads + h in [begin, end) (the formula in step_attention.h),
-// d_k a multiple of S::kLanes.
-template <typename S>
-TRAFO_INLINE_LOOP void step_rows_loop(const float* q, const float* k, const float* v, const bool* mask, float* out,
-                                      const Shape& s, int64_t begin, int64_t end) {
+// d_k a multiple of S::kLanes. T: float, or uint16_t for bf16 (widened on load, the scores,
+// weights and context in fp32, the output rounded once).
+template <typename S, typename T>
+TRAFO_INLINE_LOOP void step_rows_loop(const T* q, const T* k, const T* v, const bool* mask, T* out, const Shape& s,
+                                      int64_t begin, int64_t end) {
   using V = typename S::V;
   constexpr int64_t lanes = S::kLanes;
   const float minus_infinity = -std::numeric_limits<float>::infinity();
@@ -39,17 +42,17 @@ TRAFO_INLINE_LOOP void step_rows_loop(const float* q, const float* k, const floa
   std::vector<float> weights(static_cast<size_t>(padded));
   for (int64_t row = begin; row < end; ++row) {
     const int64_t b = row / s.heads, h = row % s.heads;
-    const float* q_row = q + b * s.q_batch + h * s.q_head;
-    const float* k_row = k + b * s.k_batch + h * s.k_head;
-    const float* v_row = v + b * s.v_batch + h * s.v_head;
+    const T* q_row = q + b * s.q_batch + h * s.q_head;
+    const T* k_row = k + b * s.k_batch + h * s.k_head;
+    const T* v_row = v + b * s.v_batch + h * s.v_head;
     const bool* mask_row = mask != nullptr ? mask + b * s.length : nullptr;
-    float* out_row = out + row * s.d_k;
+    T* out_row = out + row * s.d_k;
 
     // scores: q·k_t · scale, −∞ where masked and past the end
     for (int64_t t = 0; t < padded; ++t) {
       float score = minus_infinity;
       if (t < s.length && (mask_row == nullptr || mask_row[t])) {
-        const float* k_t = k_row + t * s.k_time;
+        const T* k_t = k_row + t * s.k_time;
         V dot = S::mul(S::load(q_row), S::load(k_t));
         for (int64_t j = lanes; j < s.d_k; j += lanes) dot = S::fmadd(S::load(q_row + j), S::load(k_t + j), dot);
         score = S::sum(dot) * s.scale;
@@ -60,7 +63,7 @@ TRAFO_INLINE_LOOP void step_rows_loop(const float* q, const float* k, const floa
     for (int64_t t = 0; t < padded; t += lanes) largest = S::max(largest, S::load(&weights[t]));
     const float top = S::largest(largest);
     if (top == minus_infinity) {
-      for (int64_t j = 0; j < s.d_k; ++j) out_row[j] = 0.0f;
+      for (int64_t j = 0; j < s.d_k; ++j) out_row[j] = T{0};
       continue;
     }
     // weights: e^(score − top), and their sum
@@ -77,7 +80,7 @@ TRAFO_INLINE_LOOP void step_rows_loop(const float* q, const float* k, const floa
     for (int64_t t = 0; t < s.length; ++t) {
       if (weights[t] == 0.0f) continue;
       const V w = S::set(weights[t]);
-      const float* v_t = v_row + t * s.v_time;
+      const T* v_t = v_row + t * s.v_time;
       for (int64_t j = 0; j < s.d_k; j += lanes) S::store(context + j, S::fmadd(w, S::load(v_t + j), S::load(context + j)));
     }
     const V scale = S::set(inverse_total);
@@ -85,21 +88,24 @@ TRAFO_INLINE_LOOP void step_rows_loop(const float* q, const float* k, const floa
   }
 }
 
-TRAFO_AVX2_FMA void step_rows_avx2(const float* q, const float* k, const float* v, const bool* mask, float* out,
-                                   const Shape& s, int64_t begin, int64_t end) {
+template <typename T>
+TRAFO_AVX2_FMA void step_rows_avx2(const T* q, const T* k, const T* v, const bool* mask, T* out, const Shape& s,
+                                   int64_t begin, int64_t end) {
   step_rows_loop<Avx2>(q, k, v, mask, out, s, begin, end);
 }
 
-TRAFO_AVX512 void step_rows_avx512(const float* q, const float* k, const float* v, const bool* mask, float* out,
-                                   const Shape& s, int64_t begin, int64_t end) {
+template <typename T>
+TRAFO_AVX512 void step_rows_avx512(const T* q, const T* k, const T* v, const bool* mask, T* out, const Shape& s,
+                                   int64_t begin, int64_t end) {
   step_rows_loop<Avx512>(q, k, v, mask, out, s, begin, end);
 }
 
 #else  // not x86-64: cpu_isa() is none, callers take at::scaled_dot_product_attention
 
-void step_rows_avx2(const float*, const float*, const float*, const bool*, float*, const Shape&, int64_t, int64_t) {}
-void step_rows_avx512(const float*, const float*, const float*, const bool*, float*, const Shape&, int64_t,
-                      int64_t) {}
+template <typename T>
+void step_rows_avx2(const T*, const T*, const T*, const bool*, T*, const Shape&, int64_t, int64_t) {}
+template <typename T>
+void step_rows_avx512(const T*, const T*, const T*, const bool*, T*, const Shape&, int64_t, int64_t) {}
 
 #endif
 
@@ -107,8 +113,11 @@ void step_rows_avx512(const float*, const float*, const float*, const bool*, flo
 
 bool step_attention_applies(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask) {
   if (!cpu_fast_path(Kernel::step_attention, {q, k, v})) return false;
+  // fp32, or bf16 under bf16 autocast (where SDPA would run in bf16)
+  const bool autocast = at::autocast::is_autocast_enabled(at::kCPU);
+  if (autocast && at::autocast::get_autocast_dtype(at::kCPU) != at::kBFloat16) return false;
   for (const auto* t : {&q, &k, &v}) {
-    if (t->stride(3) != 1) return false;
+    if (t->stride(3) != 1 || t->scalar_type() != (autocast ? at::kBFloat16 : at::kFloat)) return false;
   }
   if (mask.defined() && (mask.scalar_type() != at::kBool || mask.dim() != 4 || mask.size(1) != 1 ||
                          mask.size(2) != 1 || mask.size(3) != k.size(2))) {
@@ -128,14 +137,21 @@ at::Tensor step_attention(const at::Tensor& q, const at::Tensor& k, const at::Te
                     q.stride(1), k.stride(0), k.stride(1), k.stride(2),
                     v.stride(0), v.stride(1), v.stride(2), static_cast<float>(1.0 / std::sqrt(d_k))};
   auto context = at::empty({batch, 1, heads * d_k}, q.options());
-  const float* q_data = q.data_ptr<float>();
-  const float* k_data = k.data_ptr<float>();
-  const float* v_data = v.data_ptr<float>();
   const bool* mask_data = mask_rows.defined() ? mask_rows.data_ptr<bool>() : nullptr;
-  float* out = context.data_ptr<float>();
-  at::parallel_for(0, batch * heads, 8, [&](int64_t begin, int64_t end) {
-    (isa == Isa::avx512 ? step_rows_avx512 : step_rows_avx2)(q_data, k_data, v_data, mask_data, out, shape, begin, end);
-  });
+  auto run = [&](auto* q_data, auto* k_data, auto* v_data, auto* out) {
+    at::parallel_for(0, batch * heads, 8, [&](int64_t begin, int64_t end) {
+      (isa == Isa::avx512 ? step_rows_avx512<std::remove_const_t<std::remove_pointer_t<decltype(out)>>>
+                          : step_rows_avx2<std::remove_const_t<std::remove_pointer_t<decltype(out)>>>)(
+          q_data, k_data, v_data, mask_data, out, shape, begin, end);
+    });
+  };
+  if (q.scalar_type() == at::kBFloat16) {
+    auto bits = [](const at::Tensor& x) { return reinterpret_cast<uint16_t*>(x.data_ptr<at::BFloat16>()); };
+    run(static_cast<const uint16_t*>(bits(q)), static_cast<const uint16_t*>(bits(k)),
+        static_cast<const uint16_t*>(bits(v)), bits(context));
+  } else {
+    run(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(), context.data_ptr<float>());
+  }
   return context;
 }
 

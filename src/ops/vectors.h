@@ -26,6 +26,18 @@ struct Avx2 {
   TRAFO_AVX2_FMA static V set(float x) { return _mm256_set1_ps(x); }
   TRAFO_AVX2_FMA static V load(const float* p) { return _mm256_loadu_ps(p); }
   TRAFO_AVX2_FMA static void store(float* p, V x) { _mm256_storeu_ps(p, x); }
+  // bf16 (its 16 bits) widened to fp32, and fp32 rounded to nearest even bf16 (finite values)
+  TRAFO_AVX2_FMA static V load(const uint16_t* p) {
+    const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+  }
+  TRAFO_AVX2_FMA static void store(uint16_t* p, V x) {
+    const __m256i bits = _mm256_castps_si256(x);
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+    const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff))), 16);
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(rounded, rounded), 0x08);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+  }
   TRAFO_AVX2_FMA static V add(V a, V b) { return _mm256_add_ps(a, b); }
   TRAFO_AVX2_FMA static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
   TRAFO_AVX2_FMA static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
@@ -60,6 +72,16 @@ struct Avx512 {
   TRAFO_AVX512 static V set(float x) { return _mm512_set1_ps(x); }
   TRAFO_AVX512 static V load(const float* p) { return _mm512_loadu_ps(p); }
   TRAFO_AVX512 static void store(float* p, V x) { _mm512_storeu_ps(p, x); }
+  TRAFO_AVX512 static V load(const uint16_t* p) {
+    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+  }
+  TRAFO_AVX512 static void store(uint16_t* p, V x) {
+    const __m512i bits = _mm512_castps_si512(x);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+    const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(rounded));
+  }
   TRAFO_AVX512 static V add(V a, V b) { return _mm512_add_ps(a, b); }
   TRAFO_AVX512 static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   TRAFO_AVX512 static V mul(V a, V b) { return _mm512_mul_ps(a, b); }

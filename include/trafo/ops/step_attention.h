@@ -7,8 +7,10 @@
 
 namespace trafo::ops {
 
-// The eligibility rule (ops/eligibility.h) for q, k, v, and what the kernel reads: d_k contiguous,
-// a multiple of 8 up to 256 (AVX-512 takes a multiple of 16; others run the AVX2 variant); mask undefined or bool of shape [B or 1, 1, 1, T].
+// The eligibility rule (ops/eligibility.h) for q, k, v, and what the kernel reads: all fp32, or all
+// bf16 under bf16 autocast (scores, softmax and context in fp32, the context rounded to bf16
+// once); d_k contiguous, a multiple of 8 up to 256 (the AVX-512 variant takes multiples of 16, the
+// AVX2 one the others); mask undefined or bool of shape [B or 1, 1, 1, T].
 bool step_attention_applies(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask);
 
 // q [B,h,1,d_k], k and v [B,h,T,d_k], mask (true: may attend) -> context [B,1,h·d_k], the heads
