@@ -16,6 +16,7 @@
 #include <fstream>
 #include <future>
 #include <iterator>
+#include <thread>
 #include <nlohmann/json.hpp>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -257,6 +258,11 @@ Header build(const std::filesystem::path& path, const std::filesystem::path& sou
     header.skipped_empty += static_cast<uint64_t>(chunk.counts.skipped_empty);
     header.skipped_too_long += static_cast<uint64_t>(chunk.counts.skipped_too_long);
     header.skipped_ratio += static_cast<uint64_t>(chunk.counts.skipped_ratio);
+    // Test hook (tests/corpora_cli_test.cpp): each chunk written waits this long, as on a slow disk,
+    // so that a test's kill lands while the cache is being built, however fast the machine.
+    if (const char* delay = std::getenv("TRAFO_TEST_CACHE_CHUNK_DELAY_MS")) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::atoll(delay)));
+    }
   };
   // This thread reads and writes in line order; `threads` chunks are tokenized side by side meanwhile.
   std::vector<std::string> sources, targets;
