@@ -143,7 +143,13 @@ Projected project_chunks(const torch::Tensor& hidden, const torch::Tensor& weigh
                          bool gradients) {
   const int64_t n = hidden.size(0), vocab = weight.size(0);
   const int64_t rows = chunk_rows > 0 ? chunk_rows : std::max<int64_t>(1, kChunkLogits / vocab);
-  const bool any_padding = target.eq(pad_id).any().item<bool>();
+#if defined(__x86_64__)
+  const bool row_kernel = cpu_isa() != Isa::none;  // else LibTorch's ops, for every chunk
+#else
+  const bool row_kernel = false;
+#endif
+  // only LibTorch's path masks padding rows afterwards; asking costs a host sync
+  const bool any_padding = !row_kernel && target.eq(pad_id).any().item<bool>();
   const auto product_dtype =
       at::autocast::is_autocast_enabled(at::kCPU) ? at::autocast::get_autocast_dtype(at::kCPU) : torch::kFloat;
   const bool lower = product_dtype != torch::kFloat;
@@ -168,11 +174,12 @@ Projected project_chunks(const torch::Tensor& hidden, const torch::Tensor& weigh
                         : (bias.defined() ? torch::addmm(bias, h, w_t) : torch::mm(h, w_t));
     if (lower && bias.defined()) logits.add_(bias);
 #if defined(__x86_64__)
-    if (cpu_isa() != Isa::none && logits.is_contiguous()) {
+    if (row_kernel) {
+      logits = logits.contiguous();  // as mm left it: no copy
       const auto [smoothed, nll] = loss_rows(logits, target.narrow(0, start, m), epsilon, pad_id, gradients);
       out.smoothed.add_(smoothed);
       out.nll.add_(nll);
-      if (gradients) add_gradients(out, logits, h, w, bias.defined(), start, lower ? product_dtype : torch::kFloat);
+      if (gradients) add_gradients(out, logits, h, w, bias.defined(), start, product_dtype);
       continue;
     }
 #endif
@@ -185,7 +192,7 @@ Projected project_chunks(const torch::Tensor& hidden, const torch::Tensor& weigh
     auto grad = log_probs.exp_().sub_(epsilon / static_cast<double>(vocab));  // [m,V], then − (1 − ε) at t
     grad.scatter_add_(1, t, torch::full({m, 1}, epsilon - 1.0, grad.options()));
     if (any_padding) grad.masked_fill_(t.eq(pad_id), 0.0);
-    add_gradients(out, grad, h, w, bias.defined(), start, lower ? product_dtype : torch::kFloat);
+    add_gradients(out, grad, h, w, bias.defined(), start, product_dtype);
   }
   return out;
 }

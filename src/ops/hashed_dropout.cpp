@@ -5,13 +5,13 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
-#include <type_traits>
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
 
+#include "elements.h"
 #include "isa.h"
 #include "trafo/ops/eligibility.h"
 
@@ -115,13 +115,6 @@ template <typename T>
 TRAFO_AVX512 void apply_mask_avx512(const T* __restrict in, T* __restrict out, const uint8_t* __restrict mask,
                                     int64_t begin, int64_t end, float scale) {
   apply_mask_loop(in, out, mask, begin, end, scale);
-}
-
-// The elements of a float32 or bfloat16 tensor, as the loops take them.
-template <typename T>
-T* elements(const at::Tensor& x) {
-  if constexpr (std::is_same_v<T, float>) return x.data_ptr<float>();
-  else return reinterpret_cast<uint16_t*>(x.data_ptr<at::BFloat16>());
 }
 
 // out = in × mask × scale, drawing the mask into `mask` (masked_scale) or applying it (apply_mask).

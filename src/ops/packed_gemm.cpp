@@ -8,6 +8,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
 
+#include "elements.h"
 #include "isa.h"
 #include "trafo/ops/eligibility.h"
 
@@ -284,18 +285,13 @@ at::Tensor packed_gemm(const at::Tensor& x, const at::Tensor& panels, int64_t n,
 }  // namespace trafo::ops
 
 namespace trafo::ops {
-namespace {
-
-// The bits of a bf16 tensor, as the tile takes them.
-uint16_t* bits(const at::Tensor& x) { return reinterpret_cast<uint16_t*>(x.data_ptr<at::BFloat16>()); }
-
-}  // namespace
 
 bool packed_bf16_gemm_applies(const at::Tensor& x, const at::Tensor& weight) {
-  return x.dim() > 0 && x.numel() > 0 && cpu_fast_path(Kernel::packed_bf16_gemm, {x, weight}) &&
-         weight.scalar_type() == at::kFloat && !weight.is_inference() && cpu_has_avx512_bf16() &&
-         at::autocast::is_autocast_enabled(at::kCPU) &&
-         at::autocast::get_autocast_dtype(at::kCPU) == at::kBFloat16;
+  // autocast first: an fp32 step (every call of fp32 decoding) is told no at once
+  return at::autocast::is_autocast_enabled(at::kCPU) && at::autocast::get_autocast_dtype(at::kCPU) == at::kBFloat16 &&
+         cpu_has_avx512_bf16() && x.dim() > 0 && x.numel() > 0 &&
+         cpu_fast_path(Kernel::packed_bf16_gemm, {x, weight}) && weight.scalar_type() == at::kFloat &&
+         !weight.is_inference();
 }
 
 at::Tensor pack_bf16_panels(const at::Tensor& weight) {
@@ -305,8 +301,8 @@ at::Tensor pack_bf16_panels(const at::Tensor& weight) {
   const int64_t count = (n + width - 1) / width;
   auto panels = at::zeros({count, length / 2, width * 2}, w.options());  // [ceil(n/32), pairs, 32 · 2]
   TORCH_CHECK(reinterpret_cast<uintptr_t>(panels.data_ptr()) % 64 == 0, "packed panels must be 64-byte aligned");
-  const uint16_t* source = bits(w);
-  uint16_t* target = bits(panels);
+  const uint16_t* source = elements<uint16_t>(w);
+  uint16_t* target = elements<uint16_t>(panels);
   for (int64_t p = 0; p < count; ++p) {
     uint16_t* panel = target + p * length * width;
     for (int64_t j = 0; j < width && p * width + j < n; ++j) {
@@ -329,7 +325,8 @@ at::Tensor packed_bf16_gemm(const at::Tensor& x, const at::Tensor& panels, int64
   const int64_t m = rows.size(0);
   auto y = at::empty({m, n}, rows.options());  // [m, n] bf16
 #if defined(__x86_64__)
-  gemm<Bf16Tiles>(bits(rows), m, k, bits(panels), n, b.defined() ? b.data_ptr<float>() : nullptr, bits(y));
+  gemm<Bf16Tiles>(elements<uint16_t>(rows), m, k, elements<uint16_t>(panels), n, b.defined() ? b.data_ptr<float>() : nullptr,
+                  elements<uint16_t>(y));
 #endif
   return y.view(sizes);  // [..., n]
 }

@@ -2,16 +2,16 @@
 
 #include <cmath>
 #include <limits>
-#include <type_traits>
 #include <vector>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
 
+#include "elements.h"
 #include "isa.h"
-#include "vectors.h"
 #include "trafo/ops/eligibility.h"
+#include "vectors.h"
 
 
 namespace trafo::ops {
@@ -109,6 +109,20 @@ void step_rows_avx512(const T*, const T*, const T*, const bool*, T*, const Shape
 
 #endif
 
+// Every row and head of one call, on all threads, T the elements' type (elements.h).
+template <typename T>
+void run_rows(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const bool* mask, const at::Tensor& out,
+              const Shape& shape, Isa isa) {
+  const T* q_data = elements<T>(q);
+  const T* k_data = elements<T>(k);
+  const T* v_data = elements<T>(v);
+  T* out_data = elements<T>(out);
+  at::parallel_for(0, q.size(0) * shape.heads, 8, [&](int64_t begin, int64_t end) {
+    (isa == Isa::avx512 ? step_rows_avx512<T> : step_rows_avx2<T>)(q_data, k_data, v_data, mask, out_data, shape,
+                                                                    begin, end);
+  });
+}
+
 }  // namespace
 
 bool step_attention_applies(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask) {
@@ -138,19 +152,10 @@ at::Tensor step_attention(const at::Tensor& q, const at::Tensor& k, const at::Te
                     v.stride(0), v.stride(1), v.stride(2), static_cast<float>(1.0 / std::sqrt(d_k))};
   auto context = at::empty({batch, 1, heads * d_k}, q.options());
   const bool* mask_data = mask_rows.defined() ? mask_rows.data_ptr<bool>() : nullptr;
-  auto run = [&](auto* q_data, auto* k_data, auto* v_data, auto* out) {
-    at::parallel_for(0, batch * heads, 8, [&](int64_t begin, int64_t end) {
-      (isa == Isa::avx512 ? step_rows_avx512<std::remove_const_t<std::remove_pointer_t<decltype(out)>>>
-                          : step_rows_avx2<std::remove_const_t<std::remove_pointer_t<decltype(out)>>>)(
-          q_data, k_data, v_data, mask_data, out, shape, begin, end);
-    });
-  };
   if (q.scalar_type() == at::kBFloat16) {
-    auto bits = [](const at::Tensor& x) { return reinterpret_cast<uint16_t*>(x.data_ptr<at::BFloat16>()); };
-    run(static_cast<const uint16_t*>(bits(q)), static_cast<const uint16_t*>(bits(k)),
-        static_cast<const uint16_t*>(bits(v)), bits(context));
+    run_rows<uint16_t>(q, k, v, mask_data, context, shape, isa);
   } else {
-    run(q.data_ptr<float>(), k.data_ptr<float>(), v.data_ptr<float>(), context.data_ptr<float>());
+    run_rows<float>(q, k, v, mask_data, context, shape, isa);
   }
   return context;
 }
