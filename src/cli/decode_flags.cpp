@@ -1,5 +1,7 @@
 #include "decode_flags.h"
 
+#include <algorithm>
+
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -40,18 +42,28 @@ void add_decode_flags(CLI::App& command, decode::DecodeOptions& options, bool wi
 }
 
 void add_sampling_flags(CLI::App& command, decode::DecodeOptions& options) {
-  command.add_option("--sampling-topk", options.sampling_topk,
-                     "sample each piece instead of taking the most probable: from the K most probable (0: all "
-                     "pieces); greedy search only (--beam 1). A sentence's sample depends on --seed and its line "
-                     "alone, not on the batch or the threads");
-  command.add_option("--sampling-topp", options.sampling_topp,
-                     "with --sampling-topk: then from the fewest most probable pieces whose probabilities reach P "
-                     "(nucleus sampling; 1: off)")
-      ->capture_default_str();
-  command.add_option("--sampling-temperature", options.sampling_temperature,
-                     "with --sampling-topk: probabilities from log p / T (below 1 sharper, above 1 flatter)")
-      ->capture_default_str();
-  command.add_option("--seed", options.seed, "with --sampling-topk: the seed of the draws")->capture_default_str();
+  CLI::Option* topk =
+      command
+          .add_option("--sampling-topk", options.sampling_topk,
+                      "sample each piece instead of taking the most probable: from the K most probable (0: all "
+                      "pieces); greedy search only (--beam 1). A sentence's sample depends on --seed and its line "
+                      "alone, not on the batch or the threads")
+          ->check(CLI::NonNegativeNumber);
+  // The other sampling options do nothing without --sampling-topk: given alone, they are refused.
+  command
+      .add_option("--sampling-topp", options.sampling_topp,
+                  "with --sampling-topk: then from the fewest most probable pieces whose probabilities reach P "
+                  "(nucleus sampling; 1: off)")
+      ->capture_default_str()
+      ->needs(topk);
+  command
+      .add_option("--sampling-temperature", options.sampling_temperature,
+                  "with --sampling-topk: probabilities from log p / T (below 1 sharper, above 1 flatter)")
+      ->capture_default_str()
+      ->needs(topk);
+  command.add_option("--seed", options.seed, "with --sampling-topk: the seed of the draws")
+      ->capture_default_str()
+      ->needs(topk);
 }
 
 void add_runtime_flags(CLI::App& command, RuntimeOptions& options, bool with_precision, bool ensemble) {
@@ -88,21 +100,24 @@ void add_runtime_flags(CLI::App& command, RuntimeOptions& options, bool with_pre
 
 namespace {
 
-// The piece of `tag` in a checkpoint's tokenizer; InputError naming the tags its training used otherwise.
+// The piece of `tag` in a checkpoint's tokenizer; InputError naming the tags its training used when
+// `tag` is not one of them (a piece of the vocabulary that is no tag would only be read as text).
 int tag_piece(const std::string& tag, const checkpoint::Checkpoint& checkpoint, const data::Tokenizer& tokenizer,
               const std::string& path) {
   if (tag.empty()) return -1;
-  std::string tags;
+  std::vector<std::string> tags;
   try {
     for (const auto& corpus : train::read_run_config(checkpoint.config, path + "'s config").corpora) {
-      if (!corpus.tag.empty() && tags.find(corpus.tag) == std::string::npos) tags += (tags.empty() ? "" : ", ") + corpus.tag;
+      if (!corpus.tag.empty() && std::find(tags.begin(), tags.end(), corpus.tag) == tags.end()) tags.push_back(corpus.tag);
     }
   } catch (const InputError&) {
   }
   const int id = tokenizer.reserved_id(tag);
-  if (id < 0 || tags.empty()) {
+  if (id < 0 || std::find(tags.begin(), tags.end(), tag) == tags.end()) {
+    std::string listed;
+    for (const auto& each : tags) listed += (listed.empty() ? "" : ", ") + each;
     throw InputError("--tag " + tag + " is not a corpus tag of " + path +
-                     (tags.empty() ? " (it was trained without tags)" : " (its tags: " + tags + ")"));
+                     (tags.empty() ? " (it was trained without tags)" : " (its tags: " + listed + ")"));
   }
   return id;
 }
@@ -114,13 +129,13 @@ LoadedModel load_for_translation(const RuntimeOptions& options) {
   const int threads = util::threads_following_load(options.threads);
   at::set_num_threads(threads);
   const auto checkpoint = checkpoint::load(options.checkpoint, /*with_training_state=*/false);
+  auto tokenizer = data::Tokenizer::from_bytes(checkpoint.tokenizer);
+  const int tag = tag_piece(options.tag, checkpoint, tokenizer, options.checkpoint);  // input first, then timing
   auto model = checkpoint::make_model(checkpoint, device);
   const auto precision = train::pick_decoding_precision(options.precision, device,
                                                         [&] { return decode::bf16_decoding_speedup(model); });
   spdlog::info("loaded {} on {}, {} threads, {}: {}{}", options.checkpoint, device.str(), threads, precision.name(),
                precision.reason, device.is_cpu() ? std::string("; CPU kernels ") + ops::isa_name(ops::cpu_isa()) : "");
-  auto tokenizer = data::Tokenizer::from_bytes(checkpoint.tokenizer);
-  const int tag = tag_piece(options.tag, checkpoint, tokenizer, options.checkpoint);
   LoadedModel loaded{std::move(model), {}, std::move(tokenizer), precision.bf16, tag};
   for (const auto& path : options.ensemble) {
     const auto member = checkpoint::load(path, /*with_training_state=*/false);

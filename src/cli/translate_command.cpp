@@ -22,6 +22,7 @@
 #include "config_options.h"
 #include "decode_flags.h"
 #include "trafo/data/corpus.h"
+#include "trafo/decode/output_text.h"
 #include "trafo/errors.h"
 #include "trafo/report/alignment.h"
 #include "trafo/util/files.h"
@@ -129,7 +130,11 @@ std::vector<std::string> alignments(LoadedModel& loaded, const std::vector<std::
   const auto links = report::align_words(loaded.model, loaded.tokenizer, source_ids, target_ids,
                                          report::default_alignment_layer(loaded.model->config()), loaded.tag);
   std::vector<std::string> lines;
-  for (const auto& each : links) lines.push_back(report::pharaoh(each));
+  for (size_t i = 0; i < links.size(); ++i) {
+    const auto& printed = results[i].front().text;
+    lines.push_back(report::pharaoh(
+        report::within(links[i], decode::count_words(sources[i]), decode::count_words(printed))));
+  }
   return lines;
 }
 
@@ -177,7 +182,7 @@ int run_translate(const TranslateOptions& options) {
   std::ofstream file;
   if (options.output != "-") {
     file.open(options.output, std::ios::binary);
-    if (!file) throw InputError("cannot write " + options.output);
+    if (!file) throw_write_error(options.output, errno);
   }
   std::ostream& out = options.output == "-" ? std::cout : file;
 

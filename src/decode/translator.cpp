@@ -2,6 +2,8 @@
 
 #include "trafo/decode/search.h"
 
+#include "trafo/decode/output_text.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -139,7 +141,7 @@ std::vector<std::vector<Hypothesis>> Translator::translate_ids(const std::vector
   if (!batch.empty()) translate_batch(sources, batch, results, first_sentence);
   if (tokenizer_ != nullptr) {
     for (auto& hypotheses : results) {
-      for (auto& hypothesis : hypotheses) hypothesis.text = tokenizer_->decode(hypothesis.tokens);
+      for (auto& hypothesis : hypotheses) hypothesis.text = one_line(tokenizer_->decode(hypothesis.tokens));
     }
   }
   return results;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "trafo/decode/output_text.h"
 #include "trafo/report/attention_maps.h"
 
 namespace trafo::report {
@@ -11,13 +12,17 @@ namespace {
 
 constexpr int64_t kPairsPerPass = 64;
 
-// The word each piece belongs to: a piece that starts with ▁ (U+2581) starts the next word.
+// The printed word each piece falls in: the words of the printed prefix that ends with it, less one
+// (decode::one_line of the decoded prefix, as translations are printed); -1 for a piece before the
+// first word, which prints nothing. A prefix cut inside a UTF-8 sequence may count one word more than
+// the whole line, so indices are capped at the whole line's last word.
 std::vector<int> word_of_pieces(const data::Tokenizer& tokenizer, const std::vector<int>& ids, size_t skip) {
-  std::vector<int> words;
-  int word = -1;
-  for (size_t i = skip; i < ids.size(); ++i) {
-    if (word < 0 || tokenizer.piece(ids[i]).rfind("\xE2\x96\x81", 0) == 0) ++word;
-    words.push_back(word);
+  std::vector<int> prefix(ids.begin() + static_cast<std::ptrdiff_t>(std::min(skip, ids.size())), ids.end());
+  const int last = decode::count_words(decode::one_line(tokenizer.decode(prefix))) - 1;
+  std::vector<int> words(prefix.size());
+  for (size_t i = prefix.size(); i-- > 0;) {
+    words[i] = std::min(last, decode::count_words(decode::one_line(tokenizer.decode(prefix))) - 1);
+    prefix.pop_back();
   }
   return words;
 }
@@ -75,14 +80,22 @@ std::vector<Links> align_words(model::Transformer& model, const data::Tokenizer&
                                 .argmax(1);
       auto& pairs = links[first + static_cast<size_t>(r)];
       for (size_t t = 0; t < target.size(); ++t) {
-        pairs.emplace_back(source_words[static_cast<size_t>(attended[static_cast<int64_t>(t)].item<int64_t>())],
-                           target_words[t]);
+        const int source_word = source_words[static_cast<size_t>(attended[static_cast<int64_t>(t)].item<int64_t>())];
+        if (source_word >= 0 && target_words[t] >= 0) pairs.emplace_back(source_word, target_words[t]);
       }
       std::sort(pairs.begin(), pairs.end());
       pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
     }
   }
   return links;
+}
+
+Links within(const Links& links, int source_words, int target_words) {
+  Links kept;
+  for (const auto& link : links) {
+    if (link.first < source_words && link.second < target_words) kept.push_back(link);
+  }
+  return kept;
 }
 
 std::string pharaoh(const Links& links) {

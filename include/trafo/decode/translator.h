@@ -60,7 +60,7 @@ int64_t max_output_length(int64_t source_length, const DecodeOptions& options, i
 
 struct Hypothesis {
   std::vector<int> tokens;  // without bos/eos
-  std::string text;         // detokenized
+  std::string text;         // detokenized, as one printable line (output_text.h: one_line)
   double score = 0.0;       // sum of token log-probabilities (eos included), length-penalised for beams
 };
 

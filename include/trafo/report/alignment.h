@@ -1,6 +1,7 @@
 // Hard word alignments from a model's cross-attention, in Pharaoh format ("0-0 1-2 ..."): each target
 // piece is linked to the source piece it attends to most (the heads averaged, of one decoder layer or
-// of all), and pieces are mapped to whitespace-separated words (a piece starting with ▁ starts a word).
+// of all), and pieces are mapped to the words of the text as printed (decode::one_line, split at
+// spaces): a piece that prints nothing has no link.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,10 @@ int64_t default_alignment_layer(const model::ModelConfig& config);
 std::vector<Links> align_words(model::Transformer& model, const data::Tokenizer& tokenizer,
                                const std::vector<std::vector<int>>& sources, const std::vector<std::vector<int>>& targets,
                                int64_t layer, int tag = -1);
+
+// The links that index a word of a source line of `source_words` words and of a translation of
+// `target_words` (decode::count_words of the lines as printed): every link printed points at a word.
+Links within(const Links& links, int source_words, int target_words);
 
 // "0-0 1-2 ..."
 std::string pharaoh(const Links& links);
