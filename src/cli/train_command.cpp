@@ -76,11 +76,15 @@ CommandRunner add_train_command(CLI::App& app) {
       ->group("Data")
       ->type_name("SRC,TGT[,W[,TAG]]");
   return [cmd, config, config_path, print_config]() -> int {
+    // Whether an option was given is a fact of the command line and the config file, never of its
+    // value: a given value equal to the default still meets a checkpoint's (train::was_given).
+    auto given = given_config_keys(*cmd);
+    if (cmd->count("--corpus") > 0) given.insert("corpus");
     if (cmd->count("--config") > 0) {  // --config "" is an error too
-      auto given = given_config_keys(*cmd);
-      if (cmd->count("--corpus") > 0) given.insert("corpus");
-      train::read_config_file(*config_path, *config, given);
+      const auto from_file = train::read_config_file(*config_path, *config, given);
+      given.insert(from_file.begin(), from_file.end());
     }
+    config->given = given;
     if (*print_config) {
       std::cout << train::to_toml(*config);
       return 0;

@@ -84,11 +84,17 @@ std::string value_text(const std::string& text, const std::function<void(const s
   return value;
 }
 
+struct Parsed {
+  std::vector<Entry> entries;
+  std::vector<int64_t> tables;  // the line of each [[corpus]] header, an empty table's too
+};
+
 // The flat subset of TOML that trafo's configs and --dump-config use: `key = value` lines,
 // # comments, blank lines. Anything else is reported with its line.
-std::vector<Entry> parse_config(std::string text, const std::string& path) {
+Parsed parse_config(std::string text, const std::string& path) {
   if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);  // a UTF-8 byte order mark
-  std::vector<Entry> entries;
+  Parsed parsed;
+  auto& entries = parsed.entries;
   std::map<std::string, int64_t> seen;
   std::istringstream lines(text);
   int64_t number = 0;
@@ -107,6 +113,7 @@ std::vector<Entry> parse_config(std::string text, const std::string& path) {
     if (line.empty() || line.front() == '#') continue;
     if (line == "[[corpus]]" || (line.rfind("[[corpus]]", 0) == 0 && trim(line.substr(10)).front() == '#')) {
       ++table;  // a new corpus table: its keys are its own
+      parsed.tables.push_back(number);
       seen.clear();
       continue;
     }
@@ -129,7 +136,7 @@ std::vector<Entry> parse_config(std::string text, const std::string& path) {
     const char first = trim(line.substr(equals + 1)).front();
     entries.push_back({key, value, number, first == '"' || first == '\'', table});
   }
-  return entries;
+  return parsed;
 }
 
 // Sets the key of one [[corpus]] table's line in `corpus`.
@@ -168,11 +175,11 @@ std::set<std::string> read_config_text(std::string text, const std::string& path
                                        const std::set<std::string>& keep) {
   std::set<std::string> keys;
   TrainConfig scratch;  // where the values of keys in `keep` are checked
-  std::vector<CorpusSpec> corpora;
-  for (const auto& entry : parse_config(std::move(text), path)) {
+  const auto parsed = parse_config(std::move(text), path);
+  std::vector<CorpusSpec> corpora(parsed.tables.size());
+  for (const auto& entry : parsed.entries) {
     const std::string where = "config file " + path + ":" + std::to_string(entry.line) + ": ";
     if (entry.table >= 0) {
-      corpora.resize(static_cast<size_t>(entry.table) + 1);
       try {
         set_corpus_key(entry, corpora[static_cast<size_t>(entry.table)]);
       } catch (const InputError& e) {
@@ -192,6 +199,13 @@ std::set<std::string> read_config_text(std::string text, const std::string& path
       throw InputError(where + entry.key + ": " + e.what());
     }
     keys.insert(entry.key);
+  }
+  // A table without its files would train on the other corpora alone, without a word.
+  for (size_t i = 0; i < corpora.size(); ++i) {
+    if (corpora[i].src.empty() || corpora[i].tgt.empty()) {
+      throw InputError("config file " + path + ":" + std::to_string(parsed.tables[i]) + ": [[corpus]] table " +
+                       std::to_string(i + 1) + " needs src and tgt files");
+    }
   }
   if (!corpora.empty()) {
     keys.insert("corpus");

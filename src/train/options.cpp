@@ -29,6 +29,10 @@ constexpr int64_t kMaxBatchTokens = int64_t{1} << 24;
 
 }  // namespace
 
+bool was_given(const TrainConfig& config, const std::string& key) {
+  return !config.given || config.given->count(key) > 0;
+}
+
 double parse_duration(const std::string& text) {
   if (text.empty()) return 0.0;
   auto invalid = [&text] { return InputError("invalid --max-time '" + text + "' (use e.g. 90, 90s, 20m, 1h30m)"); };

@@ -2,6 +2,9 @@
 
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
+#include <type_traits>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -12,11 +15,15 @@
 namespace trafo::train {
 namespace {
 
-bool defines_run(const ConfigKey& key) {
-  for (const char* group : {"Data", "Vocabulary", "Model"}) {
-    if (std::strcmp(key.group, group) == 0) return std::strcmp(key.name, "dropout") != 0;
+bool in_group(const ConfigKey& key, std::initializer_list<const char*> groups) {
+  for (const char* group : groups) {
+    if (std::strcmp(key.group, group) == 0) return true;
   }
   return false;
+}
+
+bool defines_run(const ConfigKey& key) {
+  return in_group(key, {"Data", "Vocabulary", "Model"}) && std::strcmp(key.name, "dropout") != 0;
 }
 
 bool is_data_file_key(const std::string& name) {
@@ -28,13 +35,25 @@ bool leaves_data_alone(const std::string& name) {
   return name == "test-src" || name == "test-tgt" || name == "cache-dir" || name == "init-from";
 }
 
-// The same file by any name: equal text, or one path once made absolute and resolved.
+// The same file by any name: equal text, or one path once made absolute and resolved. An empty path
+// (no file: a run not started from --init-from) is the same as no other.
 bool same_file(const std::string& a, const std::string& b) {
   if (a == b) return true;
+  if (a.empty() || b.empty()) return false;
+  auto resolved = [](const std::string& path, std::error_code& error) {
+    const auto absolute = std::filesystem::absolute(path, error);
+    return error ? absolute : std::filesystem::weakly_canonical(absolute, error);
+  };
   std::error_code error_a, error_b;
-  const auto resolved_a = std::filesystem::weakly_canonical(std::filesystem::absolute(a), error_a);
-  const auto resolved_b = std::filesystem::weakly_canonical(std::filesystem::absolute(b), error_b);
+  const auto resolved_a = resolved(a, error_a), resolved_b = resolved(b, error_b);
   return !error_a && !error_b && resolved_a == resolved_b;
+}
+
+// Sets the value of `key` in `to` to its value in `from`.
+void copy_value(const ConfigKey& key, const TrainConfig& from, TrainConfig& to) {
+  std::visit([&](auto* target) { *target = *std::get<std::remove_reference_t<decltype(target)>>(
+                                     key.field(const_cast<TrainConfig&>(from))); },
+             key.field(to));
 }
 
 std::string quoted(const std::string& text) { return "\"" + text + "\""; }
@@ -100,6 +119,40 @@ std::vector<std::string> run_differences(const TrainConfig& a, const TrainConfig
     }
   }
   return out;
+}
+
+void take_run_options(TrainConfig& c, const TrainConfig& run) {
+  // The data files and corpora name the data together: one given replaces them all.
+  bool data_given = was_given(c, "corpus");
+  for (const auto& key : config_keys()) data_given |= is_data_file_key(key.name) && was_given(c, key.name);
+  for (const auto& key : config_keys()) {
+    const std::string name = key.name;
+    if (!in_group(key, {"Data", "Vocabulary", "Model"}) || name == "test-src" || name == "test-tgt" ||
+        name == "cache-dir") {
+      continue;  // not the run's: these may change at any resume
+    }
+    if (is_data_file_key(name) ? data_given : was_given(c, name)) continue;
+    copy_value(key, run, c);
+  }
+  if (!data_given) c.corpora = run.corpora;
+}
+
+void take_initial_options(TrainConfig& c, const TrainConfig& theirs, const model::ModelConfig& model) {
+  std::vector<std::string> conflicts;
+  for (const auto& key : config_keys()) {
+    const std::string name = key.name;
+    if (!in_group(key, {"Model", "Vocabulary"}) || name == "dropout" || name == "init-from") continue;
+    const auto asked = format_value(key, c), kept = format_value(key, theirs);
+    if (asked != kept && was_given(c, name)) conflicts.push_back(name + " " + asked + " vs " + kept);
+    copy_value(key, theirs, c);
+  }
+  if (!conflicts.empty()) {
+    throw InputError("--init-from " + c.init_from + " fixes the model and tokenizer, and options given differ (asked vs " +
+                     "checkpoint: " + join_differences(conflicts) + "); leave them out or give the checkpoint's values");
+  }
+  const double dropout = c.model.dropout;  // a training knob: the one given, else the checkpoint's
+  c.model = model;
+  if (was_given(c, "dropout")) c.model.dropout = dropout;
 }
 
 TrainConfig read_run_config(const std::string& text, const std::string& where) {

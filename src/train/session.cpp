@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
-#include <type_traits>
-#include <variant>
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -12,7 +10,6 @@
 #include "trafo/decode/precision_probe.h"
 #include "trafo/errors.h"
 #include "trafo/train/config_file.h"
-#include "trafo/train/config_keys.h"
 #include "trafo/train/optimizer.h"
 #include "trafo/train/trainer.h"
 #include "trafo/util/device.h"
@@ -66,100 +63,9 @@ RunFolder open_folder(const TrainConfig& c, const Replicas& replicas) {
   return RunFolder(c.run_dir, /*lock=*/replicas.is_main());
 }
 
-// The run a folder holds, as its config.toml says; nullopt for a folder without one (a new run,
-// or a run whose config.toml was removed: its checkpoints are then held to the request).
-std::optional<TrainConfig> run_of_folder(const std::filesystem::path& folder) {
-  const auto path = folder / "config.toml";
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) return std::nullopt;
-  try {
-    return read_run_config(util::read_file(path), path.string());
-  } catch (const InputError& e) {
-    spdlog::warn("cannot read the run's options from {} ({}): its checkpoints are held to the options given",
-                 path.string(), e.what());
-    return std::nullopt;
-  }
-}
-
-// Why `saved` belongs to another run than the one asked for: its model, its tokenizer or the options
-// stored with it (languages, data, vocabulary) differ. Empty when it is this run's.
-std::string foreign_reason(const checkpoint::Checkpoint& saved, const TrainConfig& c, const std::string& path) {
-  model::ModelConfig asked = c.model;
-  asked.vocab_size = saved.model_config.vocab_size;  // the tokenizer's size, compared below
-  const auto model = model::describe_differences(saved.model_config, asked);
-  if (!model.empty()) return "its model differs (checkpoint vs run: " + model + ")";
-  const auto differences = run_differences(read_run_config(saved.config, path + "'s config"), c);
-  if (!differences.empty()) return "it was trained with other options (checkpoint vs run: " +
-                                   join_differences(differences) + ")";
-  if (saved.model_config.vocab_size > c.vocab.vocab_size) {
-    return "its tokenizer has " + std::to_string(saved.model_config.vocab_size) + " pieces, more than the run's " +
-           "--vocab-size " + std::to_string(c.vocab.vocab_size);
-  }
-  return "";
-}
-
-// The newest checkpoint of `folder` that loads whole with its training state and belongs to the run
-// `c` asks for; a damaged one, or another run's, is passed over with a warning naming it and why.
-// Empty when the folder holds none. A folder none of whose checkpoints can be resumed is an error:
-// starting over would write over them.
-std::optional<checkpoint::Checkpoint> newest_complete_checkpoint(const RunFolder& folder, const TrainConfig& c,
-                                                                 std::filesystem::path& found) {
-  const auto candidates = folder.checkpoints();
-  std::string first_error;
-  for (const auto& path : candidates) {
-    try {
-      auto saved = checkpoint::load(path);
-      if (!saved.training) throw InputError(path.string() + " holds no training state to resume from");
-      const auto foreign = foreign_reason(saved, c, path.string());
-      if (!foreign.empty()) throw InputError("it belongs to another run: " + foreign);
-      found = path;
-      return saved;
-    } catch (const InputError& e) {
-      spdlog::warn("cannot resume from {}: {}", path.string(), e.what());
-      if (first_error.empty()) first_error = path.string() + ": " + e.what();
-    }
-  }
-  if (candidates.empty()) return std::nullopt;
-  throw InputError("run folder " + folder.path().string() + " holds checkpoints but none can be resumed (" +
-                   first_error + "); use --no-resume --overwrite to start over, or another --run-dir");
-}
-
-// Copies the value of `key` in `from` to `to`.
-void copy_key(const ConfigKey& key, const TrainConfig& from, TrainConfig& to) {
-  std::visit([&](auto* target) { *target = *std::get<std::remove_reference_t<decltype(target)>>(
-                                     key.field(const_cast<TrainConfig&>(from))); },
-             key.field(to));
-}
-
-// A new run from --init-from takes the checkpoint's model and vocabulary options; one given otherwise
-// (not left at its default) is a conflict, named with both values.
-void adopt_initial(TrainConfig& c, const checkpoint::Checkpoint& initial) {
-  const TrainConfig defaults;
-  const auto theirs = read_run_config(initial.config, c.init_from + "'s config");
-  std::vector<std::string> conflicts;
-  for (const auto& key : config_keys()) {
-    const std::string group = key.group, name = key.name;
-    if ((group != "Model" && group != "Vocabulary") || name == "dropout" || name == "init-from") continue;
-    const auto asked = format_value(key, c), kept = format_value(key, theirs);
-    if (asked != kept && asked != format_value(key, defaults)) conflicts.push_back(name + " " + asked + " vs " + kept);
-    copy_key(key, theirs, c);
-  }
-  if (!conflicts.empty()) {
-    throw InputError("--init-from " + c.init_from + " fixes the model and tokenizer, and options given differ (asked vs " +
-                     "checkpoint: " + join_differences(conflicts) + "); leave them out or give the checkpoint's values");
-  }
-  c.model = initial.model_config;
-}
-
-// With --init-from, `c` with the checkpoint's model and vocabulary options, before anything reads them:
-// config.toml, the resume checks and the model are those of the model fine-tuned.
-TrainConfig& adopt_init_from(TrainConfig& c) {
-  if (!c.init_from.empty()) adopt_initial(c, checkpoint::load(c.init_from, /*with_training_state=*/false));
-  return c;
-}
-
 // Rank 0 decides which checkpoint (if any) the run resumes from; its model must be the one asked for.
-// A new run with --init-from starts from that checkpoint instead (every rank loads it).
+// A new run with --init-from starts from that checkpoint instead (every rank loads it). Either way
+// the model trains with the --dropout settled for this session, not the checkpoint's.
 ResumePoint choose_resume(TrainConfig& c, const RunFolder& folder, Replicas& replicas) {
   ResumePoint resume;
   if (replicas.is_main()) {
@@ -177,14 +83,16 @@ ResumePoint choose_resume(TrainConfig& c, const RunFolder& folder, Replicas& rep
   resume.path = replicas.share("resume", resume.path.string());
   if (resume.path.empty() && !c.init_from.empty()) {
     resume.initial = checkpoint::load(c.init_from, /*with_training_state=*/false);
+    resume.initial->model_config.dropout = c.model.dropout;
     return resume;
   }
   if (resume.path.empty()) return resume;
-  if (!c.init_from.empty()) {
+  if (!c.init_from.empty() && was_given(c, "init-from")) {
     spdlog::info("{} holds a run started from {}: resuming it (--init-from starts new runs only)",
                  folder.path().string(), c.init_from);
   }
   if (!resume.saved) resume.saved = checkpoint::load(resume.path);
+  resume.saved->model_config.dropout = c.model.dropout;
   c.model.vocab_size = resume.saved->model_config.vocab_size;  // the checkpoint's tokenizer is kept
   return resume;
 }
@@ -265,7 +173,11 @@ std::optional<WeightAverage> make_average(const TrainConfig& c, const ResumePoin
 // Restores the optimizer's state and the random generator of a resumed run, then lets its checkpoint go.
 Progress restore_progress(ResumePoint& resume, torch::optim::Optimizer& optimizer, const model::Transformer& model) {
   Progress progress;
-  if (resume.saved) progress = unpack_training_state(*resume.saved->training, optimizer, named_parameters(*model));
+  try {
+    if (resume.saved) progress = unpack_training_state(*resume.saved->training, optimizer, named_parameters(*model));
+  } catch (const InputError& e) {
+    throw InputError("cannot resume from " + resume.path.string() + ": " + e.what());
+  }
   resume.saved.reset();
   resume.initial.reset();
   if (!resume.path.empty()) spdlog::info("resuming from {}", resume.path.string());
@@ -290,19 +202,8 @@ data::BatcherOptions batcher_options(const TrainConfig& c, const Replicas& repli
 
 }  // namespace
 
-void check_resume_request(const TrainConfig& c) {
-  if (c.no_resume || RunFolder::checkpoints_in(c.run_dir).empty()) return;
-  const auto run = run_of_folder(c.run_dir);
-  if (!run) return;
-  const auto differences = run_differences(*run, c);
-  if (differences.empty()) return;
-  throw InputError("cannot resume the run in " + c.run_dir + ": options that define its model, tokenizer or data " +
-                   "differ (run vs now: " + join_differences(differences) +
-                   "); give the run's values, another --run-dir, or --no-resume --overwrite to start over");
-}
-
 void check_before_launch(TrainConfig& c) {
-  adopt_init_from(c);
+  settle_options(c);
   validate(c);
   check_data(data_files(c), cache_folder(c));
   check_resume_request(c);
@@ -310,7 +211,7 @@ void check_before_launch(TrainConfig& c) {
 
 Session::Session(TrainConfig& c)
     : config(c),
-      config_text(to_toml(adopt_init_from(c))),
+      config_text(to_toml(settle_options(c))),
       started(Clock::now()),
       max_time_s(checked_max_time_s(c)),
       environment(dist::read_environment()),

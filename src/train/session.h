@@ -30,13 +30,10 @@
 #include "trafo/util/device.h"
 #include "log_file_copy.h"
 #include "replicas.h"
+#include "resume_choice.h"
 #include "training_data.h"
 
 namespace trafo::train {
-
-// Refuses (InputError, naming each option with both values) a resume whose options defining the
-// model, tokenizer or data differ from those of the run `config.run_dir` holds (its config.toml).
-void check_resume_request(const TrainConfig& config);
 
 // The checkpoint a run continues from, as rank 0 chose it; every rank loads it.
 struct ResumePoint {

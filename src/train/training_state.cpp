@@ -111,7 +111,7 @@ Progress unpack_training_state(const checkpoint::TrainingState& state, torch::op
     return progress;
   } catch (const std::exception& e) {
     std::string reason = e.what();
-    throw InputError("cannot resume: the checkpoint's training state is unreadable: " +
+    throw InputError("its training state is unreadable: " +
                      reason.substr(0, reason.find('\n')));
   }
 }

@@ -23,7 +23,7 @@ std::string corpus_toml(const CorpusSpec& corpus);
 // Sets the keys of the TOML `text` (read from `path`, which messages name) in `config` and returns
 // them. Keys in `keep` (given on the command line, which wins) are checked and left as they are.
 // Throws trafo::InputError naming PATH:LINE for a line that is not `key = value`, a key set twice,
-// an unknown key, a bad value or invalid UTF-8.
+// an unknown key, a bad value, invalid UTF-8, or a [[corpus]] table without src or tgt (its header's line).
 std::set<std::string> read_config_text(std::string text, const std::string& path, TrainConfig& config,
                                        const std::set<std::string>& keep = {});
 

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -81,7 +83,16 @@ struct TrainConfig {
   // Data parallelism (torchrun's environment variables, or --nproc on one machine).
   int nproc = 1;                      // local processes to start, splitting --threads among them
   double dist_timeout = 300.0;        // seconds a collective may wait for the other ranks
+
+  // The keys given on the command line or in a --config file ("corpus" for --corpus or [[corpus]]
+  // tables), whatever their values: where options meet a checkpoint (--init-from, a resume), a key
+  // given is held to, one left out takes the checkpoint's or the run's value. Unset (a config made
+  // in code) counts every key as given. Never written to TOML.
+  std::optional<std::set<std::string>> given;
 };
+
+// Whether `key` (a config key's name, or "corpus") was given: see TrainConfig::given.
+bool was_given(const TrainConfig& config, const std::string& key);
 
 // Throws trafo::InputError naming the first invalid value.
 void validate(const TrainConfig& config);

@@ -26,6 +26,16 @@ struct DataFiles {
 };
 DataFiles data_files(const TrainConfig& config);
 
+// A resume takes the run's options where the request leaves them out (was_given): each defining
+// option not given, and --dropout, becomes `run`'s value. The data files (data-dir, train-src,
+// train-tgt, dev-src, dev-tgt) and the corpora name the data as one: taken when none is given.
+void take_run_options(TrainConfig& config, const TrainConfig& run);
+
+// A new run from --init-from takes the model and vocabulary options of the checkpoint's config
+// `theirs` and its model config `model`; --dropout is the one given, else the checkpoint's. An
+// option given whose value differs from the checkpoint's throws trafo::InputError naming both values.
+void take_initial_options(TrainConfig& config, const TrainConfig& theirs, const model::ModelConfig& model);
+
 // The run a config text describes (config.toml, or the config stored in a checkpoint): its keys
 // over the defaults. Throws trafo::InputError naming `where` when the text is not a trafo config.
 TrainConfig read_run_config(const std::string& text, const std::string& where);

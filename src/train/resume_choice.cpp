@@ -1,0 +1,147 @@
+#include "resume_choice.h"
+
+#include <mutex>
+#include <string>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "trafo/errors.h"
+#include "trafo/train/config_file.h"
+#include "trafo/train/ema.h"
+#include "trafo/train/optimizer.h"
+#include "trafo/train/run_identity.h"
+#include "trafo/train/training_state.h"
+#include "trafo/util/files.h"
+
+namespace trafo::train {
+namespace {
+
+// The run a folder holds, as its config.toml says; nullopt for a folder without one (a new run,
+// or a run whose config.toml was removed: its checkpoints are then held to the request).
+std::optional<TrainConfig> run_of_folder(const std::filesystem::path& folder) {
+  const auto path = folder / "config.toml";
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) return std::nullopt;
+  try {
+    return read_run_config(util::read_file(path), path.string());
+  } catch (const InputError& e) {
+    spdlog::warn("cannot read the run's options from {} ({}): its checkpoints are held to the options given",
+                 path.string(), e.what());
+    return std::nullopt;
+  }
+}
+
+// Why `saved` belongs to another run than the one asked for: its model, its tokenizer or the options
+// stored with it (languages, data, vocabulary) differ. Empty when it is this run's.
+std::string foreign_reason(const checkpoint::Checkpoint& saved, const TrainConfig& c, const std::string& path) {
+  model::ModelConfig asked = c.model;
+  asked.vocab_size = saved.model_config.vocab_size;  // the tokenizer's size, compared below
+  const auto model = model::describe_differences(saved.model_config, asked);
+  if (!model.empty()) return "its model differs (checkpoint vs run: " + model + ")";
+  const auto differences = run_differences(read_run_config(saved.config, path + "'s config"), c);
+  if (!differences.empty()) return "it was trained with other options (checkpoint vs run: " +
+                                   join_differences(differences) + ")";
+  if (saved.model_config.vocab_size > c.vocab.vocab_size) {
+    return "its tokenizer has " + std::to_string(saved.model_config.vocab_size) + " pieces, more than the run's " +
+           "--vocab-size " + std::to_string(c.vocab.vocab_size);
+  }
+  return "";
+}
+
+// Puts the CPU random generator back as it was when this was made: unpacking a training state sets it.
+class GeneratorKept {
+ public:
+  GeneratorKept() : generator_(at::detail::getDefaultCPUGenerator()) {
+    std::lock_guard<std::mutex> lock(generator_.mutex());
+    state_ = generator_.get_state();
+  }
+  ~GeneratorKept() {
+    std::lock_guard<std::mutex> lock(generator_.mutex());
+    generator_.set_state(state_);
+  }
+  GeneratorKept(const GeneratorKept&) = delete;
+  GeneratorKept& operator=(const GeneratorKept&) = delete;
+
+ private:
+  at::Generator generator_;
+  at::Tensor state_;
+};
+
+// Throws the InputError that resuming from `saved` would meet once the model and optimizer are made
+// (its raw weights with --ema, its optimizer state, its progress): unpacked here into a CPU copy, so
+// that such a checkpoint is passed over before anything is built from it.
+void check_training_state(const checkpoint::Checkpoint& saved, const TrainConfig& c) {
+  torch::NoGradGuard no_grad;
+  auto model = checkpoint::make_model(saved, torch::kCPU);
+  const auto parameters = named_parameters(*model);
+  for (const auto& [name, raw] : raw_weights(*saved.training)) {
+    for (const auto& [parameter, value] : parameters) {
+      if (parameter == name && raw.sizes() != value.sizes()) {
+        throw InputError("its training state is unreadable: the raw weight " + name + " does not fit the model");
+      }
+    }
+  }
+  auto optimizer =
+      make_optimizer(c.optimizer, model->parameters(), c.lr, c.adam_beta1, c.adam_beta2, c.adam_eps, c.weight_decay);
+  const GeneratorKept kept;
+  unpack_training_state(*saved.training, *optimizer, parameters);
+}
+
+}  // namespace
+
+bool continues_run(const TrainConfig& c) { return !c.no_resume && !RunFolder::checkpoints_in(c.run_dir).empty(); }
+
+TrainConfig& settle_options(TrainConfig& c) {
+  if (continues_run(c)) {
+    if (const auto run = run_of_folder(c.run_dir)) {
+      take_run_options(c, *run);
+      return c;
+    }
+    // Without config.toml, the run's model is known from its --init-from where that is still there.
+    std::error_code error;
+    if (c.init_from.empty() || !std::filesystem::is_regular_file(c.init_from, error)) return c;
+  }
+  if (!c.init_from.empty()) {
+    const auto initial = checkpoint::load(c.init_from, /*with_training_state=*/false);
+    take_initial_options(c, read_run_config(initial.config, c.init_from + "'s config"), initial.model_config);
+  }
+  return c;
+}
+
+void check_resume_request(const TrainConfig& c) {
+  if (!continues_run(c)) return;
+  const auto run = run_of_folder(c.run_dir);
+  if (!run) return;
+  const auto differences = run_differences(*run, c);
+  if (differences.empty()) return;
+  throw InputError("cannot resume the run in " + c.run_dir + ": options that define its model, tokenizer or data " +
+                   "differ (run vs now: " + join_differences(differences) +
+                   "); give the run's values, another --run-dir, or --no-resume --overwrite to start over");
+}
+
+std::optional<checkpoint::Checkpoint> newest_complete_checkpoint(const RunFolder& folder, const TrainConfig& c,
+                                                                 std::filesystem::path& found) {
+  const auto candidates = folder.checkpoints();
+  std::string first_error;
+  for (const auto& path : candidates) {
+    try {
+      auto saved = checkpoint::load(path);
+      if (!saved.training) throw InputError("it holds no training state to resume from");
+      const auto foreign = foreign_reason(saved, c, path.string());
+      if (!foreign.empty()) throw InputError("it belongs to another run: " + foreign);
+      check_training_state(saved, c);
+      found = path;
+      return saved;
+    } catch (const InputError& e) {
+      spdlog::warn("cannot resume from {}: {}", path.string(), e.what());
+      if (first_error.empty()) first_error = path.string() + ": " + e.what();
+    }
+  }
+  if (candidates.empty()) return std::nullopt;
+  throw InputError("run folder " + folder.path().string() + " holds checkpoints but none can be resumed (" +
+                   first_error + "); use --no-resume --overwrite to start over, or another --run-dir");
+}
+
+}  // namespace trafo::train
