@@ -129,7 +129,9 @@ void save(const std::filesystem::path& path, const Checkpoint& checkpoint) {
   util::write_file_atomically(path, to_safetensors(file));
 }
 
-Checkpoint load(const std::filesystem::path& path, bool with_training_state) {
+namespace {
+
+Checkpoint read_and_check(const std::filesystem::path& path, bool with_training_state) {
   if (!std::filesystem::exists(path)) throw InputError("checkpoint not found: " + path.string());
   util::check_regular_file(path);  // before the first read: a pipe may never answer
   std::string prefix(64, '\0');
@@ -152,6 +154,20 @@ Checkpoint load(const std::filesystem::path& path, bool with_training_state) {
   check_tokenizer(checkpoint, path.string());
   check_weights(checkpoint, path.string());
   return checkpoint;
+}
+
+}  // namespace
+
+Checkpoint load(const std::filesystem::path& path, bool with_training_state) {
+  // Every command loads its checkpoints here: a reason found inside the file (its model config, its
+  // tokenizer, its layout) that does not say which file is given the file's name here, once.
+  try {
+    return read_and_check(path, with_training_state);
+  } catch (const InputError& e) {
+    const std::string reason = e.what();
+    if (reason.find(path.string()) != std::string::npos) throw;
+    throw InputError(path.string() + ": " + reason);
+  }
 }
 
 model::Transformer make_model(const Checkpoint& checkpoint, const at::Device& device) {

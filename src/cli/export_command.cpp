@@ -28,7 +28,7 @@ int run_export(const ExportOptions& options) {
   const auto quantization = deploy::pick_quantization(format, options.quantization);
   util::refuse_overwriting("--out", options.out, {{"--checkpoint", options.checkpoint}});
   const auto checkpoint = checkpoint::load(options.checkpoint, /*with_training_state=*/false);
-  deploy::export_model(checkpoint, format, quantization, options.out, options.force);
+  deploy::export_model(checkpoint, options.checkpoint, format, quantization, options.out, options.force);
   spdlog::info("wrote the {} model {} ({}) from {}", format.name, options.out, quantization, options.checkpoint);
   return 0;
 }

@@ -1,5 +1,4 @@
 // trafo: train, evaluate and use transformer translation models from the command line.
-#include <cerrno>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -118,10 +117,10 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     return fail(1, "out of memory");
   } catch (const std::filesystem::filesystem_error& e) {
-    // A path given on the command line that cannot be looked at (too long, no permission, a file
-    // where a folder should be) is bad input; a full disk is a failure at run time.
-    const bool disk = e.code() == std::errc::no_space_on_device || e.code().value() == EDQUOT;
-    return fail(disk ? 1 : 2, e.what());
+    // The rule every writer follows (trafo::throw_write_error): a path that cannot be looked at or
+    // written (too long, no permission, a file where a folder should be) is bad input; a full disk
+    // or an I/O error is a failure at run time.
+    return fail(trafo::is_run_time_failure(e.code().value()) ? 1 : 2, e.what());
   } catch (const c10::Error& e) {
     // LibTorch's message carries a C++ backtrace.
     return fail(1, e.what_without_backtrace());

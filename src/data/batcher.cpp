@@ -192,8 +192,9 @@ std::vector<int64_t> CorpusStream::next(BatchPosition& at) {
   return pairs;
 }
 
-int choose_corpus(const std::vector<double>& weights, const StreamPosition& position, uint64_t seed) {
-  if (weights.size() == 1) return 0;
+int choose_corpus(const std::vector<double>& given_weights, const StreamPosition& position, uint64_t seed) {
+  if (given_weights.size() == 1) return 0;
+  const auto weights = scaled_weights(given_weights);  // sums that cannot overflow
   double total_weight = 0.0;
   int64_t total_pairs = 0;
   for (size_t i = 0; i < weights.size(); ++i) {

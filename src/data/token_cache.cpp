@@ -52,9 +52,11 @@ uint64_t expected_size(const Header& header) {
   return header.header_bytes + tokens_bytes(header.tokens) + header.pairs * sizeof(PairRecord);
 }
 
+constexpr char kCacheAdvice[] = "give --cache-dir a folder that can be written";
+
+// A full disk is a failure at run time, a folder that cannot be written bad input (trafo/errors.h).
 [[noreturn]] void cannot_write(const std::filesystem::path& path, int error) {
-  throw InputError("cannot write the token cache " + path.string() + ": " + std::strerror(error) +
-                   "; give --cache-dir a folder that can be written");
+  throw_write_error("the token cache " + path.string(), error, kCacheAdvice);
 }
 
 // A file descriptor closed on every way out.
@@ -143,12 +145,13 @@ struct Mapping {
 };
 
 // Maps a cache file whose header was checked; the corpus keeps the mapping alive.
-Corpus map_cache(int fd, const Header& header) {
+Corpus map_cache(int fd, const Header& header, const std::filesystem::path& path) {
   auto mapping = std::make_shared<Mapping>();
   mapping->size = static_cast<size_t>(expected_size(header));
   mapping->address = ::mmap(nullptr, mapping->size, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (mapping->address == MAP_FAILED)
-    throw RunError(std::string("cannot map the token cache: ") + std::strerror(errno));
+  if (mapping->address == MAP_FAILED) {
+    throw RunError("cannot map the token cache " + path.string() + ": " + std::strerror(errno));
+  }
   const char* base = static_cast<const char*>(mapping->address);
   const auto* tokens = reinterpret_cast<const int32_t*>(base + header.header_bytes);
   const auto* records = reinterpret_cast<const PairRecord*>(base + header.header_bytes + tokens_bytes(header.tokens));
@@ -222,9 +225,9 @@ Header build(const std::filesystem::path& path, const std::filesystem::path& sou
   const auto main_path = path.string() + suffix, records_path = path.string() + ".records" + suffix;
   temporary.paths = {main_path, records_path};
   Fd out(::open(main_path.c_str(), O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0644));
-  if (out.fd < 0) cannot_write(path.parent_path(), errno);
+  if (out.fd < 0) cannot_write(path, errno);
   Fd side(::open(records_path.c_str(), O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0644));
-  if (side.fd < 0) cannot_write(path.parent_path(), errno);
+  if (side.fd < 0) cannot_write(path, errno);
 
   Header header{};
   std::memcpy(header.magic, kMagic, sizeof kMagic);
@@ -293,7 +296,8 @@ Header build(const std::filesystem::path& path, const std::filesystem::path& sou
   std::vector<char> head(zeros);
   std::memcpy(head.data(), &header, sizeof header);
   std::memcpy(head.data() + sizeof header, key.data(), key.size());
-  if (::pwrite(out.fd, head.data(), head.size(), 0) != static_cast<ssize_t>(head.size())) cannot_write(path, errno);
+  const ssize_t head_written = ::pwrite(out.fd, head.data(), head.size(), 0);
+  if (head_written != static_cast<ssize_t>(head.size())) cannot_write(path, head_written < 0 ? errno : ENOSPC);
   if (::fsync(out.fd) != 0) cannot_write(path, errno);
   if (::rename(main_path.c_str(), path.c_str()) != 0) cannot_write(path, errno);
   return header;
@@ -338,14 +342,17 @@ int64_t check_parallel_files_once(const std::filesystem::path& folder, const std
 void check_cache_folder(const std::filesystem::path& folder) {
   std::error_code error;
   std::filesystem::create_directories(folder, error);
-  if (error || !std::filesystem::is_directory(folder)) {
-    throw InputError("cannot create the cache folder " + folder.string() + ": " +
-                     (error ? error.message() : "a file of that name is in the way") +
-                     "; give --cache-dir a folder that can be written");
+  if (error) {  // by throw_write_error's rule: a full disk is a failure at run time, a bad path bad input
+    const std::string message = "cannot create the cache folder " + folder.string() + ": " + error.message();
+    if (is_run_time_failure(error.value())) throw RunError(message);
+    throw InputError(message + "; " + kCacheAdvice);
+  }
+  if (!std::filesystem::is_directory(folder)) {
+    throw InputError("cannot create the cache folder " + folder.string() + ": a file of that name is in the way; " +
+                     kCacheAdvice);
   }
   if (::access(folder.c_str(), W_OK | X_OK) != 0) {
-    throw InputError("cannot write in the cache folder " + folder.string() + ": " + std::strerror(errno) +
-                     "; give --cache-dir a folder that can be written");
+    throw_write_error("in the cache folder " + folder.string(), errno, kCacheAdvice);
   }
 }
 
@@ -365,7 +372,7 @@ CachedCorpus open_token_cache(const std::filesystem::path& folder, const std::fi
     if (existing.fd >= 0) {
       cached.rebuilt_because = check_existing(existing.fd, key, header);
       if (cached.rebuilt_because.empty()) {
-        cached.corpus = map_cache(existing.fd, header);
+        cached.corpus = map_cache(existing.fd, header, cached.file);
         cached.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         report_counts(source, target, cached.corpus.size(), cached.corpus.counts(), options);
         return cached;
@@ -379,7 +386,7 @@ CachedCorpus open_token_cache(const std::filesystem::path& folder, const std::fi
   header = build(cached.file, source, target, tokenizer, options, threads, key.dump());
   Fd built(::open(cached.file.c_str(), O_RDONLY | O_CLOEXEC));
   if (built.fd < 0) cannot_write(cached.file, errno);
-  cached.corpus = map_cache(built.fd, header);
+  cached.corpus = map_cache(built.fd, header, cached.file);
   cached.built = true;
   cached.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   report_counts(source, target, cached.corpus.size(), cached.corpus.counts(), options);

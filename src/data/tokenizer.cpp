@@ -1,6 +1,8 @@
 #include "trafo/data/tokenizer.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -151,20 +153,33 @@ class Selection {
 
 }  // namespace
 
+std::vector<double> scaled_weights(const std::vector<double>& weights) {
+  double largest = 0.0;
+  for (const double weight : weights) largest = std::max(largest, weight);
+  // A power of two scales exactly: the same shares, bit for bit, as the weights given.
+  const int exponent = largest > 0.0 && std::isfinite(largest) ? std::ilogb(largest) : 0;
+  std::vector<double> scaled;
+  for (const double weight : weights) scaled.push_back(std::ldexp(weight, -exponent));
+  return scaled;
+}
+
 std::vector<std::string> vocabulary_sample(const std::vector<WeightedFiles>& corpora, int64_t sentences) {
   int64_t total_pairs = 0;
-  double total_weight = 0.0;
+  std::vector<double> weights;
   for (const auto& corpus : corpora) {
     total_pairs += corpus.lines;
-    total_weight += corpus.weight;
+    weights.push_back(corpus.weight);
   }
+  weights = scaled_weights(weights);
+  double total_weight = 0.0;
+  for (const double weight : weights) total_weight += weight;
   const int64_t pairs = sentences > 0 ? std::min(sentences / 2, total_pairs) : total_pairs;
   std::vector<std::string> lines;
   for (size_t c = 0; c < corpora.size(); ++c) {
     const auto& corpus = corpora[c];
     if (corpus.lines == 0) continue;
     const auto share = corpora.size() == 1 ? pairs
-                                           : static_cast<int64_t>(std::llround(pairs * corpus.weight / total_weight));
+                                           : static_cast<int64_t>(std::llround(pairs * weights[c] / total_weight));
     // Whole passes over the corpus, then a selection of the lines left to draw.
     const int64_t passes = share / corpus.lines;
     Selection selection(share % corpus.lines, corpus.lines, 0x5EED0000ULL + c);
@@ -235,13 +250,19 @@ Tokenizer Tokenizer::load(const std::filesystem::path& path) {
   if (!in) throw InputError("cannot read tokenizer model " + path.string());
   std::ostringstream bytes;
   bytes << in.rdbuf();
-  return Tokenizer(bytes.str());
+  try {
+    return Tokenizer(bytes.str());
+  } catch (const InputError& e) {
+    throw InputError(path.string() + ": " + e.what());  // which file holds the bad model
+  }
 }
 
 void Tokenizer::save(const std::filesystem::path& path) const {
+  errno = 0;
   std::ofstream out(path, std::ios::binary);
   out << model_;
-  if (!out) throw RunError("cannot write " + path.string());
+  out.close();
+  if (!out) throw_write_error(path.string(), errno != 0 ? errno : EIO);
 }
 
 std::vector<int> Tokenizer::encode(const std::string& text) const {

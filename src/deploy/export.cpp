@@ -37,9 +37,16 @@ std::string pick_quantization(const ExportFormat& format, const std::string& ask
   throw InputError("--format " + std::string(format.name) + " takes --quantization " + names + ", not '" + asked + "'");
 }
 
-void export_model(const checkpoint::Checkpoint& checkpoint, const ExportFormat& format, const std::string& quantization,
-                  const std::filesystem::path& out, bool replace) {
-  util::write_folder_atomically(out, format.files(checkpoint, quantization), replace);
+void export_model(const checkpoint::Checkpoint& checkpoint, const std::filesystem::path& source,
+                  const ExportFormat& format, const std::string& quantization, const std::filesystem::path& out,
+                  bool replace) {
+  std::vector<std::pair<std::string, std::string>> files;
+  try {
+    files = format.files(checkpoint, quantization);
+  } catch (const InputError& e) {
+    throw InputError(source.string() + ": " + e.what());  // what in this checkpoint the format cannot take
+  }
+  util::write_folder_atomically(out, files, replace);
 }
 
 }  // namespace trafo::deploy

@@ -65,7 +65,7 @@ void write_lines(const std::filesystem::path& path, const std::vector<SentencePa
                  std::string SentencePair::*side) {
   const std::filesystem::path temporary = path.string() + ".tmp-" + std::to_string(::getpid());
   std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-  if (!out) throw InputError("toy corpus: cannot write " + path.string());
+  if (!out) throw_write_error(path.string(), errno);
   for (const auto& pair : pairs) out << pair.*side << '\n';
   out.close();
   std::error_code error;
@@ -157,9 +157,7 @@ ToySplits generate_toy_corpus(const ToyCorpusOptions& options) {
 void write_toy_splits(const std::filesystem::path& dir, const ToySplits& splits) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
-  if (error) {
-    throw InputError("toy corpus: cannot create " + dir.string() + ": " + error.message());
-  }
+  if (error) throw_write_error(dir.string(), error.value());
   const std::pair<const char*, const std::vector<SentencePair>*> named[] = {
       {"train", &splits.train}, {"dev", &splits.dev}, {"test", &splits.test}};
   for (const auto& [name, pairs] : named) {

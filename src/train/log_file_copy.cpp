@@ -20,7 +20,7 @@ class CheckedFileSink : public spdlog::sinks::base_sink<std::mutex> {
  public:
   explicit CheckedFileSink(const std::filesystem::path& path) : path_(path.string()) {
     file_ = std::fopen(path_.c_str(), "a");
-    if (file_ == nullptr) throw RunError("cannot write " + path_ + ": " + std::strerror(errno));
+    if (file_ == nullptr) throw_write_error(path_, errno);
   }
   ~CheckedFileSink() override { std::fclose(file_); }
   std::string error() {

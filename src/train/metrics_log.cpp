@@ -8,7 +8,7 @@
 namespace trafo::train {
 
 MetricsLog::MetricsLog(const std::filesystem::path& path) : path_(path.string()), out_(path, std::ios::app) {
-  if (!out_) throw RunError("cannot write " + path_);
+  if (!out_) throw_write_error(path_, errno);
 }
 
 void MetricsLog::write(const std::string& event, int64_t step, int64_t epoch, double time_s, nlohmann::json fields) {
@@ -17,7 +17,7 @@ void MetricsLog::write(const std::string& event, int64_t step, int64_t epoch, do
   out_ << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   out_.flush();
   // A full disk: the run fails (exit 1) rather than going on without its log.
-  if (!out_) throw RunError("cannot write " + path_ + ": " + std::strerror(errno));
+  if (!out_) throw_write_error(path_, errno != 0 ? errno : EIO);
 }
 
 }  // namespace trafo::train

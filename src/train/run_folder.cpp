@@ -40,13 +40,12 @@ bool is_stale_temporary(const std::string& name) {
 RunFolder::RunFolder(std::filesystem::path path, bool lock) : path_(std::move(path)) {
   std::error_code error;
   std::filesystem::create_directories(path_, error);
-  if (error || !std::filesystem::is_directory(path_)) {
-    throw InputError("cannot create the run folder " + path_.string());
-  }
+  if (error) throw_write_error("the run folder " + path_.string(), error.value());
+  if (!std::filesystem::is_directory(path_)) throw InputError("cannot create the run folder " + path_.string());
   if (!lock) return;
   const auto lock_path = path_ / ".lock";
   lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd_ < 0) throw InputError("cannot open " + lock_path.string() + ": " + std::strerror(errno));
+  if (lock_fd_ < 0) throw_write_error(lock_path.string(), errno);
   if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     char holder[32] = {0};
     const ssize_t n = ::pread(lock_fd_, holder, sizeof holder - 1, 0);

@@ -95,13 +95,13 @@ uint32_t masked_crc32c(const char* data, size_t size) {
 TensorBoardWriter::TensorBoardWriter(const std::filesystem::path& dir) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
-  if (error) throw RunError("cannot create " + dir.string() + ": " + error.message());
+  if (error) throw_write_error(dir.string(), error.value());
   const double started = now_s();
   const std::string name = "events.out.tfevents." + std::to_string(static_cast<int64_t>(started)) + "." + host_name();
   path_ = dir / name;
   for (int suffix = 1; std::filesystem::exists(path_); ++suffix) path_ = dir / (name + "." + std::to_string(suffix));
   out_.open(path_, std::ios::binary);
-  if (!out_) throw RunError("cannot write " + path_.string());
+  if (!out_) throw_write_error(path_.string(), errno);
   write_record(encode_event(started, 0, "brain.Event:2", ""));
 }
 

@@ -262,13 +262,16 @@ class TrainingLoop {
   // The corpora (pairs, weight, share of the pairs served, tag, token cache) and the leak check, in the
   // `start` record and the log.
   void describe_data(nlohmann::json& start) const {
+    std::vector<double> weights;
+    for (const auto& corpus : s_.paths.train) weights.push_back(corpus.weight);
+    weights = data::scaled_weights(weights);  // sums that cannot overflow
     double total_weight = 0.0;
-    for (const auto& corpus : s_.paths.train) total_weight += corpus.weight;
+    for (const double weight : weights) total_weight += weight;
     nlohmann::json corpora = nlohmann::json::array();
     for (size_t i = 0; i < s_.corpora.size(); ++i) {
       const auto& spec = s_.paths.train[i];
       const auto& cached = s_.corpora[i];
-      const double share = spec.weight / total_weight;
+      const double share = weights[i] / total_weight;
       corpora.push_back({{"src", spec.src}, {"tgt", spec.tgt}, {"pairs", cached.corpus.size()}, {"weight", spec.weight},
                          {"share", share}, {"tag", spec.tag}, {"token_cache", cached.file.string()},
                          {"token_cache_built", cached.built}});

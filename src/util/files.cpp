@@ -23,9 +23,9 @@ void remove_tree(const std::filesystem::path& path) {
 
 namespace {
 
-// Writes all of `bytes` to `fd`, again after a signal or a short write; returns why it could not,
-// or an empty string.
-std::string write_all(int fd, const std::string& bytes) {
+// Writes all of `bytes` to `fd`, again after a signal or a short write; returns the errno of why it
+// could not (a write that takes nothing counts as a full disk), or 0.
+int write_all(int fd, const std::string& bytes) {
   // Test hook (tests/kill_test.cpp): write in 64 KB pieces, pausing this many ms after each, so that
   // a SIGKILL lands inside a write.
   static const char* slow = std::getenv("TRAFO_TEST_SLOW_WRITES_MS");
@@ -35,20 +35,20 @@ std::string write_all(int fd, const std::string& bytes) {
     if (slow != nullptr && written > 0) ::usleep(static_cast<useconds_t>(std::atoi(slow)) * 1000);
     const ssize_t n = ::write(fd, bytes.data() + written, std::min(piece, bytes.size() - written));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return n < 0 ? std::strerror(errno) : "nothing written";
+    if (n <= 0) return n < 0 ? errno : ENOSPC;
     written += static_cast<size_t>(n);
   }
-  return "";
+  return 0;
 }
 
 // Writes `bytes` into the device, pipe or link at `path` as it is: renaming a file over it would put
 // a regular file where /dev/full or the link /dev/stdout was.
 void write_in_place(const std::filesystem::path& path, const std::string& bytes, bool truncate) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | (truncate ? O_TRUNC : 0));
-  if (fd < 0) throw RunError("cannot write " + path.string() + ": " + std::strerror(errno));
-  std::string reason = write_all(fd, bytes);
-  if (::close(fd) != 0 && reason.empty()) reason = std::strerror(errno);
-  if (!reason.empty()) throw RunError("cannot write " + path.string() + ": " + reason);
+  if (fd < 0) throw_write_error(path.string(), errno);
+  int error = write_all(fd, bytes);
+  if (::close(fd) != 0 && error == 0) error = errno;
+  if (error != 0) throw_write_error(path.string(), error);
 }
 
 }  // namespace
@@ -75,19 +75,19 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
   }
   const std::string temporary = path.string() + ".tmp-" + std::to_string(::getpid());
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw RunError("cannot write " + temporary + ": " + std::strerror(errno));
-  const std::string reason = write_all(fd, bytes);
-  if (!reason.empty()) {
+  if (fd < 0) throw_write_error(path.string(), errno);
+  const int error = write_all(fd, bytes);
+  if (error != 0) {
     ::close(fd);
     ::unlink(temporary.c_str());
-    throw RunError("cannot write " + path.string() + ": " + reason);
+    throw_write_error(path.string(), error);
   }
   const bool synced = ::fsync(fd) == 0;
   const bool closed = ::close(fd) == 0;
   if (!synced || !closed || ::rename(temporary.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
+    const int error = errno;
     ::unlink(temporary.c_str());
-    throw RunError("cannot write " + path.string() + ": " + reason);
+    throw_write_error(path.string(), error);
   }
 }
 
@@ -112,7 +112,7 @@ bool is_empty_folder(const std::filesystem::path& path) {
 void rename_or_throw(const std::filesystem::path& from, const std::filesystem::path& to) {
   std::error_code error;
   std::filesystem::rename(from, to, error);
-  if (error) throw RunError("cannot rename " + from.string() + " to " + to.string() + ": " + error.message());
+  if (error) throw_write_error(to.string() + " (renaming " + from.string() + ")", error.value());
 }
 
 }  // namespace
@@ -132,7 +132,7 @@ void write_folder_atomically(const std::filesystem::path& folder,
   remove_tree(staging);
   std::error_code error;
   fs::create_directories(staging, error);
-  if (error) throw InputError("cannot create " + staging.string() + ": " + error.message());
+  if (error) throw_write_error(staging.string(), error.value());
   try {
     for (const auto& [name, bytes] : files) write_file_atomically(staging / name, bytes);
     if (exists) {

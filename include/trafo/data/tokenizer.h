@@ -24,6 +24,12 @@ struct TokenizerOptions {
   std::vector<std::string> reserved;      // pieces never split (corpus tags), SentencePiece's user-defined symbols
 };
 
+// Corpus weights (positive, finite) times one power of two, the largest in [1, 2): their ratios and
+// sums are exactly those of `weights`, but a sum cannot overflow (two weights of 1e308 would sum to
+// infinity, and every share to 0). Every reader of the weights (the batches, the vocabulary sample,
+// the log's shares) sums these.
+std::vector<double> scaled_weights(const std::vector<double>& weights);
+
 // A training corpus as the vocabulary sample sees it.
 struct WeightedFiles {
   std::filesystem::path source, target;

@@ -28,9 +28,11 @@ const ExportFormat& export_format(const std::string& name);
 // `asked`, or the format's default when empty; trafo::InputError when the format does not take it.
 std::string pick_quantization(const ExportFormat& format, const std::string& asked);
 
-// Writes `checkpoint` as `format` with `quantization` (pick_quantization's) into the folder `out`
-// (new or empty, or any with `replace`), through util::write_folder_atomically.
-void export_model(const checkpoint::Checkpoint& checkpoint, const ExportFormat& format, const std::string& quantization,
-                  const std::filesystem::path& out, bool replace);
+// Writes `checkpoint` (read from the file `source`, which a reason the format cannot take it names)
+// as `format` with `quantization` (pick_quantization's) into the folder `out` (new or empty, or any
+// with `replace`), through util::write_folder_atomically.
+void export_model(const checkpoint::Checkpoint& checkpoint, const std::filesystem::path& source,
+                  const ExportFormat& format, const std::string& quantization, const std::filesystem::path& out,
+                  bool replace);
 
 }  // namespace trafo::deploy

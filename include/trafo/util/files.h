@@ -18,15 +18,17 @@ void remove_tree(const std::filesystem::path& path);
 
 // Writes `bytes` to a temporary file in the same folder, flushes it to disk, then renames it
 // over `path`: a reader sees the old file or the new one, never a torn one.
-// Throws trafo::RunError when the disk refuses (full, read-only), leaving `path` untouched. A
-// device, a pipe or a link at `path` (/dev/full, /dev/stdout) is written through in place, never
-// replaced by a file; a folder there is trafo::InputError.
+// A write refused throws by trafo::throw_write_error's rule (trafo/errors.h: a full disk is a
+// RunError; no permission or a missing folder an InputError), leaving `path` untouched. A device, a pipe or a link at `path`
+// (/dev/full, /dev/stdout) is written through in place, never replaced by a file; a folder there
+// is trafo::InputError.
 void write_file_atomically(const std::filesystem::path& path, const std::string& bytes);
 
 // Writes the folder `folder` holding `files` (name -> bytes) so that it appears complete or not at
 // all: everything goes into FOLDER.tmp-PID beside it, which then takes its place. An existing
 // folder is an InputError unless it is empty or `replace`; a replaced folder is removed only once
-// the new one is in place. A disk that refuses is a RunError, and nothing of the new folder stays.
+// the new one is in place. A write refused throws by trafo::throw_write_error's rule
+// (trafo/errors.h), and nothing of the new folder stays.
 void write_folder_atomically(const std::filesystem::path& folder, const std::vector<std::pair<std::string, std::string>>& files,
                              bool replace);
 
