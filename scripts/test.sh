@@ -36,7 +36,7 @@ if [ "$sanitize" = true ]; then
   if [ ! -f build-sanitize/build.ninja ]; then
     prefix=$(.venv/bin/python -c 'import torch; print(torch.utils.cmake_prefix_path)')
     cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
-      -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" \
+      -DTRAFO_JEMALLOC=OFF -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" \
       -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
   fi
   BUILD_DIR=build-sanitize ./scripts/build.sh

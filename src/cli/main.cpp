@@ -55,8 +55,9 @@ int finish(int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Keep freed tensor memory for reuse instead of handing it back to the kernel, in every
-  // subcommand: with glibc's defaults every training step's activations are mapped, faulted in
+  // The binary allocates with jemalloc (CMakeLists.txt); these settings apply where it is built
+  // without (sanitizer builds): keep freed tensor memory for reuse instead of handing it back to the
+  // kernel, since with glibc's defaults every training step's activations are mapped, faulted in
   // and zeroed again (5% of a step here). Blocks of 32 MB and more are still mapped on their own.
 #if defined(__GLIBC__)
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
