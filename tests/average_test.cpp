@@ -42,7 +42,7 @@ class Average : public ::testing::Test {
     checkpoint::TrainingState training{{{"adam.step", torch::ones({1})}}, "{\"step\": 7}"};
     const auto path = *dir_ / (name + ".pt");
     checkpoint::save(path, checkpoint::Checkpoint{config, checkpoint::model_weights(model), *tokenizer_,
-                                                  "seed = " + std::to_string(seed) + "\n", training});
+                                                  "seed = " + std::to_string(seed) + "\n", training, {}});
     return path;
   }
   static fs::path save_model(const std::string& name, int seed) { return save_model(name, seed, config()); }

@@ -63,6 +63,7 @@ with safe_open(sys.argv[1], framework="numpy") as f:
     assert meta["format"] == "trafo-checkpoint" and meta["format_version"] == "3", meta.keys()
     assert json.loads(meta["model_config"])["d_model"] == 16
     assert json.loads(meta["training"])["step"] == 2
+    assert json.loads(meta["inference"]) == {"src_lang": "en", "tgt_lang": "de", "tags": []}, meta["inference"]
     others = sorted(n for n in names if n not in expected)
     assert all(n.startswith("training/") for n in others), others
     assert any(n.startswith("training/optimizer/exp_avg/") for n in others), others
@@ -195,6 +196,37 @@ TEST(ModelConfigJson, AKeyAConfigLacksTakesItsDefaultAndANewerVersionIsRefused) 
 }
 
 // The checkpoints of format 2 translate exactly as the trafo that wrote them did.
+// What inference reads (languages, corpus tags) is stored beside the model config and read back; a file
+// without it (written before, or by code that leaves it empty) gets it from its training config's text.
+TEST_F(CheckpointFile, InferenceInfoIsStoredBesideTheModelAndReadFromTheConfigOfOlderFiles) {
+  const std::string toml = "src-lang=\"en\"\ntgt-lang='fr' # comment\nd-model=16\n\n[[corpus]]\nsrc=\"a\"\ntag=\"<bt>\"\n"
+                           "[[corpus]]\ntag = \"<x>\"\n[[corpus]]\ntag=\"<bt>\"\n[[corpus]]\nsrc=\"b\"\n";
+  const auto from_config = checkpoint::inference_from_config(toml);
+  EXPECT_EQ(from_config.src_lang, "en");
+  EXPECT_EQ(from_config.tgt_lang, "fr");
+  EXPECT_EQ(from_config.tags, (std::vector<std::string>{"<bt>", "<x>"}));
+  EXPECT_TRUE(checkpoint::inference_from_config("not = [a config\n").empty());
+
+  auto saved = checkpoint::load(last(), /*with_training_state=*/false);
+  EXPECT_EQ(saved.inference.src_lang, "en");
+  EXPECT_EQ(saved.inference.tgt_lang, "de");
+  EXPECT_TRUE(saved.inference.tags.empty());
+  saved.inference = {"de", "en", {"<ft>"}};
+  checkpoint::save(*dir_ / "stored.pt", saved);
+  const auto stored = checkpoint::load(*dir_ / "stored.pt");
+  EXPECT_EQ(stored.inference.src_lang, "de");
+  EXPECT_EQ(stored.inference.tgt_lang, "en");
+  EXPECT_EQ(stored.inference.tags, std::vector<std::string>{"<ft>"});
+
+  saved.inference = {};
+  saved.config = toml;
+  checkpoint::save(*dir_ / "older.pt", saved);
+  EXPECT_EQ(checkpoint::read_safetensors(*dir_ / "older.pt").metadata.count("inference"), 0u);
+  const auto older = checkpoint::load(*dir_ / "older.pt");
+  EXPECT_EQ(older.inference.tgt_lang, "fr");
+  EXPECT_EQ(older.inference.tags, (std::vector<std::string>{"<bt>", "<x>"}));
+}
+
 TEST(Format2Checkpoints, TranslateExactlyAsBefore) {
   for (const std::string model : {"toy", "tiny"}) {
     for (const std::string beam : {"1", "4"}) {

@@ -52,7 +52,7 @@ fs::path random_checkpoint(const fs::path& dir, const Variant& v) {
   model::Transformer model(config);
   const auto path = dir / (std::string(v.norm) + ".pt");
   checkpoint::save(path, checkpoint::Checkpoint{config, checkpoint::model_weights(model), tokenizer.to_bytes(), "",
-                                                std::nullopt});
+                                                std::nullopt, {}});
   return path;
 }
 

@@ -12,7 +12,7 @@
 #include "data_support.h"
 #include "test_support.h"
 #include "trafo/errors.h"
-#include "trafo/train/options.h"
+#include "trafo/run_config/options.h"
 
 namespace trafo::testing {
 namespace {
@@ -105,18 +105,18 @@ TEST_F(InputErrors, ThreadsAreCheckedInOnePlaceForEveryCommand) {
 }
 
 TEST(ParseDuration, IsStrict) {
-  EXPECT_EQ(train::parse_duration("90"), 90.0);
-  EXPECT_EQ(train::parse_duration("90s"), 90.0);
-  EXPECT_EQ(train::parse_duration("20m"), 1200.0);
-  EXPECT_EQ(train::parse_duration("1h30m"), 5400.0);
-  EXPECT_EQ(train::parse_duration("1.5h"), 5400.0);
-  EXPECT_EQ(train::parse_duration(""), 0.0);
+  EXPECT_EQ(run_config::parse_duration("90"), 90.0);
+  EXPECT_EQ(run_config::parse_duration("90s"), 90.0);
+  EXPECT_EQ(run_config::parse_duration("20m"), 1200.0);
+  EXPECT_EQ(run_config::parse_duration("1h30m"), 5400.0);
+  EXPECT_EQ(run_config::parse_duration("1.5h"), 5400.0);
+  EXPECT_EQ(run_config::parse_duration(""), 0.0);
   for (const char* bad : {".", "1.2.3", "5x", "-1m", "m", "1h30", "30m1h", "1m1m", " 5s", "5s ", "1e5s",
                           "99999999999999999999999999999999999999999999999999999999999999999999999999999999999"
                           "99999999999999999999999999999999999999999999999999999999999999999999999999999999999"
                           "99999999999999999999999999999999999999999999999999999999999999999999999999999999999"
                           "99999999999999999999999999999999999999999999999999999999999999999999999999999h"}) {
-    EXPECT_THROW(train::parse_duration(bad), InputError) << bad;
+    EXPECT_THROW(run_config::parse_duration(bad), InputError) << bad;
   }
 }
 

@@ -57,7 +57,7 @@ class OutputContract : public ::testing::Test {
     model::Transformer model(config);
     const std::string run_config = "\n[[corpus]]\nsrc=\"train.en\"\ntgt=\"train.de\"\nweight=1\ntag=\"<bt>\"\n";
     checkpoint::save(*dir_ / "model.pt", checkpoint::Checkpoint{config, checkpoint::model_weights(model),
-                                                                tokenizer.to_bytes(), run_config, std::nullopt});
+                                                                tokenizer.to_bytes(), run_config, std::nullopt, {}});
   }
   static void TearDownTestSuite() { delete dir_; }
 

@@ -19,12 +19,12 @@
 #include "trafo/decode/precision_probe.h"
 #include "trafo/errors.h"
 #include "trafo/model/transformer.h"
-#include "trafo/train/precision.h"
+#include "trafo/runtime/precision.h"
 
 namespace trafo::testing {
 namespace {
 
-using train::resolve_precision;
+using runtime::resolve_precision;
 
 // A stand-in for the timed matmuls: returns `speedup` and counts its calls.
 struct Speedup {
@@ -74,7 +74,7 @@ TEST(Precision, ExplicitChoicesAreKeptAndEmulationIsNamed) {
 // Decoding is judged on its own timing, on CUDA too; without native bf16 nothing is timed.
 TEST(Precision, DecodingAutoTimesDecodingWhereBf16IsNative) {
   int calls = 0;
-  using train::resolve_decoding_precision;
+  using runtime::resolve_decoding_precision;
   EXPECT_FALSE(resolve_decoding_precision("auto", false, false, {"avx512_bf16"}, Speedup{0.85, &calls}).bf16);
   EXPECT_TRUE(resolve_decoding_precision("auto", false, false, {"avx512_bf16"}, Speedup{1.3, &calls}).bf16);
   EXPECT_FALSE(resolve_decoding_precision("auto", true, true, {}, Speedup{0.9, &calls}).bf16);
@@ -142,7 +142,7 @@ TEST_F(PrecisionRun, AutoTimesTheCpusMatmulsWhereTheFlagsAreThere) {
   ASSERT_NE(at, std::string::npos) << reason;
   const double speedup = std::stod(reason.substr(at + 4));
   EXPECT_GT(speedup, 0.0) << reason;
-  EXPECT_EQ(timed.at("precision"), speedup >= train::kMinBf16Speedup ? "bf16" : "fp32") << reason;
+  EXPECT_EQ(timed.at("precision"), speedup >= runtime::kMinBf16Speedup ? "bf16" : "fp32") << reason;
 }
 
 TEST_F(PrecisionRun, Bf16WhereItIsEmulatedRunsWithOneWarning) {

@@ -25,7 +25,7 @@
 #include "trafo/data/batcher.h"
 #include "trafo/model/transformer.h"
 #include "trafo/train/optimizer.h"
-#include "trafo/train/options.h"
+#include "trafo/run_config/options.h"
 #include "trafo/train/schedule.h"
 #include "trafo/train/train_step.h"
 
@@ -85,8 +85,8 @@ ModelConfig model_config(const Case& c) {
 // The trainer's defaults (train/options.h: betas 0.9 and 0.98, eps 1e-9, clip 1, label smoothing
 // 0.1), but a warmup of 4 steps to a peak of 3e-3, so that the steps run through warmup and decay.
 // (At 1e-2 post-norm ReLU units die within the 10 steps and fp32 runs, PyTorch's too, stray 1e-3.)
-train::TrainConfig training_config(const Case& c) {
-  train::TrainConfig config;
+run_config::TrainConfig training_config(const Case& c) {
+  run_config::TrainConfig config;
   config.optimizer = c.optimizer;
   config.weight_decay = c.weight_decay;
   config.lr = 3e-3;
@@ -114,7 +114,7 @@ Named tensors_of(const bench::SyntheticBatch& batch) {
   return tensors;
 }
 
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(Transformer& model, const train::TrainConfig& c) {
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(Transformer& model, const run_config::TrainConfig& c) {
   return train::make_optimizer(c.optimizer, model->parameters(), c.lr, c.adam_beta1, c.adam_beta2, c.adam_eps,
                                c.weight_decay);
 }
@@ -122,7 +122,7 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(Transformer& model, cons
 // trafo's logits, loss per target token and gradients on one batch. The gradients are those of the
 // trainer's update (TrainStep, on the CPU in fp32: batch_loss's fused path), unclipped, with lr 0
 // so that the weights stay.
-Record one_batch(Transformer& model, const bench::SyntheticBatch& batch, const train::TrainConfig& c) {
+Record one_batch(Transformer& model, const bench::SyntheticBatch& batch, const run_config::TrainConfig& c) {
   auto record = make_record();
   for (const auto& item : tensors_of(batch)) record.insert(item.key(), item.value());
   {
@@ -146,7 +146,7 @@ Record one_batch(Transformer& model, const bench::SyntheticBatch& batch, const t
 // Trains `model` on `batches`, one TrainStep each with the trainer's options and the schedule's lr
 // (as train::Trainer does): the hyper-parameters, the batches, each step's loss per target token
 // (before its update) and the parameters after.
-Record training(Transformer& model, const std::vector<bench::SyntheticBatch>& batches, const train::TrainConfig& c) {
+Record training(Transformer& model, const std::vector<bench::SyntheticBatch>& batches, const run_config::TrainConfig& c) {
   auto record = make_record();
   record.insert("optimizer", c.optimizer);
   record.insert("lr", c.lr);

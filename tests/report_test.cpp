@@ -199,7 +199,7 @@ class AttentionPicture : public ::testing::Test {
     model_ = new model::Transformer(config);
     (*model_)->eval();
     checkpoint::save(*dir_ / "model.pt", checkpoint::Checkpoint{config, checkpoint::model_weights(*model_),
-                                                                tokenizer_->to_bytes(), "", std::nullopt});
+                                                                tokenizer_->to_bytes(), "", std::nullopt, {}});
   }
   static void TearDownTestSuite() {
     delete model_;

@@ -18,6 +18,9 @@
 #include "trafo/train/trainer.h"
 
 namespace trafo::train {
+using run_config::CorpusSpec;
+using run_config::parse_duration;
+using run_config::TrainConfig;
 namespace {
 
 using trafo::testing::make_temp_dir;
@@ -190,7 +193,7 @@ checkpoint::Checkpoint small_checkpoint(int64_t d_model) {
   config.d_ff = 4 * d_model;
   config.max_positions = 1024;  // files as before: the positions table is most of a small checkpoint
   model::Transformer model(config);
-  return {config, checkpoint::model_weights(model), "", "", std::nullopt};
+  return {config, checkpoint::model_weights(model), "", "", std::nullopt, {}};
 }
 
 TEST(Checkpoint, FailedWriteLeavesTheOldCheckpointLoadable) {

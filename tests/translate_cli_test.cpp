@@ -51,7 +51,7 @@ class TranslateCli : public ::testing::Test {
     torch::manual_seed(seed);
     model::Transformer model(config);
     checkpoint::save(*dir_ / file, checkpoint::Checkpoint{config, checkpoint::model_weights(model),
-                                                          tokenizer.to_bytes(), "", std::nullopt});
+                                                          tokenizer.to_bytes(), "", std::nullopt, {}});
   }
   static void TearDownTestSuite() { delete dir_; }
 

@@ -28,6 +28,23 @@ const std::string& metadata_entry(const Safetensors& file, const std::string& ke
   return found->second;
 }
 
+std::string inference_json(const InferenceInfo& info) {
+  return nlohmann::json{{"src_lang", info.src_lang}, {"tgt_lang", info.tgt_lang}, {"tags", info.tags}}.dump();
+}
+
+InferenceInfo inference_from_json(const std::string& text, const std::string& path) {
+  try {
+    const auto json = nlohmann::json::parse(text);
+    InferenceInfo info;
+    info.src_lang = json.at("src_lang").get<std::string>();
+    info.tgt_lang = json.at("tgt_lang").get<std::string>();
+    info.tags = json.at("tags").get<std::vector<std::string>>();
+    return info;
+  } catch (const nlohmann::json::exception&) {
+    throw InputError("checkpoint " + path + ": its inference info is not {src_lang, tgt_lang, tags} JSON");
+  }
+}
+
 // The safetensors layout of a checkpoint (format 3): docs/design.md "Checkpoint".
 Checkpoint read_safetensors_checkpoint(const std::filesystem::path& path, bool with_training_state) {
   const std::string name = path.string();
@@ -45,6 +62,9 @@ Checkpoint read_safetensors_checkpoint(const std::filesystem::path& path, bool w
   }
   checkpoint.tokenizer = util::from_base64(metadata_entry(file, "tokenizer", name), "checkpoint " + name + "'s tokenizer");
   checkpoint.config = metadata_entry(file, "config", name);
+  if (const auto inference = file.metadata.find("inference"); inference != file.metadata.end()) {
+    checkpoint.inference = inference_from_json(inference->second, name);
+  }
   const auto training = file.metadata.find("training");
   if (training != file.metadata.end() && with_training_state) checkpoint.training.emplace().json = training->second;
   for (auto& [key, tensor] : file.tensors) {
@@ -121,6 +141,7 @@ void save(const std::filesystem::path& path, const Checkpoint& checkpoint) {
                    {"model_config", model::to_json(checkpoint.model_config).dump()},
                    {"config", checkpoint.config},
                    {"tokenizer", util::to_base64(checkpoint.tokenizer)}};
+  if (!checkpoint.inference.empty()) file.metadata["inference"] = inference_json(checkpoint.inference);
   file.tensors = checkpoint.weights;
   if (checkpoint.training) {
     file.metadata["training"] = checkpoint.training->json;
@@ -162,7 +183,9 @@ Checkpoint load(const std::filesystem::path& path, bool with_training_state) {
   // Every command loads its checkpoints here: a reason found inside the file (its model config, its
   // tokenizer, its layout) that does not say which file is given the file's name here, once.
   try {
-    return read_and_check(path, with_training_state);
+    auto checkpoint = read_and_check(path, with_training_state);
+    if (checkpoint.inference.empty()) checkpoint.inference = inference_from_config(checkpoint.config);
+    return checkpoint;
   } catch (const InputError& e) {
     const std::string reason = e.what();
     if (reason.find(path.string()) != std::string::npos) throw;

@@ -23,16 +23,16 @@
 #include "trafo/bench/measure.h"
 #include "trafo/errors.h"
 #include "trafo/ops/eligibility.h"
-#include "trafo/train/config_file.h"
-#include "trafo/train/config_keys.h"
-#include "trafo/train/precision.h"
+#include "trafo/run_config/config_file.h"
+#include "trafo/run_config/config_keys.h"
+#include "trafo/runtime/precision.h"
 #include "trafo/util/device.h"
 
 namespace trafo::cli {
 namespace {
 
 struct BenchOptions {
-  train::TrainConfig shape;       // the model's keys, vocab-size and threads, bound and read as trafo train does
+  run_config::TrainConfig shape;       // the model's keys, vocab-size and threads, bound and read as trafo train does
   std::string config;             // TOML file: the model keys and `threads` apply, other train keys are ignored
   bool json = false;              // one JSON object per line instead of a table
   std::string device = "cpu";     // cpu | cuda | auto (cuda when one is available)
@@ -48,7 +48,7 @@ struct BenchOptions {
 };
 
 // `trafo train`'s keys that bench takes: the model's shape, vocab-size and threads.
-bool takes(const train::ConfigKey& key) {
+bool takes(const run_config::ConfigKey& key) {
   return std::string(key.group) == "Model" || std::string(key.name) == "vocab-size" || std::string(key.name) == "threads";
 }
 
@@ -147,7 +147,7 @@ int run_bench(BenchOptions o) {
   const int threads = util::threads_following_load(o.shape.threads);
   at::set_num_threads(threads);
   const auto device = util::resolve_device(o.device);
-  const bool native_bf16 = device.is_cuda() ? train::cuda_native_bf16() : !train::cpu_bf16_flags().empty();
+  const bool native_bf16 = device.is_cuda() ? runtime::cuda_native_bf16() : !runtime::cpu_bf16_flags().empty();
   if (o.precision == "auto") {
     o.precision = native_bf16 ? "both" : "fp32";
     if (!native_bf16) spdlog::warn("bench: this {} has no native bf16: bf16 skipped; --precision both measures it anyway",
@@ -269,7 +269,7 @@ CommandRunner add_bench_command(CLI::App& app) {
   return [cmd, options]() -> int {
     // A `trafo train` config file, every key and value checked as trafo train reads it; bench
     // takes its own keys from it (the command line wins) and ignores the rest (lr, warmup-steps, ...).
-    if (cmd->count("--config") > 0) train::read_config_file(options->config, options->shape, given_config_keys(*cmd));
+    if (cmd->count("--config") > 0) run_config::read_config_file(options->config, options->shape, given_config_keys(*cmd));
     return run_bench(*options);
   };
 }

@@ -1,40 +1,16 @@
 #include "config_options.h"
 
-#include <type_traits>
 #include <variant>
 
 #include <CLI/CLI.hpp>
 
 #include "trafo/errors.h"
-#include "trafo/train/config_keys.h"
-#include "trafo/util/numbers.h"
+#include "trafo/run_config/config_keys.h"
 
 namespace trafo::cli {
-namespace {
-
-// A CLI11 check through util's conversion of `Value`: its message, or "" when the text converts.
-// Integers are rewritten as the plain decimal CLI11 then reads (010 → 10, which CLI11 reads as 8).
-template <typename Value>
-CLI::Validator through(void (*parse)(const std::string&, Value&)) {
-  return CLI::Validator(
-      [parse](std::string& text) {
-        try {
-          Value value{};
-          parse(text, value);
-          if constexpr (std::is_integral_v<Value>) text = std::to_string(value);
-          return std::string();
-        } catch (const InputError& e) {
-          return std::string(e.what());
-        }
-      },
-      "");
-}
-
-}  // namespace
-
-void bind_config_keys(CLI::App& command, train::TrainConfig& config,
-                      const std::function<bool(const train::ConfigKey&)>& take) {
-  for (const auto& key : train::config_keys()) {
+void bind_config_keys(CLI::App& command, run_config::TrainConfig& config,
+                      const std::function<bool(const run_config::ConfigKey&)>& take) {
+  for (const auto& key : run_config::config_keys()) {
     if (take && !take(key)) continue;
     const std::string name = std::string("--") + key.name;
     CLI::Option* option = nullptr;
@@ -45,17 +21,17 @@ void bind_config_keys(CLI::App& command, train::TrainConfig& config,
           name,
           [&config, &key, name](const std::string& text) {
             try {
-              train::parse_value(key, text, config);
+              run_config::parse_value(key, text, config);
             } catch (const InputError& e) {
               throw CLI::ValidationError(name, e.what());
             }
           },
           key.help);
-      option->type_name(train::type_name(key));
+      option->type_name(run_config::type_name(key));
       if (key.show_default) {
         const auto field = key.field(config);
         const auto* text = std::get_if<std::string*>(&field);
-        option->default_str(text != nullptr ? **text : train::format_value(key, config));
+        option->default_str(text != nullptr ? **text : run_config::format_value(key, config));
       }
     }
     option->group(key.group);
@@ -64,28 +40,11 @@ void bind_config_keys(CLI::App& command, train::TrainConfig& config,
 
 std::set<std::string> given_config_keys(const CLI::App& command) {
   std::set<std::string> given;
-  for (const auto& key : train::config_keys()) {
+  for (const auto& key : run_config::config_keys()) {
     const CLI::Option* option = command.get_option_no_throw(std::string("--") + key.name);
     if (option != nullptr && option->count() > 0) given.insert(key.name);
   }
   return given;
-}
-
-void add_number_checks(CLI::App& command) {
-  // CLI11 2.1 reads integers with base detection (010 is 8, 0x10 is 16), "-1" into an unsigned
-  // as 2^64 - 1, and floats including inf and nan; options take plain decimal numbers only
-  // (010 is 10).
-  const auto integer = through<int64_t>(util::parse_decimal);
-  const auto unsigned_integer = through<uint64_t>(util::parse_decimal);
-  const auto finite = through<double>(util::parse_finite);
-  for (CLI::Option* option : command.get_options()) {
-    const std::string type = option->get_type_name();
-    auto is = [&](const std::string& name) { return type == name || type.rfind(name + ":", 0) == 0; };
-    if (is("INT")) option->transform(integer);  // a transform may rewrite the text: 010 → 10
-    if (is("UINT")) option->transform(unsigned_integer);
-    if (is("FLOAT")) option->check(finite);
-  }
-  for (CLI::App* subcommand : command.get_subcommands({})) add_number_checks(*subcommand);
 }
 
 }  // namespace trafo::cli

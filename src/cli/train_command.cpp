@@ -13,7 +13,7 @@
 #include "config_options.h"
 #include "trafo/dist/environment.h"
 #include "trafo/errors.h"
-#include "trafo/train/config_file.h"
+#include "trafo/run_config/config_file.h"
 #include "trafo/train/trainer.h"
 #include "trafo/util/numbers.h"
 
@@ -28,7 +28,7 @@ extern "C" void request_stop(int signal_number) {
 }
 
 // "SRC,TGT[,WEIGHT[,TAG]]" of --corpus.
-train::CorpusSpec parse_corpus(const std::string& text) {
+run_config::CorpusSpec parse_corpus(const std::string& text) {
   std::vector<std::string> fields;
   size_t start = 0;
   while (true) {
@@ -40,7 +40,7 @@ train::CorpusSpec parse_corpus(const std::string& text) {
   if (fields.size() < 2 || fields.size() > 4 || fields[0].empty() || fields[1].empty()) {
     throw CLI::ValidationError("--corpus", "'" + text + "' is not SRC,TGT[,WEIGHT[,TAG]]");
   }
-  train::CorpusSpec corpus;
+  run_config::CorpusSpec corpus;
   corpus.src = fields[0];
   corpus.tgt = fields[1];
   if (fields.size() > 2 && !fields[2].empty()) {
@@ -58,7 +58,7 @@ train::CorpusSpec parse_corpus(const std::string& text) {
 
 CommandRunner add_train_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "train a model on parallel text");
-  auto config = std::make_shared<train::TrainConfig>();
+  auto config = std::make_shared<run_config::TrainConfig>();
   auto config_path = std::make_shared<std::string>();
   auto print_config = std::make_shared<bool>(false);
   cmd->add_option("--config", *config_path, "TOML config file; keys are the long option names, the command line wins");
@@ -77,16 +77,16 @@ CommandRunner add_train_command(CLI::App& app) {
       ->type_name("SRC,TGT[,W[,TAG]]");
   return [cmd, config, config_path, print_config]() -> int {
     // Whether an option was given is a fact of the command line and the config file, never of its
-    // value: a given value equal to the default still meets a checkpoint's (train::was_given).
+    // value: a given value equal to the default still meets a checkpoint's (run_config::was_given).
     auto given = given_config_keys(*cmd);
     if (cmd->count("--corpus") > 0) given.insert("corpus");
     if (cmd->count("--config") > 0) {  // --config "" is an error too
-      const auto from_file = train::read_config_file(*config_path, *config, given);
+      const auto from_file = run_config::read_config_file(*config_path, *config, given);
       given.insert(from_file.begin(), from_file.end());
     }
     config->given = given;
     if (*print_config) {
-      std::cout << train::to_toml(*config);
+      std::cout << run_config::to_toml(*config);
       return 0;
     }
     if (config->nproc > 1 && !dist::read_environment().launched) {

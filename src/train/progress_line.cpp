@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 namespace trafo::train {
+using run_config::TrainConfig;
 namespace {
 
 std::string format_seconds(double seconds) {

@@ -8,14 +8,20 @@
 #include <torch/torch.h>
 
 #include "trafo/errors.h"
-#include "trafo/train/config_file.h"
+#include "trafo/run_config/config_file.h"
 #include "trafo/train/ema.h"
 #include "trafo/train/optimizer.h"
-#include "trafo/train/run_identity.h"
+#include "trafo/run_config/run_identity.h"
 #include "trafo/train/training_state.h"
 #include "trafo/util/files.h"
 
 namespace trafo::train {
+using run_config::TrainConfig;
+using run_config::run_differences;
+using run_config::take_run_options;
+using run_config::take_initial_options;
+using run_config::read_run_config;
+using run_config::join_differences;
 namespace {
 
 // The run a folder holds, as its config.toml says; nullopt for a folder without one (a new run,

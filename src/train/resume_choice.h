@@ -8,30 +8,30 @@
 #include <optional>
 
 #include "trafo/checkpoint/checkpoint.h"
-#include "trafo/train/options.h"
+#include "trafo/run_config/options.h"
 #include "trafo/train/run_folder.h"
 
 namespace trafo::train {
 
 // Whether `config` continues the run of its folder: the folder holds checkpoints, and --no-resume is
 // not given (with it, the folder's run is replaced or the request refused).
-bool continues_run(const TrainConfig& config);
+bool continues_run(const run_config::TrainConfig& config);
 
 // `config` settled before anything reads it: a resume takes the run's options it leaves out
-// (take_run_options, from config.toml) and never reads the --init-from file, which only a new run
+// (run_config::take_run_options, from config.toml) and never reads the --init-from file, which only a new run
 // needs (it may be gone); a new run from --init-from takes the checkpoint's model and vocabulary
-// (take_initial_options). Throws InputError for a conflict or an --init-from that does not load.
-TrainConfig& settle_options(TrainConfig& config);
+// (run_config::take_initial_options). Throws InputError for a conflict or an --init-from that does not load.
+run_config::TrainConfig& settle_options(run_config::TrainConfig& config);
 
 // Refuses (InputError, naming each option with both values) a resume whose options defining the
 // model, tokenizer or data differ from those of the run `config.run_dir` holds (its config.toml).
-void check_resume_request(const TrainConfig& config);
+void check_resume_request(const run_config::TrainConfig& config);
 
 // The newest checkpoint of `folder` that loads whole, whose training state unpacks, and that belongs
 // to the run `config` asks for; one that does not is passed over with a warning naming it and why.
 // Empty when the folder holds none. A folder none of whose checkpoints can be resumed is an
 // InputError naming the first one and its cause: starting over would write over them.
-std::optional<checkpoint::Checkpoint> newest_complete_checkpoint(const RunFolder& folder, const TrainConfig& config,
+std::optional<checkpoint::Checkpoint> newest_complete_checkpoint(const RunFolder& folder, const run_config::TrainConfig& config,
                                                                  std::filesystem::path& found);
 
 }  // namespace trafo::train

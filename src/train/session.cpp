@@ -9,13 +9,19 @@
 
 #include "trafo/decode/precision_probe.h"
 #include "trafo/errors.h"
-#include "trafo/train/config_file.h"
+#include "trafo/run_config/config_file.h"
 #include "trafo/train/optimizer.h"
 #include "trafo/train/trainer.h"
 #include "trafo/util/device.h"
 #include "trafo/util/files.h"
 
 namespace trafo::train {
+using run_config::TrainConfig;
+using run_config::to_toml;
+using run_config::DataFiles;
+using run_config::data_files;
+using run_config::was_given;
+using run_config::parse_duration;
 namespace {
 
 double checked_max_time_s(const TrainConfig& c) {
@@ -115,9 +121,9 @@ data::Tokenizer make_tokenizer(TrainConfig& c, int threads, const DataFiles& pat
 
 // Validation decodes and scores in the precision `trafo eval --precision P` picks for this model on the
 // same machine (auto times its decoding steps): in-training figures equal a fresh eval's.
-Precision pick_validation_precision(const TrainConfig& c, model::Transformer& model, bool main_rank) {
-  if (!main_rank) return Precision{};
-  return pick_decoding_precision(c.precision, model->parameters().front().device(),
+runtime::Precision pick_validation_precision(const TrainConfig& c, model::Transformer& model, bool main_rank) {
+  if (!main_rank) return runtime::Precision{};
+  return runtime::pick_decoding_precision(c.precision, model->parameters().front().device(),
                                  [&] { return decode::bf16_decoding_speedup(model); }, /*quiet=*/true);
 }
 
@@ -221,7 +227,7 @@ Session::Session(TrainConfig& c)
       load(make_load_meter(c, environment)),
       threads(use_threads(c, environment, load, busy_at_start)),
       device(pick_device(c, environment)),
-      precision(pick_precision(c.precision, device, "training")),
+      precision(runtime::pick_precision(c.precision, device, "training")),
       replicas(environment, device, timeout(c)),
       folder(open_folder(c, replicas)),
       resume(choose_resume(c, folder, replicas)),
@@ -264,6 +270,14 @@ checkpoint::Checkpoint Session::make_checkpoint() {
   ckpt.weights = checkpoint::model_weights(model);
   ckpt.tokenizer = tokenizer.to_bytes();
   ckpt.config = config_text;
+  ckpt.inference.src_lang = config.src_lang;
+  ckpt.inference.tgt_lang = config.tgt_lang;
+  for (const auto& corpus : paths.train) {
+    const auto& tags = ckpt.inference.tags;
+    if (!corpus.tag.empty() && std::find(tags.begin(), tags.end(), corpus.tag) == tags.end()) {
+      ckpt.inference.tags.push_back(corpus.tag);
+    }
+  }
   progress.elapsed_s = elapsed();
   ckpt.training = pack_training_state(progress, *optimizer, named_parameters(*model));
   if (average) store_average(*average, ckpt);

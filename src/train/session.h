@@ -19,12 +19,12 @@
 #include "trafo/dist/environment.h"
 #include "trafo/model/transformer.h"
 #include "trafo/train/ema.h"
-#include "trafo/train/precision.h"
+#include "trafo/runtime/precision.h"
 #include "trafo/train/tensorboard.h"
 #include "trafo/train/metrics_log.h"
-#include "trafo/train/options.h"
+#include "trafo/run_config/options.h"
 #include "trafo/train/run_folder.h"
-#include "trafo/train/run_identity.h"
+#include "trafo/run_config/run_identity.h"
 #include "trafo/train/training_state.h"
 #include "trafo/train/validator.h"
 #include "trafo/util/device.h"
@@ -48,7 +48,7 @@ struct Session {
 
   // Throws InputError for a bad configuration, bad data or a run folder that cannot be resumed.
   // `config` gets the vocabulary size of the tokenizer and the threads this process uses.
-  explicit Session(TrainConfig& config);
+  explicit Session(run_config::TrainConfig& config);
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -60,19 +60,19 @@ struct Session {
   // with --ema, the weights are the average's and the raw ones are in the training state.
   checkpoint::Checkpoint make_checkpoint();
 
-  TrainConfig& config;
-  const std::string config_text;            // to_toml(config) as given: checkpoints, config.toml, `start`
+  run_config::TrainConfig& config;
+  const std::string config_text;            // run_config::to_toml(config) as given: checkpoints, config.toml, `start`
   const Clock::time_point started;
   const double max_time_s;                   // --max-time in seconds; 0: none
   const dist::Environment environment;
   const std::filesystem::path cache;          // token caches and vocabularies (--cache-dir)
-  const DataFiles paths;
+  const run_config::DataFiles paths;
   const std::vector<int64_t> train_lines;     // line pairs of each corpus
   std::optional<util::LoadMeter> load;       // with --threads 0 alone: the machine's load, followed
   double busy_at_start = 0.0;                // cores other processes kept busy at start (with `load`)
   int threads;                               // this process's, now
   const c10::Device device;
-  const Precision precision;                 // --precision resolved for `device`
+  const runtime::Precision precision;                 // --precision resolved for `device`
   Replicas replicas;
   const RunFolder folder;                    // locked by rank 0
   ResumePoint resume;
@@ -80,7 +80,7 @@ struct Session {
   const std::vector<int> tags;               // each corpus's tag piece (-1: none)
   const std::vector<data::CachedCorpus> corpora;  // mapped from their token caches, as paths.train
   model::Transformer model;                  // raw weights (a resumed run's from its training state)
-  const Precision decoding_precision;        // validation's: --precision resolved as `trafo eval` does (rank 0)
+  const runtime::Precision decoding_precision;        // validation's: --precision resolved as `trafo eval` does (rank 0)
   std::optional<Validator> validator;        // rank 0's
   std::optional<WeightAverage> average;      // rank 0's, with --ema
   const std::unique_ptr<torch::optim::Optimizer> optimizer;

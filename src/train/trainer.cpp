@@ -16,6 +16,7 @@
 #include "session.h"
 
 namespace trafo::train {
+using run_config::TrainConfig;
 namespace {
 
 using Clock = Session::Clock;

@@ -14,6 +14,8 @@
 #include "trafo/util/files.h"
 
 namespace trafo::train {
+using run_config::TrainConfig;
+using run_config::DataFiles;
 
 std::filesystem::path cache_folder(const TrainConfig& c) {
   std::filesystem::path folder;

@@ -14,37 +14,37 @@
 #include "trafo/data/leak_check.h"
 #include "trafo/data/token_cache.h"
 #include "trafo/data/tokenizer.h"
-#include "trafo/train/options.h"
-#include "trafo/train/run_identity.h"
+#include "trafo/run_config/options.h"
+#include "trafo/run_config/run_identity.h"
 
 namespace trafo::train {
 
 // --cache-dir, else $TRAFO_CACHE_DIR, $XDG_CACHE_HOME/trafo, ~/.cache/trafo, or RUN_DIR/cache without a
 // home; InputError when it cannot be made or written.
-std::filesystem::path cache_folder(const TrainConfig& config);
+std::filesystem::path cache_folder(const run_config::TrainConfig& config);
 
 // Bad input is reported before any work: the dev (and test) files are read whole; each training
 // corpus once per version of its files (data::check_parallel_files_once). Returns the corpora's line counts.
-std::vector<int64_t> check_data(const DataFiles& files, const std::filesystem::path& cache);
+std::vector<int64_t> check_data(const run_config::DataFiles& files, const std::filesystem::path& cache);
 
 // The corpora's tags, each once, in order: the tokenizer's reserved pieces.
-std::vector<std::string> corpus_tags(const DataFiles& paths);
+std::vector<std::string> corpus_tags(const run_config::DataFiles& paths);
 
 // The bytes of a vocabulary: one learned before from the same files (same versions), weights, tags and
 // vocabulary options, taken from the cache folder; otherwise one learned from a sample and kept there.
-std::string learn_vocabulary(const TrainConfig& config, const DataFiles& paths, const std::vector<int64_t>& lines,
+std::string learn_vocabulary(const run_config::TrainConfig& config, const run_config::DataFiles& paths, const std::vector<int64_t>& lines,
                              const std::filesystem::path& cache);
 
 // Each corpus's tag as a piece id (-1: none); InputError for a tag the tokenizer does not reserve.
-std::vector<int> tag_ids(const DataFiles& paths, const data::Tokenizer& tokenizer);
+std::vector<int> tag_ids(const run_config::DataFiles& paths, const data::Tokenizer& tokenizer);
 
 // Every corpus mapped from its token cache, which rank 0 builds (or finds) first.
-std::vector<data::CachedCorpus> load_corpora(const TrainConfig& config, const DataFiles& paths,
+std::vector<data::CachedCorpus> load_corpora(const run_config::TrainConfig& config, const run_config::DataFiles& paths,
                                              const data::Tokenizer& tokenizer, const std::vector<int>& tags,
                                              const std::filesystem::path& cache, int threads, Replicas& replicas);
 
 // Batches over the corpora, sampled by their weights, from `start`.
-data::Batcher make_batcher(const std::vector<data::CachedCorpus>& corpora, const DataFiles& paths,
+data::Batcher make_batcher(const std::vector<data::CachedCorpus>& corpora, const run_config::DataFiles& paths,
                            data::BatcherOptions options, const data::StreamPosition& start);
 
 // Dev and test pairs whose source is also in the training data.
@@ -54,7 +54,7 @@ struct LeakReport {
 };
 
 // The leak check: counts, and warns with the count and the first lines, for the dev and test sets.
-LeakReport find_leaks(const DataFiles& paths, const data::Tokenizer& tokenizer,
+LeakReport find_leaks(const run_config::DataFiles& paths, const data::Tokenizer& tokenizer,
                       const std::vector<data::CachedCorpus>& corpora);
 
 }  // namespace trafo::train

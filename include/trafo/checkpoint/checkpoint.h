@@ -20,8 +20,8 @@ namespace trafo::checkpoint {
 
 // 3: a safetensors file (checkpoint/safetensors.h): the weights under their model names, the
 // training state's tensors under "training/", and in its metadata the format, this version, the
-// model config (JSON), the effective config (TOML), the SentencePiece model (base64) and the
-// training state's JSON. Version 2 (a LibTorch archive behind a checksum line) still loads.
+// model config (JSON), the inference info (JSON), the effective config (TOML), the SentencePiece
+// model (base64) and the training state's JSON. Version 2 (a LibTorch archive behind a checksum line) still loads.
 inline constexpr int64_t kFormatVersion = 3;
 
 struct TrainingState {
@@ -29,13 +29,29 @@ struct TrainingState {
   std::string json;                           // step, epoch, data position, schedule, best metric, ...
 };
 
+// What inference reads of how a model was trained, stored beside its model config, so that no
+// command that translates parses the training config (which stays in the file as its record).
+struct InferenceInfo {
+  std::string src_lang, tgt_lang;  // the run's languages ("": unknown)
+  std::vector<std::string> tags;   // the corpus tags it was trained with, each once, in config order
+  bool empty() const { return src_lang.empty() && tgt_lang.empty() && tags.empty(); }
+};
+
 struct Checkpoint {
   model::ModelConfig model_config;
   std::map<std::string, at::Tensor> weights;  // the model's named parameters and buffers
   std::string tokenizer;                      // the SentencePiece model's bytes
-  std::string config;                         // the full effective config (TOML text)
+  std::string config;                         // the full effective config (TOML text), a record only
   std::optional<TrainingState> training;      // absent in a checkpoint made for translation only
+  // Saved in the metadata's "inference" entry unless empty. Loading fills it from that entry, or
+  // from `config`'s text for files written before it (inference_from_config).
+  InferenceInfo inference;
 };
+
+// The languages and corpus tags of a training config's TOML text (src-lang, tgt-lang and the tags
+// of its [[corpus]] tables), read leniently: what cannot be read stays empty. For checkpoints
+// written before InferenceInfo was stored.
+InferenceInfo inference_from_config(const std::string& toml);
 
 // Copies a model's parameters and buffers (to CPU) into a Checkpoint's weights.
 std::map<std::string, at::Tensor> model_weights(const model::Transformer& model);

@@ -5,13 +5,13 @@
 
 #include <cstdint>
 
-#include "trafo/train/options.h"
+#include "trafo/run_config/options.h"
 
 namespace trafo::train {
 
 class ProgressLine {
  public:
-  ProgressLine(const TrainConfig& config, int64_t batches_per_epoch, double max_time_s);
+  ProgressLine(const run_config::TrainConfig& config, int64_t batches_per_epoch, double max_time_s);
   void print(int64_t step, int64_t epoch, double loss, double lr, double tokens_per_s, double elapsed_s) const;
 
  private:

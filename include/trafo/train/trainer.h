@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "trafo/train/options.h"
+#include "trafo/run_config/options.h"
 
 namespace trafo::train {
 
@@ -21,20 +21,20 @@ struct TrainResult {
 // The checks every rank would make before training, made once before `--nproc` starts the ranks,
 // so that bad input is one line, not one per rank: the options and the data files. Throws
 // InputError.
-void check_before_launch(TrainConfig& config);
+void check_before_launch(run_config::TrainConfig& config);
 
 class Trainer {
  public:
-  // `config` goes into checkpoints and config.toml as train::to_toml(config) (config_file.h);
+  // `config` goes into checkpoints and config.toml as run_config::to_toml(config) (config_file.h);
   // `stop_requested` (may be null) is polled after every step: when set, the run saves and ends.
-  explicit Trainer(TrainConfig config, const std::atomic<bool>* stop_requested = nullptr);
+  explicit Trainer(run_config::TrainConfig config, const std::atomic<bool>* stop_requested = nullptr);
   ~Trainer();
   // Throws InputError for bad data or a run folder that cannot be resumed, RunError for
   // failures during training (repeated NaN loss, a full disk).
   TrainResult run();
 
  private:
-  TrainConfig config_;
+  run_config::TrainConfig config_;
   const std::atomic<bool>* stop_requested_;
 };
 

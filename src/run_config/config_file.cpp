@@ -1,4 +1,4 @@
-#include "trafo/train/config_file.h"
+#include "trafo/run_config/config_file.h"
 
 #include <cctype>
 #include <filesystem>
@@ -13,10 +13,10 @@
 
 #include "trafo/data/corpus.h"
 #include "trafo/errors.h"
-#include "trafo/train/config_keys.h"
+#include "trafo/run_config/config_keys.h"
 #include "trafo/util/numbers.h"
 
-namespace trafo::train {
+namespace trafo::run_config {
 namespace {
 
 // A config is a few dozen lines; a larger file is almost certainly the wrong file.
@@ -219,4 +219,4 @@ std::set<std::string> read_config_file(const std::string& path, TrainConfig& con
   return read_config_text(read_config_bytes(path), path, config, keep);
 }
 
-}  // namespace trafo::train
+}  // namespace trafo::run_config

@@ -8,7 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include "commands.h"
+#include "trafo/inference_cli/commands.h"
 #include "trafo/report/html_report.h"
 #include "trafo/util/files.h"
 

@@ -12,8 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "commands.h"
-#include "config_options.h"
+#include "trafo/inference_cli/commands.h"
 #include "decode_flags.h"
 #include "trafo/data/corpus.h"
 #include "trafo/errors.h"

@@ -1,4 +1,4 @@
-#include "trafo/train/options.h"
+#include "trafo/run_config/options.h"
 
 #include <cctype>
 #include <charconv>
@@ -9,10 +9,10 @@
 
 #include "trafo/data/corpus.h"
 #include "trafo/errors.h"
-#include "trafo/train/config_keys.h"
+#include "trafo/run_config/config_keys.h"
 #include "trafo/util/device.h"
 
-namespace trafo::train {
+namespace trafo::run_config {
 namespace {
 
 void require(bool condition, const std::string& message) {
@@ -186,4 +186,4 @@ void validate(const TrainConfig& c) {
   }
 }
 
-}  // namespace trafo::train
+}  // namespace trafo::run_config

@@ -10,8 +10,7 @@
 #include "trafo/decode/precision_probe.h"
 #include "trafo/ops/eligibility.h"
 #include "trafo/errors.h"
-#include "trafo/train/precision.h"
-#include "trafo/train/run_identity.h"
+#include "trafo/runtime/precision.h"
 #include "trafo/util/device.h"
 
 namespace trafo::cli {
@@ -105,13 +104,7 @@ namespace {
 int tag_piece(const std::string& tag, const checkpoint::Checkpoint& checkpoint, const data::Tokenizer& tokenizer,
               const std::string& path) {
   if (tag.empty()) return -1;
-  std::vector<std::string> tags;
-  try {
-    for (const auto& corpus : train::read_run_config(checkpoint.config, path + "'s config").corpora) {
-      if (!corpus.tag.empty() && std::find(tags.begin(), tags.end(), corpus.tag) == tags.end()) tags.push_back(corpus.tag);
-    }
-  } catch (const InputError&) {
-  }
+  const auto& tags = checkpoint.inference.tags;
   const int id = tokenizer.reserved_id(tag);
   if (id < 0 || std::find(tags.begin(), tags.end(), tag) == tags.end()) {
     std::string listed;
@@ -132,7 +125,7 @@ LoadedModel load_for_translation(const RuntimeOptions& options) {
   auto tokenizer = data::Tokenizer::from_bytes(checkpoint.tokenizer);
   const int tag = tag_piece(options.tag, checkpoint, tokenizer, options.checkpoint);  // input first, then timing
   auto model = checkpoint::make_model(checkpoint, device);
-  const auto precision = train::pick_decoding_precision(options.precision, device,
+  const auto precision = runtime::pick_decoding_precision(options.precision, device,
                                                         [&] { return decode::bf16_decoding_speedup(model); });
   spdlog::info("loaded {} on {}, {} threads, {}: {}{}", options.checkpoint, device.str(), threads, precision.name(),
                precision.reason, device.is_cpu() ? std::string("; CPU kernels ") + ops::isa_name(ops::cpu_isa()) : "");

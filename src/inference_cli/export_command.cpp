@@ -7,7 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include "commands.h"
+#include "trafo/inference_cli/commands.h"
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/deploy/export.h"
 #include "trafo/util/files.h"

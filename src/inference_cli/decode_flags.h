@@ -20,7 +20,7 @@ struct RuntimeOptions {
   std::vector<std::string> ensemble;  // further --checkpoint files (an ensemble), where the command takes them
   std::string device = "auto";  // cpu | cuda | auto (cuda when available)
   int threads = 0;              // CPU threads for LibTorch; 0: all cores
-  std::string precision = "auto";  // fp32 | bf16 | auto (train/precision.h: decoding timed in both)
+  std::string precision = "auto";  // fp32 | bf16 | auto (runtime/precision.h: decoding timed in both)
   std::string tag;              // a corpus tag of the model's training, put before every source ("": none)
 };
 

@@ -9,9 +9,9 @@
 #include <variant>
 #include <vector>
 
-#include "trafo/train/options.h"
+#include "trafo/run_config/options.h"
 
-namespace trafo::train {
+namespace trafo::run_config {
 
 // Where a key's value lives in a config.
 using Field = std::variant<std::string*, bool*, int*, int64_t*, uint64_t*, double*>;
@@ -43,4 +43,4 @@ void parse_value(const ConfigKey& key, const std::string& text, TrainConfig& con
 // The name of the value's kind, for --help: TEXT, BOOL, INT, UINT or FLOAT.
 const char* type_name(const ConfigKey& key);
 
-}  // namespace trafo::train
+}  // namespace trafo::run_config

@@ -9,8 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "commands.h"
-#include "config_options.h"
+#include "trafo/inference_cli/commands.h"
 #include "decode_flags.h"
 #include "trafo/data/corpus.h"
 #include "trafo/errors.h"

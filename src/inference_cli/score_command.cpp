@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "commands.h"
+#include "trafo/inference_cli/commands.h"
 #include "trafo/errors.h"
 #include "trafo/metrics/bleu.h"
 #include "trafo/metrics/chrf.h"

@@ -1,4 +1,4 @@
-#include "trafo/train/config_keys.h"
+#include "trafo/run_config/config_keys.h"
 
 #include <cctype>
 #include <type_traits>
@@ -8,7 +8,7 @@
 #include "trafo/errors.h"
 #include "trafo/util/numbers.h"
 
-namespace trafo::train {
+namespace trafo::run_config {
 namespace {
 
 // The member a row reads and writes: a function, so that nested members (model.d_model) work.
@@ -179,4 +179,4 @@ const char* type_name(const ConfigKey& key) {
   return kNames[key.field(scratch).index()];
 }
 
-}  // namespace trafo::train
+}  // namespace trafo::run_config

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "trafo/train/options.h"
+#include "trafo/run_config/options.h"
 
-namespace trafo::train {
+namespace trafo::run_config {
 
 // The keys of the groups Data, Vocabulary and Model define a run, except dropout (a training knob);
 // data-dir and the four file keys are compared as the files they resolve to.
@@ -43,4 +43,4 @@ TrainConfig read_run_config(const std::string& text, const std::string& where);
 // "a, b and c" for messages.
 std::string join_differences(const std::vector<std::string>& differences);
 
-}  // namespace trafo::train
+}  // namespace trafo::run_config

@@ -18,8 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include "commands.h"
-#include "config_options.h"
+#include "trafo/inference_cli/commands.h"
 #include "decode_flags.h"
 #include "trafo/data/corpus.h"
 #include "trafo/decode/output_text.h"

@@ -16,8 +16,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
-#include "commands.h"
-#include "config_options.h"
+#include "trafo/inference_cli/commands.h"
 #include "decode_flags.h"
 #include "trafo/data/corpus.h"
 #include "trafo/errors.h"

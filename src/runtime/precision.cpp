@@ -1,4 +1,4 @@
-#include "trafo/train/precision.h"
+#include "trafo/runtime/precision.h"
 
 #include <algorithm>
 #include <chrono>
@@ -14,7 +14,7 @@
 
 #include "trafo/errors.h"
 
-namespace trafo::train {
+namespace trafo::runtime {
 
 namespace {
 
@@ -130,4 +130,4 @@ bool cuda_native_bf16() {
   return at::hasCUDA() && at::detail::getCUDAHooks().supportsBFloat16ConvolutionWithCuDNNv8();
 }
 
-}  // namespace trafo::train
+}  // namespace trafo::runtime

@@ -1,4 +1,4 @@
-#include "trafo/train/run_identity.h"
+#include "trafo/run_config/run_identity.h"
 
 #include <cstring>
 #include <filesystem>
@@ -9,10 +9,10 @@
 #include <fmt/format.h>
 
 #include "trafo/errors.h"
-#include "trafo/train/config_file.h"
-#include "trafo/train/config_keys.h"
+#include "trafo/run_config/config_file.h"
+#include "trafo/run_config/config_keys.h"
 
-namespace trafo::train {
+namespace trafo::run_config {
 namespace {
 
 bool in_group(const ConfigKey& key, std::initializer_list<const char*> groups) {
@@ -170,4 +170,4 @@ std::string join_differences(const std::vector<std::string>& differences) {
   return out;
 }
 
-}  // namespace trafo::train
+}  // namespace trafo::run_config

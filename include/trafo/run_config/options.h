@@ -11,7 +11,7 @@
 #include "trafo/data/tokenizer.h"
 #include "trafo/model/config.h"
 
-namespace trafo::train {
+namespace trafo::run_config {
 
 // One training corpus of several: `[[corpus]]` in TOML, --corpus SRC,TGT[,WEIGHT[,TAG]] on the command line.
 struct CorpusSpec {
@@ -102,4 +102,4 @@ void validate(const TrainConfig& config);
 // anything else.
 double parse_duration(const std::string& text);
 
-}  // namespace trafo::train
+}  // namespace trafo::run_config

@@ -16,7 +16,7 @@
 
 #include <c10/core/Device.h>
 
-namespace trafo::train {
+namespace trafo::runtime {
 
 struct Precision {
   bool bf16 = false;
@@ -62,4 +62,4 @@ Precision pick_precision(const std::string& requested, const c10::Device& device
 Precision pick_decoding_precision(const std::string& requested, const c10::Device& device,
                                   const std::function<double()>& decoding_speedup, bool quiet = false);
 
-}  // namespace trafo::train
+}  // namespace trafo::runtime

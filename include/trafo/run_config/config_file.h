@@ -9,9 +9,9 @@
 #include <set>
 #include <string>
 
-#include "trafo/train/options.h"
+#include "trafo/run_config/options.h"
 
-namespace trafo::train {
+namespace trafo::run_config {
 
 // Every key of `config`, one `key=value` line each, in config_keys() order. Reads back to the
 // same config through read_config_text.
@@ -32,4 +32,4 @@ std::set<std::string> read_config_text(std::string text, const std::string& path
 std::set<std::string> read_config_file(const std::string& path, TrainConfig& config,
                                        const std::set<std::string>& keep = {});
 
-}  // namespace trafo::train
+}  // namespace trafo::run_config
