@@ -1,4 +1,4 @@
-// TrainConfig's key table and its TOML (src/train/config_keys.cpp, config_file.cpp): the one
+// TrainConfig's key table and its TOML (src/run_config/config_keys.cpp, config_file.cpp): the one
 // place options are named, typed and read, shared by config files, --dump-config, checkpoints,
 // the command line and trafo bench.
 #include <set>

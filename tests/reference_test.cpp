@@ -82,7 +82,7 @@ ModelConfig model_config(const Case& c) {
   return config;
 }
 
-// The trainer's defaults (train/options.h: betas 0.9 and 0.98, eps 1e-9, clip 1, label smoothing
+// The trainer's defaults (run_config/options.h: betas 0.9 and 0.98, eps 1e-9, clip 1, label smoothing
 // 0.1), but a warmup of 4 steps to a peak of 3e-3, so that the steps run through warmup and decay.
 // (At 1e-2 post-norm ReLU units die within the 10 steps and fp32 runs, PyTorch's too, stray 1e-3.)
 run_config::TrainConfig training_config(const Case& c) {

@@ -1,4 +1,4 @@
-// What --precision auto weighs for decoding (train/precision.h): decoding steps of the model itself.
+// What --precision auto weighs for decoding (runtime/precision.h): decoding steps of the model itself.
 #pragma once
 
 #include "trafo/model/transformer.h"

@@ -1,6 +1,6 @@
 // The keys of TrainConfig: one row per option, the one place an option is named, typed and
 // described. Config files, --dump-config, config.toml and checkpoints write and read these keys
-// (src/train/config_file.cpp); the command line binds one flag per row (src/cli/config_options.cpp).
+// (src/run_config/config_file.cpp); the command line binds one flag per row (src/cli/config_options.cpp).
 // A new option is a TrainConfig member, its row in config_keys.cpp and its check in validate().
 #pragma once
 

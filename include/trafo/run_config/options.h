@@ -77,7 +77,7 @@ struct TrainConfig {
   // Machine.
   std::string device = "auto";        // cpu | cuda | auto
   int threads = 0;                    // intra-op threads (0: the cores others leave free, followed)
-  std::string precision = "auto";     // fp32 | bf16 (autocast, fp32 master weights) | auto (train/precision.h)
+  std::string precision = "auto";     // fp32 | bf16 (autocast, fp32 master weights) | auto (runtime/precision.h)
   uint64_t seed = 1;
 
   // Data parallelism (torchrun's environment variables, or --nproc on one machine).
