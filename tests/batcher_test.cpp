@@ -11,6 +11,7 @@
 #include "trafo/data/corpus.h"
 #include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
+#include "trafo/test_hooks.h"
 #include "trafo/toy/toy_corpus.h"
 
 namespace trafo::data {
@@ -36,7 +37,9 @@ TEST(Batcher, NeverExceedsTheBudgetAndServesEveryPairOncePerEpoch) {
 // A batch that fails to build on the background thread (a failed allocation, say) reaches the
 // caller of next() as the exception, after the batches built before it: not std::terminate.
 TEST(Batcher, AFailureOnTheBackgroundThreadReachesNext) {
-  ::setenv("TRAFO_TEST_BATCH_FAILS_AT", "3", 1);
+  TestHooks hooks;
+  hooks.batch_fails_at = 3;
+  const TestHooksScope failing(hooks);  // restored at the end: the other tests of this process build batches too
   const auto corpus = corpus_of_lengths(1000, 1);
   BatcherOptions options;
   options.batch_tokens = 256;
@@ -45,7 +48,6 @@ TEST(Batcher, AFailureOnTheBackgroundThreadReachesNext) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(batcher.next().position.index, i);
   EXPECT_THROW(batcher.next(), RunError);
   EXPECT_THROW(batcher.next(), RunError) << "and again, not a hang";
-  ::unsetenv("TRAFO_TEST_BATCH_FAILS_AT");  // the other tests of this process build batches too
 }
 
 TEST(Batcher, PairLongerThanTheBudgetIsSkippedAndCounted) {

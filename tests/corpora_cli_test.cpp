@@ -223,7 +223,7 @@ TEST_F(CorporaCli, BadInputIsOneLineAndExitTwoAndKeepsWhatWasSaved) {
 TEST_F(CorporaCli, AKillWhileTheCacheIsBuiltLeavesNoCacheAndTheNextStartBuildsIt) {
   write_synthetic_corpus(data_, "big", 150000, 4);
   // 19 chunks of 8192 pairs, each written 100 ms late: the kill lands while the cache is built
-  const std::string command = "env TRAFO_TEST_CACHE_CHUNK_DELAY_MS=100 '" + std::string(TRAFO_BINARY) + "' " +
+  const std::string command = "env TRAFO_TEST_HOOKS=cache_chunk_delay_ms=100 '" + std::string(TRAFO_BINARY) + "' " +
                               base("killed") + " --corpus " +
                               quoted(data_ / "big.en") + "," + quoted(data_ / "big.de") +
                               " --vocab-sample 2000 --max-steps 1 2> " + quoted(root_ / "killed.log");

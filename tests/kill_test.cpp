@@ -49,7 +49,7 @@ TEST(KillTest, EveryKillResumesAndTheFinalWeightsEqualAnUninterruptedRun) {
 
   // Every checkpoint write takes ~100 ms in 64 KB pieces, so most kills land inside one.
   const auto run = root / "killed";
-  const std::string slow_command = "env TRAFO_TEST_SLOW_WRITES_MS=25 " + train_command(data, run);
+  const std::string slow_command = "env TRAFO_TEST_HOOKS=slow_writes_ms=25 " + train_command(data, run);
   std::mt19937 rng(2024);
   std::uniform_int_distribution<int> delay_ms(300, 2500), after_write_ms(0, 300);
   int kills = 0, inside_writes = 0;

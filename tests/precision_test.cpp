@@ -1,6 +1,7 @@
 // --precision fp32 | bf16 | auto: auto takes bf16 only where the hardware runs it natively and faster
-// (the CPU flags and the timed speeds are injected: resolve_precision's arguments, or TRAFO_CPU_FLAGS,
-// TRAFO_BF16_SPEEDUP and TRAFO_BF16_DECODING_SPEEDUP for the binary), per workload: training times
+// (the CPU flags and the timed speeds are injected: resolve_precision's arguments, or the test hooks
+// cpu_flags, bf16_speedup and bf16_decoding_speedup, through TRAFO_TEST_HOOKS for the binary), per
+// workload: training times
 // matmuls, decoding times the model's own steps; the choice and its reason reach the `start` event;
 // bf16 where it is emulated runs with one warning.
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "data_support.h"
@@ -20,6 +22,7 @@
 #include "trafo/errors.h"
 #include "trafo/model/transformer.h"
 #include "trafo/runtime/precision.h"
+#include "trafo/test_hooks.h"
 
 namespace trafo::testing {
 namespace {
@@ -86,6 +89,51 @@ TEST(Precision, DecodingAutoTimesDecodingWhereBf16IsNative) {
   EXPECT_NE(reason.find("decoding steps of this model ran 0.85x"), std::string::npos) << reason;
 }
 
+// The hooks pose the CPU in this process; off, the machine's own flags are read.
+TEST(Precision, TestHooksPoseTheCpuInProcess) {
+  const auto own = runtime::cpu_bf16_flags();
+  {
+    TestHooks hooks;
+    hooks.cpu_flags = std::set<std::string>{"avx2", "amx_bf16"};
+    hooks.bf16_speedup = 3.5;
+    const TestHooksScope posed(hooks);
+    EXPECT_EQ(runtime::cpu_bf16_flags(), (std::set<std::string>{"avx2", "amx_bf16"}));
+    EXPECT_EQ(runtime::cpu_bf16_speedup(), 3.5);
+  }
+  EXPECT_FALSE(test_hooks().cpu_flags.has_value());
+  EXPECT_EQ(runtime::cpu_bf16_flags(), own);
+}
+
+// The switch the binary reads: KEY=VALUE entries separated by commas; a bad one names the switch.
+TEST(Precision, TheTestHooksSwitchParsesEveryKeyAndRefusesBadOnes) {
+  const auto hooks = test_hooks_from_switch(
+      "cpu_flags=avx2 avx512_bf16, bf16_speedup=2.5,bf16_decoding_speedup=0.6,other_load=1,slow_writes_ms=25,"
+      "cache_chunk_delay_ms=100,batch_fails_at=3");
+  EXPECT_EQ(hooks.cpu_flags, (std::set<std::string>{"avx2", "avx512_bf16"}));
+  EXPECT_EQ(hooks.bf16_speedup, 2.5);
+  EXPECT_EQ(hooks.bf16_decoding_speedup, 0.6);
+  EXPECT_EQ(hooks.other_load, 1.0);
+  EXPECT_EQ(hooks.slow_writes_ms, 25);
+  EXPECT_EQ(hooks.cache_chunk_delay_ms, 100);
+  EXPECT_EQ(hooks.batch_fails_at, 3);
+  EXPECT_EQ(test_hooks_from_switch("cpu_flags=avx2+amx_bf16").cpu_flags, (std::set<std::string>{"avx2", "amx_bf16"}));
+  EXPECT_EQ(test_hooks_from_switch("cpu_flags=").cpu_flags, std::set<std::string>{});
+  const auto off = test_hooks_from_switch("");
+  EXPECT_FALSE(off.cpu_flags || off.bf16_speedup || off.bf16_decoding_speedup || off.other_load);
+  EXPECT_EQ(off.slow_writes_ms, 0);
+  EXPECT_EQ(off.cache_chunk_delay_ms, 0);
+  EXPECT_EQ(off.batch_fails_at, -1);
+  for (const char* bad : {"speedup=2", "bf16_speedup", "bf16_speedup=0", "bf16_speedup=fast", "other_load=-1",
+                          "batch_fails_at=-1", "slow_writes_ms=1.5", "cpu_flags=avx2,avx512_bf16"}) {
+    EXPECT_THROW(test_hooks_from_switch(bad), InputError) << bad;
+  }
+  const auto result = run_command("TRAFO_TEST_HOOKS=bf16_speed=2 '" + std::string(TRAFO_BINARY) +
+                                  "' toy-corpus --out " + quoted(make_temp_dir("hooks") / "toy"));
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.errors.rfind("trafo: error: TRAFO_TEST_HOOKS: unknown hook 'bf16_speed'", 0), 0u) << result.errors;
+  EXPECT_EQ(std::count(result.errors.begin(), result.errors.end(), '\n'), 1) << result.errors;
+}
+
 class PrecisionRun : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -101,7 +149,7 @@ class PrecisionRun : public ::testing::Test {
                                     const std::string& precision, std::string* errors) {
     const auto run = *dir_ / name;
     const auto result = run_command(
-        "TRAFO_CPU_FLAGS='" + flags + "' " + (speedup.empty() ? "" : "TRAFO_BF16_SPEEDUP=" + speedup + " ") + "'" +
+        "TRAFO_TEST_HOOKS='cpu_flags=" + flags + (speedup.empty() ? "" : ",bf16_speedup=" + speedup) + "' '" +
         std::string(TRAFO_BINARY) + "' train --data-dir " + quoted(*dir_) + " --src-lang en --tgt-lang de --run-dir " +
         quoted(run) + (precision.empty() ? "" : " --precision " + precision) +
         " --d-model 16 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 32 --vocab-size 300 --threads 1"
@@ -158,16 +206,12 @@ TEST_F(PrecisionRun, Bf16WhereItIsEmulatedRunsWithOneWarning) {
 // `speedup` times as fast as fp32 and whose bf16 decoding runs `decoding_speedup` times as fast,
 // until the object goes.
 struct PosedCpu {
-  PosedCpu(const char* flags, const char* speedup, const char* decoding_speedup) {
-    ::setenv("TRAFO_CPU_FLAGS", flags, 1);
-    ::setenv("TRAFO_BF16_SPEEDUP", speedup, 1);
-    ::setenv("TRAFO_BF16_DECODING_SPEEDUP", decoding_speedup, 1);
+  PosedCpu(const std::string& flags, const std::string& speedup, const std::string& decoding_speedup) {
+    const std::string hooks =
+        "cpu_flags=" + flags + ",bf16_speedup=" + speedup + ",bf16_decoding_speedup=" + decoding_speedup;
+    ::setenv(kTestHooksSwitch, hooks.c_str(), 1);
   }
-  ~PosedCpu() {
-    ::unsetenv("TRAFO_CPU_FLAGS");
-    ::unsetenv("TRAFO_BF16_SPEEDUP");
-    ::unsetenv("TRAFO_BF16_DECODING_SPEEDUP");
-  }
+  ~PosedCpu() { ::unsetenv(kTestHooksSwitch); }
   PosedCpu(const PosedCpu&) = delete;
   PosedCpu& operator=(const PosedCpu&) = delete;
 };

@@ -288,7 +288,7 @@ TEST_F(AttentionPicture, CommandWritesPicturesAndJson) {
 // On a CPU where auto would take bf16 for training and for decoding (posed), the weights drawn are
 // still computed in fp32: every row sums to 1 within fp32 rounding, and --precision is no option.
 TEST_F(AttentionPicture, WeightsAreFp32WhateverTheCpuFavours) {
-  const auto result = run_command("TRAFO_CPU_FLAGS=avx512_bf16 TRAFO_BF16_SPEEDUP=4 TRAFO_BF16_DECODING_SPEEDUP=4 '" +
+  const auto result = run_command("TRAFO_TEST_HOOKS=cpu_flags=avx512_bf16,bf16_speedup=4,bf16_decoding_speedup=4 '" +
                                   std::string(TRAFO_BINARY) + "' " +
                                   attention("--src 'the cat sees a dog and the big red bird' --json"));
   ASSERT_EQ(result.exit_code, 0) << result.errors;

@@ -1,5 +1,5 @@
 // --threads 0 on a shared machine: the cores other processes leave free, measured, and through the
-// binary (the load posed with TRAFO_OTHER_LOAD); an explicit --threads is kept.
+// binary (the load posed with the test hook other_load, TRAFO_TEST_HOOKS); an explicit --threads is kept.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -9,6 +9,7 @@
 
 #include "data_support.h"
 #include "run_support.h"
+#include "trafo/test_hooks.h"
 #include "trafo/util/device.h"
 
 namespace trafo::testing {
@@ -24,7 +25,7 @@ TEST(Threads, TheCoresOthersLeaveFreeAndAtLeastOne) {
 }
 
 TEST(Threads, TheMeterSeesABusyProcess) {
-  ::unsetenv("TRAFO_OTHER_LOAD");
+  ASSERT_FALSE(test_hooks().other_load.has_value());  // measured, not posed
   const int busy = spawn_command("sh -c 'while :; do :; done'");
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   util::LoadMeter meter;
@@ -44,7 +45,7 @@ TEST(Threads, TrainingTakesTheFreeCoresUnlessToldHowMany) {
   const int cores = util::resolve_threads(0);
   for (const std::string threads : {"0", "2"}) {
     const auto run = make_temp_dir("threads-run") / "run";
-    const auto result = run_command("TRAFO_OTHER_LOAD=1 '" + std::string(TRAFO_BINARY) + "' train --data-dir " +
+    const auto result = run_command("TRAFO_TEST_HOOKS=other_load=1 '" + std::string(TRAFO_BINARY) + "' train --data-dir " +
                                     quoted(data) + " --run-dir " + quoted(run) +
                                     " --d-model 16 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 32"
                                     " --vocab-size 300 --max-steps 1 --valid-every 1 --valid-max-sentences 2"

@@ -20,6 +20,7 @@
 #include "config_options.h"
 #include "trafo/errors.h"
 #include "trafo/ops/eligibility.h"
+#include "trafo/test_hooks.h"
 
 namespace {
 
@@ -104,6 +105,7 @@ int main(int argc, char** argv) {
   }
 
   try {
+    trafo::set_test_hooks_from_environment();  // the tests' one switch (docs/testing.md "Test hooks"), read once
     trafo::ops::cpu_isa();  // a TRAFO_CPU_KERNELS it cannot take fails here, before any work
     for (auto& [command, runner] : commands) {
       if (command->parsed()) return finish(runner());

@@ -11,6 +11,7 @@
 #include "trafo/data/corpus.h"
 #include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
+#include "trafo/test_hooks.h"
 
 namespace trafo::data {
 namespace {
@@ -311,8 +312,8 @@ Batch Batcher::build() {
   const auto pairs = stream.next(position);
   // Test hook (tests/batcher_test.cpp): building batch N of an epoch throws, as a failed
   // allocation would.
-  const char* fail_at = std::getenv("TRAFO_TEST_BATCH_FAILS_AT");  // read each time: tests set and unset it
-  if (fail_at != nullptr && position.index == std::atoll(fail_at)) throw RunError("test: building a batch failed");
+  const int64_t fail_at = test_hooks().batch_fails_at;
+  if (fail_at >= 0 && position.index == fail_at) throw RunError("test: building a batch failed");
   const Corpus& source = stream.corpus();
   Batch batch;
   if (options_.shards == 1) {

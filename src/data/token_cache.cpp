@@ -23,6 +23,7 @@
 
 #include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
+#include "trafo/test_hooks.h"
 
 namespace trafo::data {
 namespace {
@@ -263,8 +264,8 @@ Header build(const std::filesystem::path& path, const std::filesystem::path& sou
     header.skipped_ratio += static_cast<uint64_t>(chunk.counts.skipped_ratio);
     // Test hook (tests/corpora_cli_test.cpp): each chunk written waits this long, as on a slow disk,
     // so that a test's kill lands while the cache is being built, however fast the machine.
-    if (const char* delay = std::getenv("TRAFO_TEST_CACHE_CHUNK_DELAY_MS")) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::atoll(delay)));
+    if (const int delay_ms = test_hooks().cache_chunk_delay_ms; delay_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     }
   };
   // This thread reads and writes in line order; `threads` chunks are tokenized side by side meanwhile.

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <sstream>
 
 #include <ATen/cpu/Utils.h>
 #include <ATen/detail/CUDAHooksInterface.h>
@@ -13,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "trafo/errors.h"
+#include "trafo/test_hooks.h"
 
 namespace trafo::runtime {
 
@@ -52,11 +51,6 @@ Precision resolve(const std::string& requested, bool cuda, bool cuda_native_bf16
                                hardware, probe.timed, speedup, faster ? ">=" : "<", probe.min_speedup)};
 }
 
-double injected(const char* variable, const std::function<double()>& measure) {
-  if (const char* text = std::getenv(variable)) return std::strtod(text, nullptr);
-  return measure();
-}
-
 }  // namespace
 
 Precision resolve_precision(const std::string& requested, bool cuda, bool cuda_native_bf16,
@@ -72,14 +66,8 @@ Precision resolve_decoding_precision(const std::string& requested, bool cuda, bo
 }
 
 std::set<std::string> cpu_bf16_flags() {
+  if (const auto& posed = test_hooks().cpu_flags) return *posed;
   std::set<std::string> flags;
-  if (const char* injected = std::getenv("TRAFO_CPU_FLAGS")) {
-    std::string text(injected);
-    for (auto& c : text) c = c == ',' ? ' ' : c;
-    std::istringstream words(text);
-    for (std::string word; words >> word;) flags.insert(word);
-    return flags;
-  }
   const auto capabilities = at::cpu::get_cpu_capabilities();
   for (const char* name : {"amx_bf16", "avx512_bf16"}) {
     const auto found = capabilities.find(name);
@@ -89,7 +77,7 @@ std::set<std::string> cpu_bf16_flags() {
 }
 
 double cpu_bf16_speedup() {
-  if (const char* text = std::getenv("TRAFO_BF16_SPEEDUP")) return std::strtod(text, nullptr);
+  if (const auto posed = test_hooks().bf16_speedup) return *posed;
   at::NoGradGuard no_grad;
   auto seconds = [](c10::ScalarType dtype) {
     const auto a = at::randn({2048, 512}).to(dtype), b = at::randn({512, 1024}).to(dtype);
@@ -118,7 +106,10 @@ Precision pick_decoding_precision(const std::string& requested, const c10::Devic
   const bool cuda = device.is_cuda();
   auto precision = resolve_decoding_precision(
       requested, cuda, cuda && cuda_native_bf16(), cuda ? std::set<std::string>{} : cpu_bf16_flags(),
-      [&] { return injected("TRAFO_BF16_DECODING_SPEEDUP", decoding_speedup); });
+      [&] {
+        const auto posed = test_hooks().bf16_decoding_speedup;
+        return posed ? *posed : decoding_speedup();
+      });
   if (precision.emulated && !quiet) {
     spdlog::warn("bf16 is emulated on this device ({}): decoding will be slow", precision.reason);
   }

@@ -14,6 +14,7 @@
 #include <torch/cuda.h>
 
 #include "trafo/errors.h"
+#include "trafo/test_hooks.h"
 
 namespace trafo::util {
 
@@ -74,7 +75,7 @@ LoadMeter::Reading LoadMeter::read() {
 }
 
 double LoadMeter::busy_cores() {
-  if (const char* posed = std::getenv("TRAFO_OTHER_LOAD")) return std::atof(posed);
+  if (const auto posed = test_hooks().other_load) return *posed;
   const Reading now = read();
   const double total = now.total_ticks - last_.total_ticks;
   const double others = (now.busy_ticks - last_.busy_ticks) - (now.own_ticks - last_.own_ticks);
@@ -85,7 +86,7 @@ double LoadMeter::busy_cores() {
 }
 
 double busy_cores_of_others(double seconds) {
-  if (const char* posed = std::getenv("TRAFO_OTHER_LOAD")) return std::atof(posed);
+  if (const auto posed = test_hooks().other_load) return *posed;
   LoadMeter meter;
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   return meter.busy_cores();

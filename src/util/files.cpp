@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "trafo/errors.h"
+#include "trafo/test_hooks.h"
 
 namespace trafo::util {
 
@@ -28,11 +29,11 @@ namespace {
 int write_all(int fd, const std::string& bytes) {
   // Test hook (tests/kill_test.cpp): write in 64 KB pieces, pausing this many ms after each, so that
   // a SIGKILL lands inside a write.
-  static const char* slow = std::getenv("TRAFO_TEST_SLOW_WRITES_MS");
-  const size_t piece = slow != nullptr ? size_t{1} << 16 : bytes.size();
+  const int slow_ms = test_hooks().slow_writes_ms;
+  const size_t piece = slow_ms > 0 ? size_t{1} << 16 : bytes.size();
   size_t written = 0;
   while (written < bytes.size()) {
-    if (slow != nullptr && written > 0) ::usleep(static_cast<useconds_t>(std::atoi(slow)) * 1000);
+    if (slow_ms > 0 && written > 0) ::usleep(static_cast<useconds_t>(slow_ms) * 1000);
     const ssize_t n = ::write(fd, bytes.data() + written, std::min(piece, bytes.size() - written));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return n < 0 ? errno : ENOSPC;

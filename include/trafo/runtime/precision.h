@@ -45,10 +45,10 @@ Precision resolve_decoding_precision(const std::string& requested, bool cuda, bo
                                      const std::function<double()>& decoding_speedup);
 
 // This machine's: the bf16 flags LibTorch's cpuinfo reports (amx_bf16, avx512_bf16), or the
-// comma- or space-separated names in TRAFO_CPU_FLAGS when that is set (tests pose as other CPUs).
+// the flags test_hooks().cpu_flags poses when set (tests pose as other CPUs; trafo/test_hooks.h).
 std::set<std::string> cpu_bf16_flags();
 // bf16 / fp32 speed of a training-sized matmul (2048x512 by 512x1024) on the current intra-op
-// threads, best of 3 each, about 0.1 s; or the number in TRAFO_BF16_SPEEDUP when that is set.
+// threads, best of 3 each, about 0.1 s; or test_hooks().bf16_speedup when set.
 double cpu_bf16_speedup();
 // Whether the current CUDA device has compute capability >= 8.0 (false without CUDA).
 bool cuda_native_bf16();
@@ -57,7 +57,7 @@ bool cuda_native_bf16();
 // (on the current intra-op threads); bf16 where it is emulated warns once, naming `what` ("training").
 Precision pick_precision(const std::string& requested, const c10::Device& device, const std::string& what);
 // resolve_decoding_precision for `device` with this machine's flags; `decoding_speedup` times the
-// model (decode::bf16_decoding_speedup), or TRAFO_BF16_DECODING_SPEEDUP gives the number (tests).
+// model (decode::bf16_decoding_speedup), or test_hooks().bf16_decoding_speedup gives the number (tests).
 // bf16 where it is emulated warns unless `quiet` (validation: training has warned already).
 Precision pick_decoding_precision(const std::string& requested, const c10::Device& device,
                                   const std::function<double()>& decoding_speedup, bool quiet = false);

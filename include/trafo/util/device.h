@@ -25,8 +25,8 @@ int resolve_threads(int requested);
 int threads_for_load(int cores, double busy_cores_of_others);
 
 // How many cores processes other than this one kept busy between two calls of busy_cores(), from
-// /proc/stat's busy time less this process's own (/proc/self/stat). TRAFO_OTHER_LOAD=N poses N
-// (tests); without /proc it answers 0.
+// /proc/stat's busy time less this process's own (/proc/self/stat). test_hooks().other_load poses
+// a number (tests; trafo/test_hooks.h); without /proc it answers 0.
 class LoadMeter {
  public:
   LoadMeter();  // the first reading
