@@ -22,6 +22,7 @@ using run_config::take_run_options;
 using run_config::take_initial_options;
 using run_config::read_run_config;
 using run_config::join_differences;
+using run_config::was_given;
 namespace {
 
 // The run a folder holds, as its config.toml says; nullopt for a folder without one (a new run,
@@ -99,7 +100,7 @@ void check_training_state(const checkpoint::Checkpoint& saved, const TrainConfig
 
 bool continues_run(const TrainConfig& c) { return !c.no_resume && !RunFolder::checkpoints_in(c.run_dir).empty(); }
 
-TrainConfig& settle_options(TrainConfig& c) {
+TrainConfig settle_options(TrainConfig c) {
   if (continues_run(c)) {
     if (const auto run = run_of_folder(c.run_dir)) {
       take_run_options(c, *run);
@@ -148,6 +149,36 @@ std::optional<checkpoint::Checkpoint> newest_complete_checkpoint(const RunFolder
   if (candidates.empty()) return std::nullopt;
   throw InputError("run folder " + folder.path().string() + " holds checkpoints but none can be resumed (" +
                    first_error + "); use --no-resume --overwrite to start over, or another --run-dir");
+}
+
+ResumePoint choose_resume(const TrainConfig& c, const RunFolder& folder, Replicas& replicas) {
+  ResumePoint resume;
+  if (replicas.is_main()) {
+    const bool has_run = !folder.checkpoints().empty();
+    if (has_run && c.no_resume && !c.overwrite) {
+      throw InputError("run folder " + folder.path().string() +
+                       " already holds a run: drop --no-resume to continue it, or add --overwrite to start over");
+    }
+    resume.replaces_old_run = has_run && c.no_resume;
+    if (!c.no_resume) {
+      check_resume_request(c);
+      resume.saved = newest_complete_checkpoint(folder, c, resume.path);
+    }
+  }
+  resume.path = replicas.share("resume", resume.path.string());
+  if (resume.path.empty() && !c.init_from.empty()) {
+    resume.initial = checkpoint::load(c.init_from, /*with_training_state=*/false);
+    resume.initial->model_config.dropout = c.model.dropout;
+    return resume;
+  }
+  if (resume.path.empty()) return resume;
+  if (!c.init_from.empty() && was_given(c, "init-from")) {
+    spdlog::info("{} holds a run started from {}: resuming it (--init-from starts new runs only)",
+                 folder.path().string(), c.init_from);
+  }
+  if (!resume.saved) resume.saved = checkpoint::load(resume.path);
+  resume.saved->model_config.dropout = c.model.dropout;
+  return resume;  // the checkpoint's tokenizer is kept: its size is the model's vocabulary (TrainingData)
 }
 
 }  // namespace trafo::train

@@ -1,98 +1,99 @@
-// What a training run works with, made before its first step in the order of the members below:
-// the configuration and data checked, this process placed (threads, device, replicas), the run
-// folder locked, the checkpoint to resume chosen, then tokenizer, data, model, optimizer, where
-// the run stands, and the logs. Internal to train/.
+// What a training run works with, made before its first step: a small struct of named parts, each made
+// by its own function from the parts before it, in the order they are declared (Session's constructor).
+// The options are settled once first (SettledConfig); the tokenizer gives the model's vocabulary, and from
+// then on the run's configuration (`config`) is final and no part writes into it. Internal to train/.
 #pragma once
 
 #include <chrono>
-#include <filesystem>
-#include <memory>
-#include <optional>
 #include <string>
 
-#include <torch/optim/optimizer.h>
+#include <nlohmann/json.hpp>
 
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/data/batcher.h"
-#include "trafo/data/corpus.h"
 #include "trafo/data/tokenizer.h"
 #include "trafo/dist/environment.h"
 #include "trafo/model/transformer.h"
-#include "trafo/train/ema.h"
-#include "trafo/runtime/precision.h"
-#include "trafo/train/tensorboard.h"
-#include "trafo/train/metrics_log.h"
 #include "trafo/run_config/options.h"
 #include "trafo/train/run_folder.h"
-#include "trafo/run_config/run_identity.h"
-#include "trafo/train/training_state.h"
-#include "trafo/train/validator.h"
-#include "trafo/util/device.h"
-#include "log_file_copy.h"
-#include "replicas.h"
+#include "model_state.h"
+#include "placement.h"
 #include "resume_choice.h"
+#include "run_logs.h"
 #include "training_data.h"
+#include "validation.h"
 
 namespace trafo::train {
 
-// The checkpoint a run continues from, as rank 0 chose it; every rank loads it.
-struct ResumePoint {
-  std::filesystem::path path;                   // empty: a new run
-  std::optional<checkpoint::Checkpoint> saved;  // released once model and optimizer hold it
-  bool replaces_old_run = false;                // --no-resume --overwrite over a folder that holds a run
-  std::optional<checkpoint::Checkpoint> initial;  // a new run's --init-from checkpoint, released as `saved`
+// The options of a run as the user gave them, settled (settle_options: a resume's from its config.toml, a new
+// run's from --init-from) and checked. The model's vocabulary size is still the one asked for: the
+// tokenizer decides it (final_config).
+struct SettledConfig {
+  run_config::TrainConfig options;
+  std::string text;         // run_config::to_toml(options): checkpoints, config.toml, the `start` record
+  double max_time_s = 0.0;  // --max-time in seconds; 0: none
+};
+
+// Throws InputError naming the first invalid value, or for a conflict with the run or --init-from.
+SettledConfig settle_config(run_config::TrainConfig given);
+
+// `settled` with the tokenizer's size as the model's vocabulary: a small corpus may give fewer pieces than
+// asked for, and a resumed or fine-tuned run keeps its checkpoint's tokenizer.
+run_config::TrainConfig final_config(const run_config::TrainConfig& settled, const data::Tokenizer& tokenizer);
+
+// The wall-clock time of a run: its earlier sessions' and this one's.
+class RunClock {
+ public:
+  using Clock = std::chrono::steady_clock;
+  RunClock(Clock::time_point started, double before_s, double max_time_s)
+      : started_(started), before_s_(before_s), max_time_s_(max_time_s) {}
+  double elapsed() const { return before_s_ + std::chrono::duration<double>(Clock::now() - started_).count(); }
+  double max_time_s() const { return max_time_s_; }  // 0: no limit
+  bool out_of_time() const { return max_time_s_ > 0 && elapsed() >= max_time_s_; }
+
+ private:
+  Clock::time_point started_;
+  double before_s_;
+  double max_time_s_;
 };
 
 struct Session {
-  using Clock = std::chrono::steady_clock;
+  using Clock = RunClock::Clock;
 
   // Throws InputError for a bad configuration, bad data or a run folder that cannot be resumed.
-  // `config` gets the vocabulary size of the tokenizer and the threads this process uses.
-  explicit Session(run_config::TrainConfig& config);
+  explicit Session(const run_config::TrainConfig& given);
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  bool main_rank() const { return replicas.is_main(); }
+  bool main_rank() const { return place.main(); }
   bool resumed() const { return !resume.path.empty(); }
   bool fine_tuned() const { return !resumed() && !config.init_from.empty(); }  // a new run from --init-from
-  double elapsed() const;  // seconds of all sessions of the run
-  // The model, tokenizer, configuration and training state as they are now (progress.elapsed_s updated);
-  // with --ema, the weights are the average's and the raw ones are in the training state.
-  checkpoint::Checkpoint make_checkpoint();
 
-  run_config::TrainConfig& config;
-  const std::string config_text;            // run_config::to_toml(config) as given: checkpoints, config.toml, `start`
+  const SettledConfig settled;           // settle_config
   const Clock::time_point started;
-  const double max_time_s;                   // --max-time in seconds; 0: none
-  const dist::Environment environment;
-  const std::filesystem::path cache;          // token caches and vocabularies (--cache-dir)
-  const run_config::DataFiles paths;
-  const std::vector<int64_t> train_lines;     // line pairs of each corpus
-  std::optional<util::LoadMeter> load;       // with --threads 0 alone: the machine's load, followed
-  double busy_at_start = 0.0;                // cores other processes kept busy at start (with `load`)
-  int threads;                               // this process's, now
-  const c10::Device device;
-  const runtime::Precision precision;                 // --precision resolved for `device`
-  Replicas replicas;
-  const RunFolder folder;                    // locked by rank 0
-  ResumePoint resume;
-  const data::Tokenizer tokenizer;
-  const std::vector<int> tags;               // each corpus's tag piece (-1: none)
-  const std::vector<data::CachedCorpus> corpora;  // mapped from their token caches, as paths.train
-  model::Transformer model;                  // raw weights (a resumed run's from its training state)
-  const runtime::Precision decoding_precision;        // validation's: --precision resolved as `trafo eval` does (rank 0)
-  std::optional<Validator> validator;        // rank 0's
-  std::optional<WeightAverage> average;      // rank 0's, with --ema
-  const std::unique_ptr<torch::optim::Optimizer> optimizer;
-  Progress progress;
-  const double elapsed_before;               // by the run's earlier sessions
-  const std::optional<LogFileCopy> log_file;  // rank 0's
-  data::Batcher batcher;
-  std::optional<MetricsLog> metrics;         // rank 0's
-  std::optional<TensorBoardWriter> tensorboard;  // rank 0's, with --tensorboard
-  LeakReport leaks;                          // rank 0's
-
-  int64_t train_pairs() const;               // of all corpora
+  const dist::Environment environment;   // dist::read_environment
+  const TrainingFiles files;             // checked before anything else is done
+  Placement place;                       // threads, device, precision, replicas
+  const RunFolder folder;                // locked by rank 0
+  ResumePoint resume;                    // choose_resume; its checkpoints released by `training`
+  const TrainingData data;               // tokenizer and corpora
+  const run_config::TrainConfig config;  // final_config: what every later part reads
+  model::Transformer model;              // make_model: raw weights (a resumed run's from its training state)
+  Validation validation;                 // rank 0's
+  OptimizerState training;               // optimizer, moving average, progress
+  const RunClock clock;                  // from `started` and the run's earlier sessions
+  data::Batcher batcher;                 // from where the run stands
+  RunLogs logs;                          // replaces an old run, then train.log, metrics, tensorboard, config.toml
+  const LeakReport leaks;                // rank 0's; after the note of the pairs too long for a batch
 };
+
+// What every checkpoint of the session says of the run beside its weights and training state: the model
+// config, the tokenizer, the options as settled, the languages and corpus tags (OptimizerState::checkpoint).
+checkpoint::Checkpoint run_description(const Session& session);
+
+// The fields of the `start` record (logging the corpora and, with replicas, the time of an all-reduce of
+// the gradients), and the lines logged after it. start_record.cpp
+nlohmann::json start_record(Session& session);
+void log_start(const Session& session);
 
 }  // namespace trafo::train

@@ -16,6 +16,7 @@
 namespace trafo::train {
 using run_config::TrainConfig;
 using run_config::DataFiles;
+using run_config::data_files;
 
 std::filesystem::path cache_folder(const TrainConfig& c) {
   std::filesystem::path folder;
@@ -56,15 +57,22 @@ std::vector<std::string> corpus_tags(const DataFiles& paths) {
   return tags;
 }
 
-std::string learn_vocabulary(const TrainConfig& c, const DataFiles& paths, const std::vector<int64_t>& lines,
-                             const std::filesystem::path& cache) {
+data::TokenizerOptions vocabulary_options(const TrainConfig& c, const DataFiles& paths, int threads) {
+  auto vocab = c.vocab;
+  vocab.threads = threads;
+  vocab.reserved = corpus_tags(paths);
+  return vocab;
+}
+
+std::string learn_vocabulary(const data::TokenizerOptions& vocab, const DataFiles& paths,
+                             const std::vector<int64_t>& lines, const std::filesystem::path& cache) {
   nlohmann::json key = {{"format", 1},
-                        {"size", c.vocab.vocab_size},
-                        {"type", c.vocab.model_type},
-                        {"normalization", c.vocab.normalization},
-                        {"coverage", c.vocab.character_coverage},
-                        {"sample", c.vocab.max_sentences},
-                        {"reserved", c.vocab.reserved}};
+                        {"size", vocab.vocab_size},
+                        {"type", vocab.model_type},
+                        {"normalization", vocab.normalization},
+                        {"coverage", vocab.character_coverage},
+                        {"sample", vocab.max_sentences},
+                        {"reserved", vocab.reserved}};
   std::vector<data::WeightedFiles> corpora;
   for (size_t i = 0; i < paths.train.size(); ++i) {
     const auto& corpus = paths.train[i];
@@ -86,9 +94,9 @@ std::string learn_vocabulary(const TrainConfig& c, const DataFiles& paths, const
     }
   }
   const auto started = std::chrono::steady_clock::now();
-  auto sample = data::vocabulary_sample(corpora, c.vocab.max_sentences);
+  auto sample = data::vocabulary_sample(corpora, vocab.max_sentences);
   const auto sentences = sample.size();
-  const auto bytes = data::Tokenizer::train_on_lines(std::move(sample), c.vocab).to_bytes();
+  const auto bytes = data::Tokenizer::train_on_lines(std::move(sample), vocab).to_bytes();
   util::write_file_atomically(path, bytes);
   spdlog::info("learned the vocabulary from {} sentences in {:.1f} s, kept for later runs: {}", sentences,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), path.string());
@@ -166,6 +174,37 @@ LeakReport find_leaks(const DataFiles& paths, const data::Tokenizer& tokenizer,
   report.dev = check("dev", paths.dev_src);
   if (!paths.test_src.empty()) report.test = check("test", paths.test_src);
   return report;
+}
+
+namespace {
+
+data::Tokenizer make_tokenizer(const TrainConfig& c, const TrainingFiles& files, const ResumePoint& resume, int threads,
+                               Replicas& replicas) {
+  std::string bytes = resume.saved ? resume.saved->tokenizer : resume.initial ? resume.initial->tokenizer : "";
+  if (!resume.saved && !resume.initial) {
+    if (replicas.is_main()) {
+      bytes = learn_vocabulary(vocabulary_options(c, files.paths, threads), files.paths, files.train_lines, files.cache);
+    }
+    bytes = replicas.share("tokenizer", bytes);
+  }
+  return data::Tokenizer::from_bytes(bytes);
+}
+
+}  // namespace
+
+TrainingFiles::TrainingFiles(const TrainConfig& c)
+    : cache(cache_folder(c)), paths(data_files(c)), train_lines(check_data(paths, cache)) {}
+
+TrainingData::TrainingData(const TrainConfig& c, const TrainingFiles& files, const ResumePoint& resume, int threads,
+                           Replicas& replicas)
+    : tokenizer(make_tokenizer(c, files, resume, threads, replicas)),
+      tags(tag_ids(files.paths, tokenizer)),
+      corpora(load_corpora(c, files.paths, tokenizer, tags, files.cache, threads, replicas)) {}
+
+int64_t TrainingData::train_pairs() const {
+  int64_t pairs = 0;
+  for (const auto& corpus : corpora) pairs += corpus.corpus.size();
+  return pairs;
 }
 
 }  // namespace trafo::train

@@ -1,6 +1,7 @@
 // The training data of a run, before its first step: the cache folder, the checks of the data files, the
 // vocabulary (learned or found in the cache folder), the corpora's tags, the corpora mapped from their
-// token caches, the batcher over them, and the leak check. Internal to train/.
+// token caches, the batcher over them, and the leak check. TrainingFiles and TrainingData are parts of a
+// train::Session. Internal to train/.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "replicas.h"
+#include "resume_choice.h"
 #include "trafo/data/batcher.h"
 #include "trafo/data/leak_check.h"
 #include "trafo/data/token_cache.h"
@@ -32,8 +34,13 @@ std::vector<std::string> corpus_tags(const run_config::DataFiles& paths);
 
 // The bytes of a vocabulary: one learned before from the same files (same versions), weights, tags and
 // vocabulary options, taken from the cache folder; otherwise one learned from a sample and kept there.
-std::string learn_vocabulary(const run_config::TrainConfig& config, const run_config::DataFiles& paths, const std::vector<int64_t>& lines,
-                             const std::filesystem::path& cache);
+// `vocab` is the run's vocabulary options with the corpora's tags reserved (vocabulary_options).
+std::string learn_vocabulary(const data::TokenizerOptions& vocab, const run_config::DataFiles& paths,
+                             const std::vector<int64_t>& lines, const std::filesystem::path& cache);
+
+// The run's vocabulary options as the tokenizer is learned with them: `threads`, and the corpora's tags reserved.
+data::TokenizerOptions vocabulary_options(const run_config::TrainConfig& config, const run_config::DataFiles& paths,
+                                          int threads);
 
 // Each corpus's tag as a piece id (-1: none); InputError for a tag the tokenizer does not reserve.
 std::vector<int> tag_ids(const run_config::DataFiles& paths, const data::Tokenizer& tokenizer);
@@ -56,5 +63,30 @@ struct LeakReport {
 // The leak check: counts, and warns with the count and the first lines, for the dev and test sets.
 LeakReport find_leaks(const run_config::DataFiles& paths, const data::Tokenizer& tokenizer,
                       const std::vector<data::CachedCorpus>& corpora);
+
+// The data files of a run, checked before anything else is done (check_data), and where their caches go.
+struct TrainingFiles {
+  explicit TrainingFiles(const run_config::TrainConfig& config);  // InputError for bad data or cache folder
+
+  const std::filesystem::path cache;       // token caches and vocabularies (cache_folder)
+  const run_config::DataFiles paths;
+  const std::vector<int64_t> train_lines;  // line pairs of each corpus
+};
+
+// The tokenizer and the corpora tokenized with it. The tokenizer is `resume`'s checkpoint's, or a new
+// one that rank 0 learns (or finds in the cache) and the other ranks receive; its size is the model's
+// vocabulary: a small corpus may give fewer pieces than asked for. Rank 0 builds the token caches first.
+struct TrainingData {
+  TrainingData(const run_config::TrainConfig& config, const TrainingFiles& files, const ResumePoint& resume,
+               int threads, Replicas& replicas);
+  TrainingData(const TrainingData&) = delete;
+  TrainingData& operator=(const TrainingData&) = delete;
+
+  int64_t train_pairs() const;  // of all corpora
+
+  const data::Tokenizer tokenizer;
+  const std::vector<int> tags;                    // each corpus's tag piece (-1: none)
+  const std::vector<data::CachedCorpus> corpora;  // mapped from their token caches, as paths.train
+};
 
 }  // namespace trafo::train

@@ -21,11 +21,12 @@ struct TrainResult {
 // The checks every rank would make before training, made once before `--nproc` starts the ranks,
 // so that bad input is one line, not one per rank: the options and the data files. Throws
 // InputError.
-void check_before_launch(run_config::TrainConfig& config);
+void check_before_launch(const run_config::TrainConfig& config);
 
 class Trainer {
  public:
-  // `config` goes into checkpoints and config.toml as run_config::to_toml(config) (config_file.h);
+  // `config` as given: the run settles a copy of it (a resume's options from its run, a new run's
+  // from --init-from), which goes into checkpoints and config.toml as run_config::to_toml (config_file.h).
   // `stop_requested` (may be null) is polled after every step: when set, the run saves and ends.
   explicit Trainer(run_config::TrainConfig config, const std::atomic<bool>* stop_requested = nullptr);
   ~Trainer();
@@ -34,7 +35,7 @@ class Trainer {
   TrainResult run();
 
  private:
-  run_config::TrainConfig config_;
+  const run_config::TrainConfig config_;
   const std::atomic<bool>* stop_requested_;
 };
 

@@ -1,0 +1,56 @@
+#include "placement.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include <torch/torch.h>
+
+namespace trafo::train {
+using run_config::TrainConfig;
+namespace {
+
+// With --threads 0 in a single process, the run follows the load of the machine (util::threads_for_load).
+std::optional<util::LoadMeter> make_load_meter(const TrainConfig& c, const dist::Environment& environment) {
+  if (c.threads != 0 || environment.local_world_size > 1 || environment.distributed()) return std::nullopt;
+  return util::LoadMeter();
+}
+
+// Sets and returns this process's threads: ranks on one machine share its cores (--nproc always;
+// under torchrun when --threads is left at 0); a single process with --threads 0 takes the cores
+// other processes leave free, looked at for 0.1 s.
+int use_threads(const TrainConfig& c, const dist::Environment& environment, std::optional<util::LoadMeter>& load,
+                double& busy_others) {
+  int threads = util::resolve_threads(c.threads);
+  if (environment.local_world_size > 1 && (environment.launched || c.threads == 0)) {
+    threads = std::max(1, threads / environment.local_world_size);
+  }
+  if (load) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    busy_others = load->busy_cores();
+    threads = util::threads_for_load(threads, busy_others);
+  }
+  at::set_num_threads(threads);
+  return threads;
+}
+
+c10::Device pick_device(const TrainConfig& c, const dist::Environment& environment) {
+  auto device = util::resolve_device(c.device);
+  if (device.is_cuda() && environment.distributed()) device = torch::Device(torch::kCUDA, environment.local_rank);
+  return device;
+}
+
+std::chrono::milliseconds timeout(const TrainConfig& c) {
+  return std::chrono::milliseconds(static_cast<int64_t>(c.dist_timeout * 1000.0));
+}
+
+}  // namespace
+
+Placement::Placement(const TrainConfig& c, const dist::Environment& environment)
+    : load(make_load_meter(c, environment)),
+      threads(use_threads(c, environment, load, busy_at_start)),
+      device(pick_device(c, environment)),
+      precision(runtime::pick_precision(c.precision, device, "training")),
+      replicas(environment, device, timeout(c)) {}
+
+}  // namespace trafo::train

@@ -1,0 +1,40 @@
+// What rank 0 writes of a run while it trains: train.log (a copy of the log), metrics.jsonl and, with
+// --tensorboard, TensorBoard event files; and a new run's config.toml. Part of a train::Session;
+// internal to train/.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "trafo/train/metrics_log.h"
+#include "trafo/train/run_folder.h"
+#include "trafo/train/tensorboard.h"
+#include "log_file_copy.h"
+#include "resume_choice.h"
+
+namespace trafo::train {
+
+class RunLogs {
+ public:
+  // Made once everything is read and checked: only now may a new run replace the old run of `folder`
+  // (resume.replaces_old_run). Rank 0 then opens the logs and a new run writes `config_text` as its
+  // config.toml; other ranks write nothing.
+  RunLogs(const RunFolder& folder, const ResumePoint& resume, const std::string& config_text, bool tensorboard,
+          bool main_rank);
+  RunLogs(const RunLogs&) = delete;
+  RunLogs& operator=(const RunLogs&) = delete;
+
+  // An event of metrics.jsonl (docs/design.md "metrics.jsonl"); `train` and `valid` go to TensorBoard
+  // too. RunError when train.log or metrics.jsonl could not be written (a full disk).
+  void record(const std::string& event, int64_t step, int64_t epoch, double elapsed_s, const nlohmann::json& fields);
+
+ private:
+  std::optional<LogFileCopy> log_file_;
+  std::optional<MetricsLog> metrics_;
+  std::optional<TensorBoardWriter> tensorboard_;
+};
+
+}  // namespace trafo::train

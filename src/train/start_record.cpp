@@ -1,0 +1,89 @@
+// The `start` record of metrics.jsonl and the lines a session logs before its first step (session.h).
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "session.h"
+
+namespace trafo::train {
+namespace {
+
+// The corpora (pairs, weight, share of the pairs served, tag, token cache) and the leak check, in the
+// `start` record and the log.
+void describe_data(const Session& s, nlohmann::json& start) {
+  const auto& paths = s.files.paths;
+  std::vector<double> weights;
+  for (const auto& corpus : paths.train) weights.push_back(corpus.weight);
+  weights = data::scaled_weights(weights);  // sums that cannot overflow
+  double total_weight = 0.0;
+  for (const double weight : weights) total_weight += weight;
+  nlohmann::json corpora = nlohmann::json::array();
+  for (size_t i = 0; i < s.data.corpora.size(); ++i) {
+    const auto& spec = paths.train[i];
+    const auto& cached = s.data.corpora[i];
+    const double share = weights[i] / total_weight;
+    corpora.push_back({{"src", spec.src}, {"tgt", spec.tgt}, {"pairs", cached.corpus.size()}, {"weight", spec.weight},
+                       {"share", share}, {"tag", spec.tag}, {"token_cache", cached.file.string()},
+                       {"token_cache_built", cached.built}});
+    spdlog::info("corpus {}: {} / {}: {} pairs, weight {} ({:.1f}% of the pairs served){}; token cache {} ({} in {:.1f} s)",
+                 i + 1, spec.src, spec.tgt, cached.corpus.size(), spec.weight, 100.0 * share,
+                 spec.tag.empty() ? "" : ", tag " + spec.tag, cached.file.string(),
+                 cached.built ? "built" : "mapped", cached.seconds);
+  }
+  start["corpora"] = corpora;
+  start["cache_dir"] = s.files.cache.string();
+  if (!s.main_rank()) return;
+  start["dev_pairs_in_training"] = s.leaks.dev.in_training.size();
+  if (s.leaks.test) start["test_pairs_in_training"] = s.leaks.test->in_training.size();
+}
+
+}  // namespace
+
+nlohmann::json start_record(Session& s) {
+  auto& replicas = s.place.replicas;
+  nlohmann::json start = {{"config", s.settled.text}, {"version", TRAFO_VERSION}, {"torch", TORCH_VERSION},
+                          {"threads", s.place.threads}, {"device", s.place.device.str()},
+                          {"world_size", replicas.size()}, {"resumed", s.resumed()},
+                          {"train_pairs", s.data.train_pairs()}, {"vocab_size", s.data.tokenizer.vocab_size()},
+                          {"parameters", s.model->parameter_count()}};
+  if (replicas.size() > 1) {
+    start["gradient_bytes"] = replicas.gradient_bytes();
+    start["gradient_allreduce_s"] = replicas.time_gradient_all_reduce();
+    spdlog::info("one all-reduce of the gradients ({:.1f} MB): {:.3f} s", replicas.gradient_bytes() / 1e6,
+                 start["gradient_allreduce_s"].get<double>());
+  }
+  if (s.training.average) start["ema"] = s.config.ema;
+  start["precision"] = s.place.precision.name();
+  start["precision_reason"] = s.place.precision.reason;
+  start["validation_precision"] = s.validation.decoding_precision.name();
+  start["validation_precision_reason"] = s.validation.decoding_precision.reason;
+  describe_data(s, start);
+  if (!s.config.init_from.empty()) start["init_from"] = s.config.init_from;
+  return start;
+}
+
+void log_start(const Session& s) {
+  const auto& c = s.config;
+  if (s.fine_tuned()) {
+    spdlog::info("fine-tuning from {}: its weights, tokenizer and model, a fresh optimizer from step 0", c.init_from);
+  }
+  spdlog::info("{} {} at step {}: {} training pairs, {} batches per epoch, {} parameters, {} threads on {}, {}{}",
+               s.resumed() ? "resuming" : "starting", s.folder.path().string(), s.training.progress.step,
+               s.data.train_pairs(), s.batcher.batches_per_epoch(), s.model->parameter_count(), s.place.threads,
+               s.place.device.str(), s.place.replicas.describe(),
+               s.training.average
+                   ? fmt::format(", validating and saving a moving average of the weights (--ema {})", c.ema)
+                   : "");
+  if (s.place.load && s.place.busy_at_start >= 0.5) {
+    spdlog::info("other processes keep about {:.1f} of {} cores busy: training on {} threads, following the load "
+                 "(--threads N fixes the number)",
+                 s.place.busy_at_start, util::resolve_threads(0), s.place.threads);
+  }
+  spdlog::info("precision {}: {}", s.place.precision.name(), s.place.precision.reason);
+  spdlog::info("validation precision {}: {}", s.validation.decoding_precision.name(),
+               s.validation.decoding_precision.reason);
+}
+
+}  // namespace trafo::train
