@@ -12,6 +12,7 @@
 #include "trafo/train/progress_line.h"
 #include "trafo/train/schedule.h"
 #include "trafo/train/train_step.h"
+#include "trafo/util/memory.h"
 #include "session.h"
 
 namespace trafo::train {
@@ -210,6 +211,7 @@ class TrainingLoop {
     save(ckpt, p_.folder.last(), false);
     if (best) save(ckpt, p_.folder.best(), true);
     if (c_.checkpoint_every == 0) p_.folder.save_numbered(progress_.step, ckpt, c_.keep_checkpoints);
+    util::release_free_memory();
   }
 
   // A stop by signal saves where the run stands; any other end validates the steps since the last validation.
