@@ -2,7 +2,8 @@
 # Memory of a real training run: `trafo train` with no config (the built-in defaults) on a real
 # corpus, with validation decoding as it comes, for a fixed time. VmRSS is sampled every few
 # seconds; the figure is the growth from minute WARM (after warm-up: vocabulary, caches, the first
-# validations) to the end, which must stay under 5% (docs/performance.md "Flat memory").
+# validations) to the end, which must stay under 5% (docs/performance.md "Flat memory"), as medians
+# of the two minutes after WARM and of the last two minutes.
 # Synthetic fixed-shape loops (bench/memory.sh) miss what a real run does: batches of every
 # shape, bf16 autocast where the processor runs it, and greedy decoding of the dev set.
 #
@@ -62,11 +63,19 @@ wait "$pid" || { echo "memory_real.sh: training failed:" >&2; tail -5 "$work/tra
 steps=$(grep -c '"event":"train"' "$work/run/metrics.jsonl" || true)
 valids=$(grep -c '"event":"valid"' "$work/run/metrics.jsonl" || true)
 echo "$(grep -m1 -oE "precision (bf16|fp32)" "$work/train.log" || echo "precision: see train.log"); $steps progress lines, $valids validations"
-awk -v warm=$((warm * 60)) '
-  { t[NR] = $1; r[NR] = $2; if ($2 > peak) peak = $2 }
-  $1 <= warm { at_warm = $2 }
-  END {
-    if (!at_warm) at_warm = r[1]
-    printf "RSS at minute %d: %.1f MB, at the end (%d s): %.1f MB, peak %.1f MB, growth %+.2f%%\n",
-      warm / 60, at_warm / 1024, t[NR], r[NR] / 1024, peak / 1024, 100 * (r[NR] - at_warm) / at_warm
-  }' "$work/samples"
+# Medians over windows of two minutes, after warm-up and at the end: a lone sample can fall inside a
+# validation's decoding, whose transient peak is no growth.
+"$root/.venv/bin/python" - "$work/samples" "$warm" <<'PY'
+import statistics, sys
+samples = [tuple(map(int, line.split())) for line in open(sys.argv[1])]
+warm, end = int(sys.argv[2]) * 60, samples[-1][0]
+after = [rss for t, rss in samples if warm <= t < warm + 120]
+last = [rss for t, rss in samples if t >= end - 120]
+at_warm = next((rss for t, rss in samples if t >= warm), samples[0][1])
+peak = max(rss for _, rss in samples)
+a, b = statistics.median(after), statistics.median(last)
+print(f"RSS median of minutes {warm // 60}-{warm // 60 + 2}: {a / 1024:.1f} MB, of the last two minutes: {b / 1024:.1f} MB, "
+      f"growth {100 * (b - a) / a:+.2f}%")
+print(f"single samples: {at_warm / 1024:.1f} MB at minute {warm // 60}, {samples[-1][1] / 1024:.1f} MB at the end "
+      f"({end} s); peak {peak / 1024:.1f} MB")
+PY
