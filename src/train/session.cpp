@@ -1,7 +1,5 @@
 #include "session.h"
 
-#include <algorithm>
-
 #include <spdlog/spdlog.h>
 
 #include "trafo/run_config/config_file.h"
@@ -86,12 +84,7 @@ checkpoint::Checkpoint run_description(const Session& s) {
   about.config = s.settled.text;
   about.inference.src_lang = s.config.src_lang;
   about.inference.tgt_lang = s.config.tgt_lang;
-  for (const auto& corpus : s.files.paths.train) {
-    const auto& tags = about.inference.tags;
-    if (!corpus.tag.empty() && std::find(tags.begin(), tags.end(), corpus.tag) == tags.end()) {
-      about.inference.tags.push_back(corpus.tag);
-    }
-  }
+  about.inference.tags = corpus_tags(s.files.paths);
   return about;
 }
 
