@@ -37,13 +37,17 @@ inline std::string quoted(const std::filesystem::path& path) { return "'" + path
 inline std::vector<std::vector<std::string>> expect_validations_equal_fresh_evals(const std::filesystem::path& run,
                                                                                   const std::filesystem::path& data) {
   std::vector<std::vector<std::string>> hypotheses;
-  for (const auto& event : read_jsonl(run / "metrics.jsonl")) {
+  const auto events = read_jsonl(run / "metrics.jsonl");
+  // `auto` times the model at start, so a busy machine can make two runs pick differently: eval is given
+  // the precision the run's validation used.
+  const std::string precision = events.front().value("validation_precision", "fp32");
+  for (const auto& event : events) {
     if (event["event"] != "valid") continue;
     const int64_t step = event["step"];
     const auto output = run.parent_path() / ("hyp-" + std::to_string(step) + ".txt");
     const auto eval = run_trafo("eval --checkpoint " + quoted(run / ("checkpoint-" + std::to_string(step) + ".pt")) +
                                 " --src " + quoted(data / "dev.en") + " --ref " + quoted(data / "dev.de") +
-                                " --batch-tokens 256 --threads 1 --json --output " + quoted(output));
+                                " --batch-tokens 256 --threads 1 --precision " + precision + " --json --output " + quoted(output));
     if (eval.exit_code != 0) {
       ADD_FAILURE() << "eval of step " << step << ": " << eval.errors;
       continue;
