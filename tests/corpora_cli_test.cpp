@@ -78,7 +78,11 @@ TEST_F(CorporaCli, ANewRunOnTheSameDataReusesTheVocabularyAndTheTokenCache) {
 }
 
 TEST_F(CorporaCli, TwoCorporaWithWeightsAndATagResumeBitwiseAndTranslateWithTheTag) {
-  const auto whole = run_trafo(base("whole") + two_corpora() + " --max-steps 12 --valid-every 6 --valid-tag '<bt>'");
+  // fp32 in the runs compared below: auto times the CPU and the model at start, and may pick
+  // differently from one run to the next.
+  const std::string fp32 = " --precision fp32";
+  const auto whole =
+      run_trafo(base("whole") + two_corpora() + fp32 + " --max-steps 12 --valid-every 6 --valid-tag '<bt>'");
   ASSERT_EQ(whole.exit_code, 0) << whole.errors;
   const auto start = start_event("whole");
   ASSERT_EQ(start["corpora"].size(), 2u);
@@ -96,9 +100,9 @@ TEST_F(CorporaCli, TwoCorporaWithWeightsAndATagResumeBitwiseAndTranslateWithTheT
   EXPECT_GT(pairs[0], pairs[1]);
   EXPECT_GT(pairs[1], 0);
 
-  const auto part = run_trafo(base("part") + two_corpora() + " --max-steps 7 --valid-every 6");
+  const auto part = run_trafo(base("part") + two_corpora() + fp32 + " --max-steps 7 --valid-every 6");
   ASSERT_EQ(part.exit_code, 0) << part.errors;
-  const auto rest = run_trafo(base("part") + two_corpora() + " --max-steps 12 --valid-every 6");
+  const auto rest = run_trafo(base("part") + two_corpora() + fp32 + " --max-steps 12 --valid-every 6");
   ASSERT_EQ(rest.exit_code, 0) << rest.errors;
   EXPECT_NE(rest.errors.find("resuming from"), std::string::npos);
   expect_same_weights(root_ / "whole" / "checkpoint-last.pt", root_ / "part" / "checkpoint-last.pt");
@@ -121,7 +125,7 @@ TEST_F(CorporaCli, TwoCorporaWithWeightsAndATagResumeBitwiseAndTranslateWithTheT
   // Validation with --valid-tag is a fresh `eval --tag` of the same checkpoint.
   const auto evaluated = run_trafo("eval -c " + quoted(root_ / "whole" / "checkpoint-12.pt") + " --tag '<bt>' --src " +
                                    quoted(data_ / "dev.en") + " --ref " + quoted(data_ / "dev.de") +
-                                   " --threads 1 --batch-tokens 256 --json");
+                                   " --threads 1 --batch-tokens 256 --json" + fp32);
   ASSERT_EQ(evaluated.exit_code, 0) << evaluated.errors;
   double valid_loss = 0.0;
   for (const auto& event : read_jsonl(root_ / "whole" / "metrics.jsonl")) {
@@ -130,7 +134,7 @@ TEST_F(CorporaCli, TwoCorporaWithWeightsAndATagResumeBitwiseAndTranslateWithTheT
   EXPECT_NEAR(nlohmann::json::parse(evaluated.output)["loss"].get<double>(), valid_loss, 1e-5);
   const auto untagged = run_trafo("eval -c " + quoted(root_ / "whole" / "checkpoint-12.pt") + " --src " +
                                   quoted(data_ / "dev.en") + " --ref " + quoted(data_ / "dev.de") +
-                                  " --threads 1 --batch-tokens 256 --json");
+                                  " --threads 1 --batch-tokens 256 --json" + fp32);
   ASSERT_EQ(untagged.exit_code, 0) << untagged.errors;
   EXPECT_NE(nlohmann::json::parse(untagged.output)["loss"].get<double>(), valid_loss) << "the tag changes the input";
 }

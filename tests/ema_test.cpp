@@ -131,7 +131,8 @@ TEST(EmaTraining, ResumeIsBitwiseExact) {
   write_synthetic_corpus(data, "train", 120, 1);
   write_synthetic_corpus(data, "dev", 10, 2);
   const auto root = make_temp_dir("ema-resume-runs");
-  const std::string options = " --ema 0.9 --dropout 0.1 --warmup-steps 4 --valid-every 3";
+  // fp32 in every run: auto times the CPU at start, and the runs are compared bit for bit.
+  const std::string options = " --ema 0.9 --dropout 0.1 --warmup-steps 4 --valid-every 3 --precision fp32";
   ASSERT_EQ(run_trafo(train_command(data, root / "whole", 300) + options + " --max-steps 7").exit_code, 0);
   ASSERT_EQ(run_trafo(train_command(data, root / "part", 300) + options + " --max-steps 3").exit_code, 0);
   const auto resumed = run_trafo(train_command(data, root / "part", 300) + options + " --max-steps 7");

@@ -60,9 +60,13 @@ TEST_F(FineTune, StartsFromTheCheckpointAndBeatsTheSameStepsFromScratch) {
   ASSERT_EQ(scratch_valid.size(), 1u);
   EXPECT_LT(tuned_valid[1]["loss"].get<double>(), scratch_valid[0]["loss"].get<double>());
 
-  // The validation before the first step is a fresh eval of the checkpoint it started from.
+  // The validation before the first step is a fresh eval of the checkpoint it started from, in the
+  // precision that validation used (auto times the model at start and may pick differently here).
+  const std::string precision =
+      read_jsonl(root_ / "tuned" / "metrics.jsonl").front().value("validation_precision", "fp32");
   const auto fresh = run_trafo("eval -c " + quoted(initial) + " --src " + quoted(data_ / "dev.en") + " --ref " +
-                               quoted(data_ / "dev.de") + " --threads 1 --batch-tokens 256 --json");
+                               quoted(data_ / "dev.de") + " --threads 1 --batch-tokens 256 --precision " + precision +
+                               " --json");
   ASSERT_EQ(fresh.exit_code, 0) << fresh.errors;
   EXPECT_NEAR(tuned_valid[0]["loss"].get<double>(), nlohmann::json::parse(fresh.output)["loss"].get<double>(), 1e-5);
 
