@@ -16,6 +16,9 @@ CTRANSLATE2_VERSION=4.8.5
 SENTENCEPIECE_VERSION=0.2.0
 # Hugging Face's safetensors reader: a test opens trafo's checkpoints with it.
 SAFETENSORS_VERSION=0.7.0
+# The clients `trafo serve` is tested with.
+REQUESTS_VERSION=2.34.2
+LIBRETRANSLATEPY_VERSION=2.1.4
 VENV=.venv
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -24,6 +27,7 @@ APT_PACKAGES=(
   libsentencepiece-dev sentencepiece
   googletest libgtest-dev libbenchmark-dev
   nlohmann-json3-dev libutfcpp-dev libgloo-dev libxxhash-dev libjemalloc-dev
+  libcpp-httplib-dev
   libjs-chart.js chromium
   clang-14 libclang-rt-14-dev
 )
@@ -72,6 +76,15 @@ if [ "$have_ctranslate2" != "$CTRANSLATE2_VERSION" ] || [ "$have_sentencepiece" 
     "ctranslate2==$CTRANSLATE2_VERSION" "sentencepiece==$SENTENCEPIECE_VERSION" "safetensors==$SAFETENSORS_VERSION" \
     || fail "pip could not install ctranslate2==$CTRANSLATE2_VERSION (is PyPI reachable?)"
 fi
-"$VENV/bin/python" -c 'import torch, sacrebleu, tensorboard, ctranslate2, sentencepiece, safetensors' \
-  || fail "torch, sacrebleu, tensorboard, ctranslate2, sentencepiece or safetensors does not import from $VENV"
+# The clients `trafo serve` is checked with: LibreTranslate's own Python client and requests.
+have_requests=$("$VENV/bin/python" -c 'import requests; print(requests.__version__)' 2>/dev/null || true)
+have_libretranslatepy=$("$VENV/bin/python" -m pip show libretranslatepy 2>/dev/null | sed -n 's/^Version: //p')
+if [ "$have_requests" != "$REQUESTS_VERSION" ] || [ "$have_libretranslatepy" != "$LIBRETRANSLATEPY_VERSION" ]; then
+  say "installing requests==$REQUESTS_VERSION and libretranslatepy==$LIBRETRANSLATEPY_VERSION into $VENV"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+    "requests==$REQUESTS_VERSION" "libretranslatepy==$LIBRETRANSLATEPY_VERSION" \
+    || fail "pip could not install requests==$REQUESTS_VERSION (is PyPI reachable?)"
+fi
+"$VENV/bin/python" -c 'import torch, sacrebleu, tensorboard, ctranslate2, sentencepiece, safetensors, requests, libretranslatepy' \
+  || fail "torch, sacrebleu, tensorboard, ctranslate2, sentencepiece, safetensors, requests or libretranslatepy does not import from $VENV"
 say "done"

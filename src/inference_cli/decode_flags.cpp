@@ -129,7 +129,7 @@ LoadedModel load_for_translation(const RuntimeOptions& options) {
                                                         [&] { return decode::bf16_decoding_speedup(model); });
   spdlog::info("loaded {} on {}, {} threads, {}: {}{}", options.checkpoint, device.str(), threads, precision.name(),
                precision.reason, device.is_cpu() ? std::string("; CPU kernels ") + ops::isa_name(ops::cpu_isa()) : "");
-  LoadedModel loaded{std::move(model), {}, std::move(tokenizer), precision.bf16, tag};
+  LoadedModel loaded{std::move(model), {}, std::move(tokenizer), precision.bf16, tag, checkpoint.inference};
   for (const auto& path : options.ensemble) {
     const auto member = checkpoint::load(path, /*with_training_state=*/false);
     if (member.tokenizer != checkpoint.tokenizer) {

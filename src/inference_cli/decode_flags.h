@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "trafo/checkpoint/checkpoint.h"
 #include "trafo/data/tokenizer.h"
 #include "trafo/decode/translator.h"
 #include "trafo/model/transformer.h"
@@ -38,6 +39,7 @@ struct LoadedModel {
   data::Tokenizer tokenizer;
   bool bf16 = false;  // --precision resolved: run the model under bf16 autocast
   int tag = -1;       // --tag's piece (-1: none)
+  checkpoint::InferenceInfo inference;  // the first checkpoint's languages and corpus tags
   std::vector<model::Transformer> models() const;  // model, then the ensemble's
 };
 

@@ -114,29 +114,6 @@ class LineReader {
   bool eof_ = false;
 };
 
-// Each source's best translation aligned to it, word by word, from the first model's cross-attention.
-std::vector<std::string> alignments(LoadedModel& loaded, const std::vector<std::string>& sources,
-                                    const std::vector<std::vector<decode::Hypothesis>>& results) {
-  const int64_t longest = loaded.model->config().max_positions - 1;  // as the translator cuts sources
-  std::vector<std::vector<int>> source_ids, target_ids;
-  for (size_t i = 0; i < sources.size(); ++i) {
-    auto ids = loaded.tokenizer.encode(sources[i]);
-    if (loaded.tag >= 0 && !ids.empty()) ids.insert(ids.begin(), loaded.tag);
-    if (static_cast<int64_t>(ids.size()) > longest) ids.resize(static_cast<size_t>(longest));
-    source_ids.push_back(std::move(ids));
-    target_ids.push_back(results[i].front().tokens);
-  }
-  const auto links = report::align_words(loaded.model, loaded.tokenizer, source_ids, target_ids,
-                                         report::default_alignment_layer(loaded.model->config()), loaded.tag);
-  std::vector<std::string> lines;
-  for (size_t i = 0; i < links.size(); ++i) {
-    const auto& printed = results[i].front().text;
-    lines.push_back(report::pharaoh(
-        report::within(links[i], decode::count_words(sources[i]), decode::count_words(printed))));
-  }
-  return lines;
-}
-
 void write_chunk(std::ostream& out, const std::vector<std::vector<decode::Hypothesis>>& results, int64_t first_index,
                  bool n_best_format, const std::vector<std::string>& alignment) {
   for (size_t i = 0; i < results.size(); ++i) {
@@ -206,7 +183,7 @@ int run_translate(const TranslateOptions& options) {
     }
     const auto results = translator.translate(chunk, lines_done);
     write_chunk(out, results, lines_done, options.decode.n_best > 1,
-                options.alignment ? alignments(loaded, chunk, results) : std::vector<std::string>());
+                options.alignment ? report::align_best(loaded.model, loaded.tokenizer, loaded.tag, chunk, results) : std::vector<std::string>());
     if (!out) {
       throw RunError("cannot write the translations to " + (options.output == "-" ? "standard output" : options.output));
     }

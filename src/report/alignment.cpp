@@ -107,4 +107,25 @@ std::string pharaoh(const Links& links) {
   return text;
 }
 
+std::vector<std::string> align_best(model::Transformer& model, const data::Tokenizer& tokenizer, int tag,
+                                    const std::vector<std::string>& sources,
+                                    const std::vector<std::vector<decode::Hypothesis>>& results) {
+  const int64_t longest = model->config().max_positions - 1;  // as the translator cuts sources
+  std::vector<std::vector<int>> source_ids, target_ids;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    auto ids = tokenizer.encode(sources[i]);
+    if (tag >= 0 && !ids.empty()) ids.insert(ids.begin(), tag);
+    if (static_cast<int64_t>(ids.size()) > longest) ids.resize(static_cast<size_t>(longest));
+    source_ids.push_back(std::move(ids));
+    target_ids.push_back(results[i].front().tokens);
+  }
+  const auto links = align_words(model, tokenizer, source_ids, target_ids, default_alignment_layer(model->config()), tag);
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < links.size(); ++i) {
+    const auto& printed = results[i].front().text;
+    lines.push_back(pharaoh(within(links[i], decode::count_words(sources[i]), decode::count_words(printed))));
+  }
+  return lines;
+}
+
 }  // namespace trafo::report

@@ -23,6 +23,7 @@ CommandRunner add_report_command(CLI::App& app);
 CommandRunner add_attention_command(CLI::App& app);
 CommandRunner add_export_command(CLI::App& app);
 CommandRunner add_average_command(CLI::App& app);
+CommandRunner add_serve_command(CLI::App& app);
 
 // Makes every integer option of `command` and its subcommands take plain decimal numbers
 // (no octal or hex, no minus sign on an unsigned one) and every floating one finite values;

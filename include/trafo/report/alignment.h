@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "trafo/data/tokenizer.h"
+#include "trafo/decode/translator.h"
 #include "trafo/model/transformer.h"
 
 namespace trafo::report {
@@ -33,5 +34,12 @@ Links within(const Links& links, int source_words, int target_words);
 
 // "0-0 1-2 ..."
 std::string pharaoh(const Links& links);
+
+// The Pharaoh links of each source line's best translation (`results[i].front()`), from `model`'s
+// cross-attention at its default layer, cut to the words as printed: what `translate --alignment`
+// prints after " ||| ". `tag`: the corpus tag's piece put before every source (-1: none).
+std::vector<std::string> align_best(model::Transformer& model, const data::Tokenizer& tokenizer, int tag,
+                                    const std::vector<std::string>& sources,
+                                    const std::vector<std::vector<decode::Hypothesis>>& results);
 
 }  // namespace trafo::report

@@ -1,0 +1,110 @@
+// The translation service behind `trafo serve`, apart from HTTP: one model per direction, and one
+// decoding thread that batches the sentences of concurrent requests together.
+//
+// Batching: requests wait in arrival order. Each batch takes the oldest request's direction and
+// decoding options, then one sentence at a time from every waiting request that shares them, in
+// turn, until the batch holds `batch_tokens` source pieces; the requests it took from go to the back
+// of the line. So a short request is answered after at most one batch, however long the request
+// before it, and a sentence's translation never depends on what shared its batch (the Translator's
+// results are batch-independent). Sampling draws per sentence index: a sampling request is decoded
+// in runs of its own consecutive sentences, numbered as `trafo translate` numbers them.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "trafo/data/tokenizer.h"
+#include "trafo/decode/translator.h"
+#include "trafo/eval/pair_scores.h"
+#include "trafo/model/transformer.h"
+
+namespace trafo::serve {
+
+// One direction the service translates.
+struct Direction {
+  std::string source, target;      // language codes, as requests name them
+  model::Transformer model = nullptr;  // in eval mode on its device
+  std::shared_ptr<const data::Tokenizer> tokenizer;
+  decode::DecodeOptions defaults;  // the decoding options of `trafo serve`'s command line
+  std::vector<std::string> tags;   // the model's corpus tags (a request's "tag" must be one)
+};
+
+// What one request asks of a direction.
+struct Job {
+  size_t direction = 0;
+  decode::DecodeOptions options;    // the direction's defaults with the request's changes
+  std::vector<std::string> sentences;  // valid UTF-8, one line each
+  bool alignment = false;           // also align each best translation to its source, word by word
+  std::vector<std::string> targets;    // scoring: the translations whose log p is asked (one per sentence)
+};
+
+struct Outcome {
+  std::vector<std::vector<decode::Hypothesis>> results;  // translating: n-best per sentence, best first
+  std::vector<std::string> alignments;                   // with `alignment`: Pharaoh links per sentence
+  std::vector<eval::PairScore> scores;                   // scoring: one per sentence
+};
+
+// Why a job was not done: the queue is full (Busy) or its deadline passed (TimedOut), or the
+// service is stopping (Busy).
+struct Busy : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+struct TimedOut : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct ServiceStats {
+  int64_t queued_sentences = 0;  // waiting, not yet in a batch
+  int64_t batches = 0;
+  int64_t sentences_decoded = 0;
+  int64_t output_tokens = 0;     // pieces produced (eos not counted)
+  double decoding_seconds = 0.0; // wall time spent in batches
+  std::map<int64_t, int64_t> batch_sizes;  // how many batches held each number of sentences
+};
+
+class Service {
+ public:
+  // The decoding thread runs as many LibTorch threads as the calling thread. `max_queue`: sentences
+  // that may wait.
+  Service(std::vector<Direction> directions, int64_t max_queue);
+  ~Service();  // stop(), then joins the decoding thread
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  const std::vector<Direction>& directions() const { return directions_; }
+  // The direction from `source` to `target`, or -1.
+  int find(const std::string& source, const std::string& target) const;
+
+  // Runs `job` and waits for it; throws Busy, TimedOut, or trafo::InputError for a bad option.
+  Outcome run(Job job, std::chrono::steady_clock::time_point deadline);
+
+  // Refuses new jobs, finishes the waiting ones, then stops the decoding thread.
+  void stop();
+  ServiceStats stats() const;
+
+ private:
+  struct Pending;
+  void decode_loop();
+  void decode_batch(const std::vector<std::pair<std::shared_ptr<Pending>, std::vector<size_t>>>& parts);
+
+  std::vector<Direction> directions_;
+  int threads_;
+  int64_t max_queue_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Pending>> waiting_;
+  bool stopping_ = false;
+  ServiceStats stats_;
+  std::thread decoder_;
+};
+
+}  // namespace trafo::serve

@@ -1,0 +1,224 @@
+#include "trafo/serve/service.h"
+
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <exception>
+#include <sstream>
+
+#include "trafo/errors.h"
+#include "trafo/report/alignment.h"
+
+namespace trafo::serve {
+
+// A job in the line: what it asks, how far it has got, and its results.
+struct Service::Pending {
+  Job job;
+  std::string key;              // jobs with the same key may share a batch
+  std::vector<int64_t> pieces;  // source pieces per sentence (the batch budget counts them)
+  size_t next = 0;              // the first sentence not yet taken into a batch
+  size_t done = 0;              // sentences decoded
+  Outcome outcome;
+  std::exception_ptr error;     // a batch that failed fails every job in it
+  bool finished() const { return error || done == job.sentences.size(); }
+};
+
+namespace {
+
+// What must be equal for two jobs to share a batch: the direction and every decoding option.
+std::string batch_key(const Job& job) {
+  const auto& o = job.options;
+  std::ostringstream key;
+  key << job.direction << '|' << o.beam << '|' << o.length_penalty << '|' << o.n_best << '|' << o.max_length_a << '|'
+      << o.max_length_b << '|' << o.batch_tokens << '|' << o.bf16 << '|' << o.source_tag << '|' << job.alignment << '|'
+      << !job.targets.empty();
+  return key.str();
+}
+
+}  // namespace
+
+Service::Service(std::vector<Direction> directions, int64_t max_queue)
+    : directions_(std::move(directions)), threads_(at::get_num_threads()), max_queue_(max_queue) {
+  decoder_ = std::thread([this] { decode_loop(); });
+}
+
+Service::~Service() {
+  stop();
+  if (decoder_.joinable()) decoder_.join();
+}
+
+int Service::find(const std::string& source, const std::string& target) const {
+  for (size_t i = 0; i < directions_.size(); ++i) {
+    if (directions_[i].source == source && directions_[i].target == target) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void Service::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+}
+
+ServiceStats Service::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+Outcome Service::run(Job job, std::chrono::steady_clock::time_point deadline) {
+  decode::validate(job.options);
+  const auto& direction = directions_.at(job.direction);
+  auto pending = std::make_shared<Pending>();
+  for (const auto& sentence : job.sentences) {
+    pending->pieces.push_back(static_cast<int64_t>(direction.tokenizer->encode(sentence).size()) + 1);
+  }
+  pending->key = batch_key(job);
+  if (job.options.sampling()) pending->key += "|sampling|" + std::to_string(reinterpret_cast<uintptr_t>(pending.get()));
+  pending->job = std::move(job);
+  if (pending->job.sentences.empty()) return {};
+  std::unique_lock lock(mutex_);
+  const auto count = static_cast<int64_t>(pending->job.sentences.size());
+  if (stopping_) throw Busy("the service is stopping");
+  if (stats_.queued_sentences + count > max_queue_) {
+    throw Busy("the queue holds " + std::to_string(stats_.queued_sentences) + " sentences; at most " +
+               std::to_string(max_queue_) + " may wait");
+  }
+  stats_.queued_sentences += count;
+  waiting_.push_back(pending);
+  wake_.notify_all();
+  if (!wake_.wait_until(lock, deadline, [&] { return pending->finished(); })) {
+    // Sentences not yet taken leave the queue; those in a batch now are decoded and dropped.
+    const auto it = std::find(waiting_.begin(), waiting_.end(), pending);
+    if (it != waiting_.end()) {
+      stats_.queued_sentences -= static_cast<int64_t>(pending->job.sentences.size() - pending->next);
+      waiting_.erase(it);
+    }
+    throw TimedOut("the request took longer than its time limit");
+  }
+  if (pending->error) std::rethrow_exception(pending->error);
+  return std::move(pending->outcome);
+}
+
+void Service::decode_loop() {
+  at::set_num_threads(threads_);  // LibTorch's thread count belongs to each thread
+  c10::InferenceMode inference;
+  for (;;) {
+    std::vector<std::pair<std::shared_ptr<Pending>, std::vector<size_t>>> parts;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
+      if (waiting_.empty()) return;  // stopping, and nothing left
+      const std::string key = waiting_.front()->key;
+      const int64_t budget = std::max<int64_t>(1, waiting_.front()->job.options.batch_tokens);
+      int64_t pieces = 0;
+      std::vector<std::shared_ptr<Pending>> sharing;
+      for (const auto& p : waiting_) {
+        if (p->key == key) sharing.push_back(p);
+      }
+      std::vector<std::vector<size_t>> taken(sharing.size());
+      // One sentence from each job in turn, until the budget is spent (the first always goes in).
+      for (bool took = true; took && pieces < budget;) {
+        took = false;
+        for (size_t j = 0; j < sharing.size() && pieces < budget; ++j) {
+          auto& p = *sharing[j];
+          if (p.next == p.job.sentences.size()) continue;
+          if (pieces > 0 && pieces + p.pieces[p.next] > budget) continue;
+          pieces += p.pieces[p.next];
+          taken[j].push_back(p.next++);
+          took = true;
+        }
+      }
+      for (size_t j = 0; j < sharing.size(); ++j) {
+        if (taken[j].empty()) continue;
+        stats_.queued_sentences -= static_cast<int64_t>(taken[j].size());
+        parts.emplace_back(sharing[j], std::move(taken[j]));
+        // A job that gave sentences goes to the back of the line, or leaves it when all are taken.
+        waiting_.erase(std::find(waiting_.begin(), waiting_.end(), sharing[j]));
+        if (sharing[j]->next < sharing[j]->job.sentences.size()) waiting_.push_back(sharing[j]);
+      }
+    }
+    decode_batch(parts);
+    wake_.notify_all();
+  }
+}
+
+void Service::decode_batch(const std::vector<std::pair<std::shared_ptr<Pending>, std::vector<size_t>>>& parts) {
+  const auto started = std::chrono::steady_clock::now();
+  const Job& first = parts.front().first->job;
+  auto& direction = directions_[first.direction];
+  std::vector<std::string> sources, targets;
+  for (const auto& [pending, rows] : parts) {
+    for (const size_t row : rows) {
+      sources.push_back(pending->job.sentences[row]);
+      if (!pending->job.targets.empty()) targets.push_back(pending->job.targets[row]);
+    }
+  }
+  Outcome batch;
+  std::exception_ptr error;
+  try {
+    if (!first.targets.empty()) {
+      eval::PairScoreOptions options;
+      options.batch_tokens = std::max<int64_t>(first.options.batch_tokens, direction.model->config().max_positions);
+      options.bf16 = first.options.bf16;
+      options.tag = first.options.source_tag;
+      batch.scores = eval::score_pairs(direction.model, *direction.tokenizer, sources, targets, options);
+    } else {
+      decode::Translator translator(direction.model, *direction.tokenizer, first.options);
+      // Sampling draws from (seed, sentence index): a sampling job's part is its own consecutive rows.
+      const int64_t first_sentence = first.options.sampling() ? static_cast<int64_t>(parts.front().second.front()) : 0;
+      batch.results = translator.translate(sources, first_sentence);
+      if (first.alignment) {
+        batch.alignments =
+            report::align_best(direction.model, *direction.tokenizer, first.options.source_tag, sources, batch.results);
+      }
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  std::lock_guard lock(mutex_);
+  size_t at = 0;
+  int64_t produced = 0;
+  for (const auto& [pending, rows] : parts) {
+    auto& outcome = pending->outcome;
+    const size_t count = pending->job.sentences.size();
+    if (error) {  // the job fails whole: what it still had waiting leaves the line
+      pending->error = error;
+      at += rows.size();
+      const auto it = std::find(waiting_.begin(), waiting_.end(), pending);
+      if (it != waiting_.end()) {
+        stats_.queued_sentences -= static_cast<int64_t>(count - pending->next);
+        waiting_.erase(it);
+      }
+      continue;
+    }
+    for (const size_t row : rows) {
+      if (!batch.scores.empty()) {
+        outcome.scores.resize(count);
+        outcome.scores[row] = batch.scores[at];
+      } else {
+        outcome.results.resize(count);
+        outcome.results[row] = std::move(batch.results[at]);
+        produced += static_cast<int64_t>(outcome.results[row].front().tokens.size());
+        if (!batch.alignments.empty()) {
+          outcome.alignments.resize(count);
+          outcome.alignments[row] = batch.alignments[at];
+        }
+      }
+      ++at;
+    }
+    pending->done += rows.size();
+  }
+  stats_.batches += 1;
+  stats_.sentences_decoded += static_cast<int64_t>(sources.size());
+  stats_.output_tokens += produced;
+  stats_.decoding_seconds += seconds;
+  stats_.batch_sizes[static_cast<int64_t>(sources.size())] += 1;
+}
+
+}  // namespace trafo::serve

@@ -1,0 +1,402 @@
+"""Checks `trafo serve` with real clients: LibreTranslate's own Python client (libretranslatepy),
+requests, and raw sockets. tests/serve_test.cpp runs one case per test:
+
+    serve_check.py CASE --trafo BIN --checkpoint CKPT --dev FILE --workdir DIR
+
+Every server listens on 127.0.0.1 only, on a port the system picks. A case exits 0 when every check
+holds, and prints what failed otherwise.
+"""
+
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import requests
+from libretranslatepy import LibreTranslateAPI
+
+ARGS = None
+DECODING = ["--threads", "1", "--precision", "fp32"]
+
+
+class Server:
+    """A `trafo serve` process; `url` once it has said where it listens."""
+
+    def __init__(self, *extra, checkpoints=None):
+        command = [ARGS.trafo, "serve", "--port", "0"] + DECODING
+        for checkpoint in checkpoints or [ARGS.checkpoint]:
+            command += ["--checkpoint", checkpoint]
+        self.process = subprocess.Popen(command + list(extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.process.stdout.readline()
+        match = re.search(r"listening on (http://127\.0\.0\.1:(\d+))", line)
+        if not match:
+            self.process.kill()
+            raise AssertionError("no start-up line: %r %r" % (line, self.process.stderr.read()))
+        self.url, self.port = match.group(1), int(match.group(2))
+
+    def stop(self, sig=signal.SIGTERM, within=60):
+        self.process.send_signal(sig)
+        code = self.process.wait(within)
+        self.errors = self.process.stderr.read()
+        assert code == 0, "exit %d after %s: %s" % (code, sig, self.errors)
+
+    def healthy(self):
+        answer = requests.get(self.url + "/health", timeout=10)
+        assert answer.status_code == 200 and answer.json()["status"] == "ok", answer.text
+
+    def metric(self, name):
+        text = requests.get(self.url + "/metrics", timeout=10).text
+        match = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
+        return float(match.group(1)) if match else None
+
+
+def offline(lines, *extra, command="translate"):
+    """What `trafo translate` (or another command) prints for `lines`."""
+    result = subprocess.run([ARGS.trafo, command, "--checkpoint", ARGS.checkpoint] + DECODING + list(extra),
+                            input="".join(line + "\n" for line in lines), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def dev_lines(count):
+    with open(ARGS.dev, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    return [lines[i % len(lines)] for i in range(count)]
+
+
+def post(server, path, body, status=200):
+    answer = requests.post(server.url + path, json=body, timeout=120)
+    assert answer.status_code == status, "%s %s: %d %s" % (path, json.dumps(body)[:200], answer.status_code, answer.text)
+    return answer.json()
+
+
+def raw(server, data, read=True):
+    """Sends bytes on a fresh connection; the status line's code (None: closed without one)."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as s:
+        s.sendall(data)
+        if not read:
+            return None
+        received = b""
+        while b"\r\n\r\n" not in received:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+    match = re.match(rb"HTTP/1\.[01] (\d{3})", received)
+    return int(match.group(1)) if match else None
+
+
+def http_request(method, path, body=b"", content_type="application/json"):
+    head = "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" % (method, path)
+    if body or method == "POST":
+        head += "Content-Type: %s\r\nContent-Length: %d\r\n" % (content_type, len(body))
+    return head.encode() + b"\r\n" + body
+
+
+# -- cases ------------------------------------------------------------------------------------------
+
+
+def case_equal():
+    """Served text equals offline text, whatever shared the batch, for every client and option."""
+    lines = dev_lines(60) + ["", "tab\there", "  spaces  around  ", "Ünïcödé ☃ text"]
+    expected = offline(lines)
+    assert len(set(expected)) > len(lines) // 2, "the model translates too many lines alike to show anything"
+    server = Server()
+    # Keep the decoder busy, then let 40 clients arrive at once: their sentences share batches.
+    busy = threading.Thread(target=post, args=(server, "/translate", {"q": dev_lines(400), "source": "en", "target": "de"}))
+    busy.start()
+    got = {}
+    failures = []
+
+    def client(i):
+        try:
+            if i % 3 == 0:  # LibreTranslate's own client: a form body
+                got[(i,)] = LibreTranslateAPI(server.url).translate(lines[i], "en", "de")
+            elif i % 3 == 1:
+                got[(i,)] = post(server, "/translate", {"q": lines[i], "source": "en", "target": "de"})["translatedText"]
+            else:
+                span = list(range(i, min(i + 3, len(lines))))
+                answer = post(server, "/translate", {"q": [lines[j] for j in span], "source": "en", "target": "de"})
+                got[tuple(span)] = answer["translatedText"]
+        except Exception as error:  # noqa: BLE001 - reported below
+            failures.append("client %d: %r" % (i, error))
+
+    clients = [threading.Thread(target=client, args=(i,)) for i in range(len(lines))]
+    for c in clients:
+        c.start()
+    for c in clients:
+        c.join()
+    busy.join()
+    assert not failures, failures
+    for span, text in got.items():
+        texts = text if isinstance(text, list) else [text]
+        for j, t in zip(span, texts):
+            assert t == expected[j], "line %d: served %r, offline %r" % (j, t, expected[j])
+    batches, sentences = server.metric("trafo_batch_sentences_count"), server.metric("trafo_batch_sentences_sum")
+    assert batches and sentences > batches, "no batch held more than one sentence: %s batches, %s sentences" % (batches, sentences)
+
+    # A text of several lines: each line is translated, the line breaks kept.
+    multi = post(server, "/translate", {"q": lines[0] + "\n" + lines[1], "source": "en", "target": "de"})
+    assert multi["translatedText"] == expected[0] + "\n" + expected[1], multi
+
+    # LibreTranslate's alternatives: n-best of a beam of (alternatives + 1), at least the server's beam.
+    nbest = offline(lines[:5], "--beam", "3", "--n-best", "3")
+    by_line = {}
+    for row in nbest:
+        index, text, _ = row.split(" ||| ")
+        by_line.setdefault(int(index), []).append(text)
+    answer = post(server, "/translate", {"q": lines[:5], "source": "en", "target": "de", "alternatives": 2})
+    for j in range(5):
+        assert answer["translatedText"][j] == by_line[j][0], (j, answer, by_line[j])
+        assert answer["alternatives"][j] == by_line[j][1:], (j, answer, by_line[j])
+
+    # The native endpoint: beams with n-best and scores, sampling with a seed, alignments, scores.
+    rows = offline(lines[:8], "--beam", "4", "--n-best", "2", "--length-penalty", "0.6")
+    answer = post(server, "/v1/translate", {"text": lines[:8], "source": "en", "target": "de", "beam": 4, "n_best": 2,
+                                            "length_penalty": 0.6})
+    served_rows = ["%d ||| %s ||| %.4f" % (j, h["text"], h["score"])
+                   for j, item in enumerate(answer["translations"]) for h in item["hypotheses"]]
+    assert served_rows == rows, (served_rows, rows)
+    sampled = offline(lines[:20], "--sampling-topk", "0", "--seed", "7")
+    answer = post(server, "/v1/translate", {"text": lines[:20], "source": "en", "target": "de", "sampling_topk": 0,
+                                            "seed": 7})
+    assert [t["text"] for t in answer["translations"]] == sampled, (answer, sampled)
+    aligned = offline(lines[:10], "--alignment")
+    answer = post(server, "/v1/translate", {"text": lines[:10], "source": "en", "target": "de", "alignment": True})
+    assert ["%s ||| %s" % (t["text"], t["alignment"]) for t in answer["translations"]] == aligned, (answer, aligned)
+    src, tgt = os.path.join(ARGS.workdir, "src.txt"), os.path.join(ARGS.workdir, "tgt.txt")
+    with open(src, "w", encoding="utf-8") as f:
+        f.write("".join(line + "\n" for line in lines[:10]))
+    with open(tgt, "w", encoding="utf-8") as f:
+        f.write("".join(line + "\n" for line in expected[:10]))
+    scores = offline([], "--src", src, "--tgt", tgt, command="score-pairs")
+    answer = post(server, "/v1/score", {"text": lines[:10], "translation": expected[:10], "source": "en", "target": "de"})
+    for j, item in enumerate(answer["scores"]):
+        assert abs(item["log_prob"] - float(scores[j])) < 1e-3, (j, item, scores[j])
+
+    languages = LibreTranslateAPI(server.url).languages()
+    assert languages == [{"code": "en", "name": "en", "targets": ["de"]}], languages
+    server.stop()
+
+
+def case_fair():
+    """A one-sentence request is answered while a 5,000-sentence one is decoded."""
+    server = Server("--max-sentences", "5000")
+    long_lines = dev_lines(5000)
+    result = {}
+
+    def long_request():
+        result["long"] = post(server, "/translate", {"q": long_lines, "source": "en", "target": "de"})
+
+    runner = threading.Thread(target=long_request)
+    runner.start()
+    deadline = time.time() + 60
+    while (server.metric("trafo_queue_sentences") or 0) == 0 and runner.is_alive():
+        assert time.time() < deadline, "the long request never queued"
+        time.sleep(0.01)
+    started = time.time()
+    short = post(server, "/translate", {"q": "Felix found the dirty chicken.", "source": "en", "target": "de"})
+    took = time.time() - started
+    assert runner.is_alive(), "the long request ended before the short one was answered: nothing shown"
+    runner.join()
+    assert short["translatedText"] == offline(["Felix found the dirty chicken."])[0]
+    expected = dict(zip(dev_lines(200), offline(dev_lines(200))))
+    assert [expected[line] for line in long_lines] == result["long"]["translatedText"]
+    print("short request answered in %.2f s while the long one ran" % took)
+    server.stop()
+
+
+def case_bad():
+    """Bad requests get a status and a JSON reason; the server answers /health after each."""
+    server = Server("--max-sentences", "50", "--max-line-bytes", "200", "--max-request-bytes", "4096")
+    ok = {"source": "en", "target": "de"}
+    cases = [
+        ("malformed JSON", http_request("POST", "/translate", b'{"q": "a", '), 400),
+        ("JSON that is not an object", http_request("POST", "/translate", b"[1, 2]"), 400),
+        ("q a number", http_request("POST", "/translate", json.dumps(dict(ok, q=5)).encode()), 400),
+        ("q a list of numbers", http_request("POST", "/translate", json.dumps(dict(ok, q=[1])).encode()), 400),
+        ("no q", http_request("POST", "/translate", json.dumps(ok).encode()), 400),
+        ("no source", http_request("POST", "/translate", json.dumps({"q": "a", "target": "de"}).encode()), 400),
+        ("source a list", http_request("POST", "/translate", json.dumps({"q": "a", "source": ["en"], "target": "de"}).encode()), 400),
+        ("invalid UTF-8 in JSON", http_request("POST", "/translate", b'{"q": "a\xff\xfe", "source": "en", "target": "de"}'), 400),
+        ("invalid UTF-8 in a form", http_request("POST", "/translate", b"q=%FF%FE&source=en&target=de",
+                                                 "application/x-www-form-urlencoded"), 400),
+        ("an empty list", http_request("POST", "/translate", json.dumps(dict(ok, q=[])).encode()), 400),
+        ("too many lines", http_request("POST", "/translate", json.dumps(dict(ok, q=["a"] * 51)).encode()), 413),
+        ("too long a line", http_request("POST", "/translate", json.dumps(dict(ok, q="a" * 201)).encode()), 413),
+        ("too large a body", http_request("POST", "/translate", json.dumps(dict(ok, q=["ab"] * 1200)).encode()), 413),
+        ("an unknown direction", http_request("POST", "/translate", json.dumps({"q": "a", "source": "fr", "target": "de"}).encode()), 400),
+        ("source auto", http_request("POST", "/translate", json.dumps({"q": "a", "source": "auto", "target": "de"}).encode()), 400),
+        ("format html", http_request("POST", "/translate", json.dumps(dict(ok, q="a", format="html")).encode()), 400),
+        ("a huge beam", http_request("POST", "/v1/translate", json.dumps(dict(ok, text="a", beam=100000)).encode()), 400),
+        ("n_best above the beam", http_request("POST", "/v1/translate", json.dumps(dict(ok, text="a", beam=2, n_best=3)).encode()), 400),
+        ("sampling_topp alone", http_request("POST", "/v1/translate", json.dumps(dict(ok, text="a", sampling_topp=0.5)).encode()), 400),
+        ("a negative top-k", http_request("POST", "/v1/translate", json.dumps(dict(ok, text="a", sampling_topk=-5)).encode()), 400),
+        ("an unknown tag", http_request("POST", "/v1/translate", json.dumps(dict(ok, text="a", tag="<xx>")).encode()), 400),
+        ("beam a string", http_request("POST", "/v1/translate", json.dumps(dict(ok, text="a", beam="4")).encode()), 400),
+        ("score with fewer translations", http_request("POST", "/v1/score", json.dumps(dict(ok, text=["a", "b"], translation=["c"])).encode()), 400),
+        ("an unknown endpoint", http_request("GET", "/nothing"), 404),
+        ("a request line that is not HTTP", b"HELLO THERE\r\n\r\n", 400),
+    ]
+    for name, data, status in cases:
+        got = raw(server, data)
+        assert got == status, "%s: %s, not %d" % (name, got, status)
+        server.healthy()
+    # JSON reasons, as LibreTranslate gives them.
+    answer = requests.post(server.url + "/translate", json={"q": "a", "source": "auto", "target": "de"}, timeout=10)
+    assert answer.status_code == 400 and "error" in answer.json(), answer.text
+    answer = requests.post(server.url + "/translate", json=dict(ok, q=["ab"] * 1200), timeout=10)
+    assert answer.status_code == 413 and "error" in answer.json(), answer.text
+
+    # A client that goes away in the middle of its body, or before reading its answer.
+    raw(server, b"POST /translate HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"q\": ",
+        read=False)
+    raw(server, http_request("POST", "/translate", json.dumps(dict(ok, q=dev_lines(40))).encode()), read=False)
+    server.healthy()
+
+    # A client that sends its headers a byte at a time: others are served meanwhile.
+    def slow_client():
+        try:
+            with socket.create_connection(("127.0.0.1", server.port), timeout=30) as s:
+                for byte in b"GET /health HTTP/1.1\r\nHost: x\r\n":
+                    s.sendall(bytes([byte]))
+                    time.sleep(0.1)
+        except OSError:
+            pass  # dropped: fine
+
+    slow = threading.Thread(target=slow_client)
+    slow.start()
+    for _ in range(10):
+        started = time.time()
+        server.healthy()
+        assert time.time() - started < 2, "a health check waited behind a slow client"
+        time.sleep(0.1)
+    slow.join()
+    refused = server.metric('trafo_sentences_total{outcome="refused"}')
+    assert refused is not None and refused >= 0
+    server.stop()
+
+    # The queue's and the connections' bounds: 503 with a reason.
+    server = Server("--max-queue", "10")
+    answer = requests.post(server.url + "/translate", json=dict(ok, q=dev_lines(11)), timeout=10)
+    assert answer.status_code == 503 and "error" in answer.json(), answer.text
+    assert post(server, "/translate", dict(ok, q=dev_lines(10)))["translatedText"] == offline(dev_lines(10))
+    server.stop()
+
+    server = Server("--max-connections", "1", "--read-timeout", "10")
+    held = []
+    for _ in range(2):  # one served (reading its headers), one waiting for it
+        s = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+        s.sendall(b"GET /health HTTP/1.1\r\n")
+        held.append(s)
+        time.sleep(0.3)
+    answer = requests.get(server.url + "/health", timeout=10)
+    assert answer.status_code == 503 and "error" in answer.json(), answer.text
+    for s in held:
+        s.sendall(b"Host: x\r\nConnection: close\r\n\r\n")
+        assert s.recv(100).startswith(b"HTTP/1.1 200"), "a held connection was not served"
+        s.close()
+    server.healthy()
+    server.stop()
+
+    server = Server("--request-timeout", "1", "--max-sentences", "20000", "--max-request-bytes", "8000000")
+    answer = requests.post(server.url + "/translate", json=dict(ok, q=dev_lines(20000)), timeout=120)
+    assert answer.status_code == 503 and "error" in answer.json(), answer.text
+    server.healthy()
+    server.stop()
+
+
+def case_keys():
+    """With --api-keys, a valid api_key is needed (403 otherwise), and keys never reach the log."""
+    keys = os.path.join(ARGS.workdir, "keys.txt")
+    with open(keys, "w", encoding="utf-8") as f:
+        f.write("# the keys of our apps\nkey-one-3f9a\n\nkey-two-77c1\n")
+    server = Server("--api-keys", keys)
+    body = {"q": "Felix found the dirty chicken.", "source": "en", "target": "de"}
+    for key, status in [(None, 403), ("", 403), ("key-one-3f9", 403), ("key-one-3f9a-", 403), ("key-two-77c1", 200)]:
+        answer = requests.post(server.url + "/translate", json=dict(body, api_key=key) if key is not None else body,
+                               timeout=30)
+        assert answer.status_code == status, (key, answer.status_code, answer.text)
+        if status == 403:
+            assert "error" in answer.json()
+    assert LibreTranslateAPI(server.url, "key-one-3f9a").translate(body["q"], "en", "de") == offline([body["q"]])[0]
+    try:
+        LibreTranslateAPI(server.url, "wrong").translate(body["q"], "en", "de")
+        raise AssertionError("a wrong key was taken")
+    except Exception as error:  # noqa: BLE001 - urllib's HTTPError
+        assert "403" in str(error), error
+    server.stop()
+    assert "key-one" not in server.errors and "key-two" not in server.errors, server.errors
+
+
+def case_stop():
+    """SIGTERM and SIGINT: the request in flight is answered in full, then exit 0."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        server = Server()
+        lines = dev_lines(3000)
+        result = {}
+
+        def long_request():
+            result["answer"] = requests.post(server.url + "/translate", json={"q": lines, "source": "en", "target": "de"},
+                                             timeout=120)
+
+        runner = threading.Thread(target=long_request)
+        runner.start()
+        deadline = time.time() + 60
+        while (server.metric("trafo_queue_sentences") or 0) == 0:
+            assert time.time() < deadline and runner.is_alive(), "the request never queued"
+            time.sleep(0.01)
+        server.stop(sig)
+        runner.join()
+        answer = result["answer"]
+        assert answer.status_code == 200 and len(answer.json()["translatedText"]) == len(lines), answer.text[:300]
+        try:
+            requests.get(server.url + "/health", timeout=5)
+            raise AssertionError("still answering after it stopped")
+        except requests.ConnectionError:
+            pass
+
+
+def case_start_errors():
+    """A bad checkpoint, a taken port or a bad option: one line and exit 2."""
+    def start(*extra):
+        result = subprocess.run([ARGS.trafo, "serve"] + DECODING + list(extra), capture_output=True, text=True, timeout=120)
+        return result.returncode, result.stderr.strip().splitlines()
+
+    bad = os.path.join(ARGS.workdir, "bad.pt")
+    with open(bad, "wb") as f:
+        f.write(b"not a checkpoint")
+    server = Server()
+    for extra in (["--checkpoint", bad, "--port", "0"],
+                  ["--checkpoint", os.path.join(ARGS.workdir, "missing.pt"), "--port", "0"],
+                  ["--checkpoint", ARGS.checkpoint, "--port", str(server.port)],
+                  ["--checkpoint", ARGS.checkpoint, "--checkpoint", ARGS.checkpoint, "--port", "0"],
+                  ["--checkpoint", ARGS.checkpoint, "--port", "70000"],
+                  ["--checkpoint", ARGS.checkpoint, "--max-connections", "0"],
+                  ["--checkpoint", ARGS.checkpoint, "--api-keys", os.path.join(ARGS.workdir, "no-keys.txt")],
+                  ["--checkpoint", ARGS.checkpoint, "--host", "256.1.1.1", "--port", "0"]):
+        code, lines = start(*extra)
+        errors = [line for line in lines if "error" in line]
+        assert code == 2 and len(errors) == 1 and errors[0].startswith("trafo: error:"), (extra, code, lines)
+    server.healthy()
+    server.stop()
+
+
+CASES = {name[len("case_"):]: f for name, f in globals().items() if name.startswith("case_")}
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("case", choices=sorted(CASES))
+    parser.add_argument("--trafo", required=True)
+    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("--dev", required=True)
+    parser.add_argument("--workdir", required=True)
+    ARGS = parser.parse_args()
+    CASES[ARGS.case]()
+    print("ok")

@@ -1,0 +1,60 @@
+// `trafo serve` checked with real clients (tests/serve_check.py: LibreTranslate's own Python client,
+// requests and raw sockets) against a toy model trained here, served on 127.0.0.1 only: served text
+// equals `trafo translate`'s, a short request is not starved by a long one, bad requests and bounds
+// get a status and a JSON reason, API keys, and SIGTERM/SIGINT finishing what is in flight.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "test_support.h"
+
+namespace trafo::testing {
+namespace {
+
+class ServeCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = new std::filesystem::path(make_temp_dir("serve"));
+    const auto toy = *root_ / "toy";
+    ASSERT_EQ(run_trafo("toy-corpus --out '" + toy.string() + "' --train 2000 --dev 50 --test 10").exit_code, 0);
+    const auto trained = run_trafo("train --data-dir '" + toy.string() + "' --src-lang en --tgt-lang de --run-dir '" +
+                                   (*root_ / "run").string() +
+                                   "' --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64 "
+                                   "--vocab-size 400 --max-steps 200 --valid-every 200 --threads 1 --early-stopping 0 --lr 3e-3 "
+                                   "--warmup-steps 30");
+    ASSERT_EQ(trained.exit_code, 0) << trained.errors;
+  }
+  static void TearDownTestSuite() {
+    delete root_;
+    root_ = nullptr;
+  }
+
+  static void check(const std::string& name) {
+    TRAFO_REQUIRE_PYTHON_MODULE("libretranslatepy");
+    TRAFO_REQUIRE_PYTHON_MODULE("requests");
+    ASSERT_NE(root_, nullptr);
+    const auto work = make_temp_dir("serve-" + name);
+    const auto result = run_command(std::string("'") + TRAFO_PYTHON + "' '" + TRAFO_SOURCE_DIR +
+                                    "/tests/serve_check.py' " + name + " --trafo '" + TRAFO_BINARY +
+                                    "' --checkpoint '" + (*root_ / "run" / "checkpoint-last.pt").string() +
+                                    "' --dev '" + (*root_ / "toy" / "dev.en").string() + "' --workdir '" +
+                                    work.string() + "'");
+    EXPECT_EQ(result.exit_code, 0) << result.output << result.errors;
+    EXPECT_NE(result.output.find("ok"), std::string::npos) << result.output;
+  }
+
+  static std::filesystem::path* root_;
+};
+
+std::filesystem::path* ServeCli::root_ = nullptr;
+
+TEST_F(ServeCli, ServedTextEqualsOfflineTextWhateverSharedTheBatch) { check("equal"); }
+TEST_F(ServeCli, AOneSentenceRequestIsAnsweredWhileALongOneRuns) { check("fair"); }
+TEST_F(ServeCli, BadRequestsAndBoundsGetAStatusAndAReasonAndTheServerStaysUp) { check("bad"); }
+TEST_F(ServeCli, ApiKeysAreRequiredAndNeverLogged) { check("keys"); }
+TEST_F(ServeCli, SigtermAndSigintAnswerWhatIsInFlightThenExitZero) { check("stop"); }
+TEST_F(ServeCli, BadStartsAreOneLineAndExitTwo) { check("start_errors"); }
+
+}  // namespace
+}  // namespace trafo::testing
