@@ -4,7 +4,8 @@
 // Batching: requests wait in arrival order. Each batch takes the oldest request's direction and
 // decoding options, then one sentence at a time from every waiting request that shares them, in
 // turn, until the batch holds `batch_tokens` source pieces; the requests it took from go to the back
-// of the line. So a short request is answered after at most one batch, however long the request
+// of the line. When the last batch held several sentences, a new batch first waits a moment (a tenth of
+// that batch's time, at most 10 ms) for as many to gather. So a short request is answered after at most one batch, however long the request
 // before it, and a sentence's translation never depends on what shared its batch (the Translator's
 // results are batch-independent). Sampling draws per sentence index: a sampling request is decoded
 // in runs of its own consecutive sentences, numbered as `trafo translate` numbers them.
@@ -104,6 +105,8 @@ class Service {
   std::deque<std::shared_ptr<Pending>> waiting_;
   bool stopping_ = false;
   ServiceStats stats_;
+  int64_t last_batch_sentences_ = 0;
+  std::chrono::duration<double> last_batch_seconds_{0.0};
   std::thread decoder_;
 };
 
