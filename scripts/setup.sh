@@ -19,6 +19,12 @@ SAFETENSORS_VERSION=0.7.0
 # The clients `trafo serve` is tested with.
 REQUESTS_VERSION=2.34.2
 LIBRETRANSLATEPY_VERSION=2.1.4
+# Argos Translate (LibreTranslate's engine): a test installs trafo's .argosmodel and translates with
+# it. Installed without its declared dependencies, which would add spaCy (126 MB) that it does not
+# need; torch, numpy, protobuf, requests and sympy are already here.
+ARGOSTRANSLATE_VERSION=1.11.0
+ARGOS_PACKAGES=("argostranslate==$ARGOSTRANSLATE_VERSION" stanza==1.10.1 minisbd==0.9.5 onnxruntime==1.32.0
+  emoji==2.16.0 tqdm==4.70.1 flatbuffers==25.12.19)
 VENV=.venv
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -84,6 +90,12 @@ if [ "$have_requests" != "$REQUESTS_VERSION" ] || [ "$have_libretranslatepy" != 
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
     "requests==$REQUESTS_VERSION" "libretranslatepy==$LIBRETRANSLATEPY_VERSION" \
     || fail "pip could not install requests==$REQUESTS_VERSION (is PyPI reachable?)"
+fi
+have_argostranslate=$("$VENV/bin/python" -m pip show argostranslate 2>/dev/null | sed -n 's/^Version: //p')
+if [ "$have_argostranslate" != "$ARGOSTRANSLATE_VERSION" ]; then
+  say "installing argostranslate==$ARGOSTRANSLATE_VERSION into $VENV"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps "${ARGOS_PACKAGES[@]}" \
+    || fail "pip could not install argostranslate==$ARGOSTRANSLATE_VERSION (is PyPI reachable?)"
 fi
 "$VENV/bin/python" -c 'import torch, sacrebleu, tensorboard, ctranslate2, sentencepiece, safetensors, requests, libretranslatepy' \
   || fail "torch, sacrebleu, tensorboard, ctranslate2, sentencepiece, safetensors, requests or libretranslatepy does not import from $VENV"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "trafo/deploy/argos.h"
 #include "trafo/deploy/ctranslate2.h"
 #include "trafo/errors.h"
 #include "trafo/util/files.h"
@@ -14,6 +15,10 @@ const std::vector<ExportFormat>& export_formats() {
        "a CTranslate2 model folder (model.bin, config.json, shared_vocabulary.json, sentencepiece.model) for "
        "ctranslate2.Translator",
        {"float32", "int8", "int8_float32", "bfloat16"}, ctranslate2_files},
+      {"argos",
+       "an Argos Translate package (one .argosmodel file: the CTranslate2 model, the SentencePiece model and "
+       "metadata.json with the languages) that argostranslate installs and LibreTranslate serves",
+       {"float32", "int8", "int8_float32", "bfloat16"}, argos_files, /*single_file=*/true},
   };
   return formats;
 }
@@ -46,7 +51,15 @@ void export_model(const checkpoint::Checkpoint& checkpoint, const std::filesyste
   } catch (const InputError& e) {
     throw InputError(source.string() + ": " + e.what());  // what in this checkpoint the format cannot take
   }
-  util::write_folder_atomically(out, files, replace);
+  if (!format.single_file) {
+    util::write_folder_atomically(out, files, replace);
+    return;
+  }
+  if (std::filesystem::is_directory(out)) throw InputError("--out " + out.string() + " is a folder: name the package file");
+  if (std::filesystem::exists(out) && !replace) {
+    throw InputError("--out " + out.string() + " exists: give --force to replace it");
+  }
+  util::write_file_atomically(out, files.front().second);
 }
 
 }  // namespace trafo::deploy

@@ -49,13 +49,13 @@ std::string formats_help() {
 
 CommandRunner add_export_command(CLI::App& app) {
   auto options = std::make_shared<ExportOptions>();
-  CLI::App* command = app.add_subcommand("export", "write a checkpoint as a model folder for another inference engine");
+  CLI::App* command = app.add_subcommand("export", "write a checkpoint as a model folder or package for another inference engine");
   command->add_option("--checkpoint,-c", options->checkpoint, "model checkpoint written by trafo train or average")
       ->required();
   std::vector<std::string> names;
   for (const auto& format : deploy::export_formats()) names.push_back(format.name);
   command->add_option("--format", options->format, formats_help())->check(CLI::IsMember(names))->capture_default_str();
-  command->add_option("--out,-o", options->out, "the model folder to write (new or empty)")->required();
+  command->add_option("--out,-o", options->out, "the model folder to write (new or empty); for a package format (argos), the file")->required();
   command->add_option("--quantization", options->quantization,
                       "how the weights are stored, as the format allows (see --format); int8 = int8_float32: int8 "
                       "matrices, float32 scales");

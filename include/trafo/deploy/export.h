@@ -18,6 +18,7 @@ struct ExportFormat {
   std::vector<std::string> quantizations;   // --quantization values it takes, the default first
   // The model folder's files (name, bytes) for a checkpoint and one of `quantizations`.
   std::vector<std::pair<std::string, std::string>> (*files)(const checkpoint::Checkpoint&, const std::string&);
+  bool single_file = false;  // `files` gives one file, written as --out itself (a package), not a folder
 };
 
 const std::vector<ExportFormat>& export_formats();
@@ -30,7 +31,8 @@ std::string pick_quantization(const ExportFormat& format, const std::string& ask
 
 // Writes `checkpoint` (read from the file `source`, which a reason the format cannot take it names)
 // as `format` with `quantization` (pick_quantization's) into the folder `out` (new or empty, or any
-// with `replace`), through util::write_folder_atomically.
+// with `replace`), through util::write_folder_atomically; a single-file format writes the file `out`
+// (new, or any with `replace`) through util::write_file_atomically.
 void export_model(const checkpoint::Checkpoint& checkpoint, const std::filesystem::path& source,
                   const ExportFormat& format, const std::string& quantization, const std::filesystem::path& out,
                   bool replace);
