@@ -113,19 +113,26 @@ int run_serve(ServeOptions& o) {
     server.serve();
     served.set_value();
   });
-  int signal_number = 0;
-  sigwait(&stops, &signal_number);
-  spdlog::info("{}: no new connections; answering the requests in flight", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
-  server.stop();
-  const auto bound = std::chrono::duration<double>(o.server.limits.request_seconds + 2 * o.server.limits.read_seconds + 5);
-  if (done.wait_for(bound) != std::future_status::ready) {
-    // A client that never finishes its request holds its connection; it gets no more time.
-    spdlog::warn("connections still open after {:.0f} s: stopping without them", bound.count());
-    spdlog::shutdown();
-    std::_Exit(0);
-  }
+  // A signal stops the HTTP server, which waits for the requests in flight; then the decoder.
+  std::thread stopper([&] {
+    int signal_number = 0;
+    sigwait(&stops, &signal_number);
+    spdlog::info("{}: no new connections; answering the requests in flight",
+                 signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+    server.stop();
+    const auto bound =
+        std::chrono::duration<double>(o.server.limits.request_seconds + 2 * o.server.limits.read_seconds + 5);
+    if (done.wait_for(bound) != std::future_status::ready) {
+      // A client that never finishes its request holds its connection; it gets no more time.
+      spdlog::warn("connections still open after {:.0f} s: stopping without them", bound.count());
+      spdlog::shutdown();
+      std::_Exit(0);
+    }
+    service.stop();
+  });
+  service.run_decoder();  // on this thread, which loaded the models
+  stopper.join();
   http.join();
-  service.stop();
   spdlog::info("stopped");
   return 0;
 }

@@ -1,6 +1,5 @@
 #include "trafo/serve/service.h"
 
-#include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 #include <spdlog/spdlog.h>
 
@@ -40,14 +39,7 @@ std::string batch_key(const Job& job) {
 }  // namespace
 
 Service::Service(std::vector<Direction> directions, int64_t max_queue)
-    : directions_(std::move(directions)), threads_(at::get_num_threads()), max_queue_(max_queue) {
-  decoder_ = std::thread([this] { decode_loop(); });
-}
-
-Service::~Service() {
-  stop();
-  if (decoder_.joinable()) decoder_.join();
-}
+    : directions_(std::move(directions)), max_queue_(max_queue) {}
 
 int Service::find(const std::string& source, const std::string& target) const {
   for (size_t i = 0; i < directions_.size(); ++i) {
@@ -103,8 +95,7 @@ Outcome Service::run(Job job, std::chrono::steady_clock::time_point deadline) {
   return std::move(pending->outcome);
 }
 
-void Service::decode_loop() {
-  at::set_num_threads(threads_);  // LibTorch's thread count belongs to each thread
+void Service::run_decoder() {
   c10::InferenceMode inference;
   for (;;) {
     std::vector<std::pair<std::shared_ptr<Pending>, std::vector<size_t>>> parts;
@@ -112,12 +103,14 @@ void Service::decode_loop() {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
       if (waiting_.empty()) return;  // stopping, and nothing left
-      // The clients of the last batch often send their next sentences at once: wait a moment
-      // (a tenth of that batch's time, at most 10 ms) until as many sentences wait as it held.
-      // A lone client (a batch of one) never waits.
-      if (last_batch_sentences_ > 1 && stats_.queued_sentences < last_batch_sentences_) {
+      // The clients of the last batch often send their next sentences at once: wait a moment (a
+      // tenth of that batch's time, at most 10 ms) until they are back, so that they share the next
+      // batch with those that waited, and their requests are read while nothing decodes. A lone
+      // client (a batch of one, back already) never waits.
+      const int64_t back = std::min(queued_after_last_batch_ + last_batch_sentences_, waiting_.front()->job.options.batch_tokens);
+      if (last_batch_sentences_ > 1 && stats_.queued_sentences < back) {
         const auto moment = std::min(std::chrono::duration<double>(0.010), last_batch_seconds_ / 10);
-        wake_.wait_for(lock, moment, [&] { return stopping_ || stats_.queued_sentences >= last_batch_sentences_; });
+        wake_.wait_for(lock, moment, [&] { return stopping_ || stats_.queued_sentences >= back; });
       }
       const std::string key = waiting_.front()->key;
       const int64_t budget = std::max<int64_t>(1, waiting_.front()->job.options.batch_tokens);
@@ -228,6 +221,7 @@ void Service::decode_batch(const std::vector<std::pair<std::shared_ptr<Pending>,
   stats_.batch_sizes[static_cast<int64_t>(sources.size())] += 1;
   last_batch_sentences_ = static_cast<int64_t>(sources.size());
   last_batch_seconds_ = std::chrono::duration<double>(seconds);
+  queued_after_last_batch_ = stats_.queued_sentences;
 }
 
 }  // namespace trafo::serve
