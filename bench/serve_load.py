@@ -55,21 +55,30 @@ def load(args):
     pending.reverse()
 
     async def client():
-        reader, writer = await asyncio.open_connection(where.hostname, where.port)
+        connection = None
         while pending:
             i = pending.pop()
             body = json.dumps({"q": lines[i], "source": args.source, "target": args.target}).encode()
             started = time.perf_counter()
-            writer.write(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
-            answer = await reader.readexactly(length)
+            try:
+                if connection is None:
+                    connection = await asyncio.open_connection(where.hostname, where.port)
+                reader, writer = connection
+                writer.write(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+                answer = await reader.readexactly(length)
+            except (OSError, asyncio.IncompleteReadError) as error:
+                failures.append(repr(error))
+                connection = None
+                continue
             if not head.startswith(b"HTTP/1.1 200") or "translatedText" not in json.loads(answer):
                 failures.append(head[:20])
                 continue
             latencies.append(time.perf_counter() - started)
-        writer.close()
+        if connection is not None:
+            connection[1].close()
 
     async def run():
         await asyncio.gather(*(client() for _ in range(args.clients)))
@@ -78,7 +87,7 @@ def load(args):
     asyncio.run(run())
     seconds = time.perf_counter() - started
     print(json.dumps({"sentences": len(lines), "clients": args.clients, "seconds": round(seconds, 3),
-                      "sentences_per_s": round(len(lines) / seconds, 2),
+                      "sentences_per_s": round(len(latencies) / seconds, 2),
                       "p50_ms": round(percentile(latencies, 50) * 1e3, 1),
                       "p95_ms": round(percentile(latencies, 95) * 1e3, 1),
                       "p99_ms": round(percentile(latencies, 99) * 1e3, 1), "failures": len(failures)}))
@@ -139,8 +148,10 @@ def ct2_server(args):
             self.end_headers()
             self.wfile.write(answer)
 
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
-    server.request_queue_size = 1024
+    class Server(ThreadingHTTPServer):
+        request_queue_size = 1024  # the listen backlog: 64 clients connect at once
+
+    server = Server(("127.0.0.1", args.port), Handler)
     print("listening", flush=True)
     server.serve_forever()
 

@@ -8,6 +8,7 @@ holds, and prints what failed otherwise.
 """
 
 import argparse
+import atexit
 import json
 import os
 import re
@@ -23,6 +24,15 @@ from libretranslatepy import LibreTranslateAPI
 
 ARGS = None
 DECODING = ["--threads", "1", "--precision", "fp32"]
+STARTED = []  # every server process, killed at exit if a failed check left it running
+
+
+@atexit.register
+def kill_leftovers():
+    for process in STARTED:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 class Server:
@@ -32,18 +42,24 @@ class Server:
         command = [ARGS.trafo, "serve", "--port", "0"] + DECODING
         for checkpoint in checkpoints or [ARGS.checkpoint]:
             command += ["--checkpoint", checkpoint]
-        self.process = subprocess.Popen(command + list(extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # The log goes to a file: a pipe nobody reads could fill and stop the server.
+        self.log = open(os.path.join(ARGS.workdir, "serve-%d.log" % len(STARTED)), "w+", encoding="utf-8")
+        self.process = subprocess.Popen(command + list(extra), stdout=subprocess.PIPE, stderr=self.log, text=True)
+        STARTED.append(self.process)
         line = self.process.stdout.readline()
         match = re.search(r"listening on (http://127\.0\.0\.1:(\d+))", line)
         if not match:
             self.process.kill()
-            raise AssertionError("no start-up line: %r %r" % (line, self.process.stderr.read()))
+            self.process.wait()
+            self.log.seek(0)
+            raise AssertionError("no start-up line: %r %r" % (line, self.log.read()))
         self.url, self.port = match.group(1), int(match.group(2))
 
     def stop(self, sig=signal.SIGTERM, within=60):
         self.process.send_signal(sig)
         code = self.process.wait(within)
-        self.errors = self.process.stderr.read()
+        self.log.seek(0)
+        self.errors = self.log.read()
         assert code == 0, "exit %d after %s: %s" % (code, sig, self.errors)
 
     def healthy(self):
