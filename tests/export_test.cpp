@@ -76,7 +76,11 @@ class Ct2Export : public ::testing::Test {
   // A model trained here on first use (each test runs in a process of its own: it trains only what it uses).
   static fs::path checkpoint(const std::string& name) {
     const auto path = *dir_ / name / "checkpoint-last.pt";
-    if (!fs::exists(path)) train(name, name == "post" ? "--norm post --activation gelu --tie-embeddings false" : "");
+    if (!fs::exists(path)) {
+      train(name, name == "post"    ? "--norm post --activation gelu --tie-embeddings false"
+                  : name == "swish" ? "--norm post --activation swish --positions sinusoidal-halves --tie-embeddings false"
+                                    : "");
+    }
     return path;
   }
   static fs::path test_source() { return *dir_ / "toy" / "test.en"; }
@@ -149,6 +153,9 @@ fs::path* Ct2Export::dir_ = nullptr;
 TEST_F(Ct2Export, PreNormReluTiedTranslatesAsTrafo) { check_variant("pre"); }
 
 TEST_F(Ct2Export, PostNormGeluUntiedTranslatesAsTrafo) { check_variant("post"); }
+
+// OPUS-MT's MarianMT shape: post-norm, swish (SiLU), positions with the sines in the first half.
+TEST_F(Ct2Export, PostNormSwishHalvesUntiedTranslatesAsTrafo) { check_variant("swish"); }
 
 TEST_F(Ct2Export, WritesTheModelFolder) {
   const auto model = random_checkpoint(*dir_, Variant{"pre", "relu", true});

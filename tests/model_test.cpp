@@ -1,4 +1,5 @@
 // Transformer invariants: causality, padding, the KV cache, gradients, save/load, overfitting.
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -7,8 +8,10 @@
 
 #include "model_support.h"
 #include "test_support.h"
+#include "trafo/errors.h"
 #include "trafo/model/dropout.h"
 #include "trafo/model/loss.h"
+#include "trafo/model/positions.h"
 #include "trafo/model/transformer.h"
 #include "trafo/ops/eligibility.h"
 #include "trafo/train/optimizer.h"
@@ -300,6 +303,46 @@ TEST(TokenNll, IgnoresPaddingAndMatchesHandComputation) {
   auto [nll, count] = token_nll(logits, target, 0);
   EXPECT_NEAR(nll.item<double>(), -std::log(0.25), 1e-6);
   EXPECT_EQ(count.item<int64_t>(), 1);
+}
+
+// MarianMT's layout (transformers' MarianSinusoidalPositionalEmbedding): sin(p / 10000^(2j/d)) in
+// column j < d/2, cos(p / 10000^(2(j - d/2)/d)) in column j >= d/2; trafo's interleaved table holds
+// the same columns, sines at the even ones.
+TEST(Positions, HalvesAreTheInterleavedColumnsWithTheSinesFirstAsMarianMT) {
+  const int64_t positions = 40, d = 8;
+  SinusoidalPositionsImpl interleaved(positions, d, false), halves(positions, d, true);
+  const auto a = interleaved.named_buffers()["table"], b = halves.named_buffers()["table"];
+  using torch::indexing::None;
+  using torch::indexing::Slice;
+  EXPECT_TRUE(
+      torch::equal(b, torch::cat({a.index({Slice(), Slice(0, None, 2)}), a.index({Slice(), Slice(1, None, 2)})}, 1)));
+  for (int64_t p = 0; p < positions; ++p) {
+    for (int64_t j = 0; j < d; ++j) {
+      const int64_t i = j < d / 2 ? j : j - d / 2;
+      const double angle = static_cast<double>(p) / std::pow(10000.0, 2.0 * static_cast<double>(i) / d);
+      EXPECT_NEAR(b[p][j].item<double>(), j < d / 2 ? std::sin(angle) : std::cos(angle), 1e-5) << p << "," << j;
+    }
+  }
+  ModelConfig config;
+  config.positions = "sinusoidal-halves";
+  EXPECT_NO_THROW(validate(config));
+  config.positions = "sinusoidal-thirds";
+  EXPECT_THROW(validate(config), InputError);
+}
+
+TEST(FeedForward, SwishIsXTimesSigmoidOfX) {
+  torch::manual_seed(3);
+  FeedForward swish(8, 16, 0.0, Activation::kSwish);
+  swish->eval();
+  const auto x = torch::randn({2, 3, 8});
+  const auto hidden = swish->linear1(x);
+  const auto expected = swish->linear2(hidden * torch::sigmoid(hidden));
+  EXPECT_TRUE(torch::allclose(swish(x), expected, 1e-6, 1e-6));
+  ModelConfig config;
+  config.activation = "swish";
+  EXPECT_EQ(activation_of(config), Activation::kSwish);
+  config.activation = "silu";
+  EXPECT_THROW(activation_of(config), InputError);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@ namespace trafo::deploy {
 namespace {
 
 constexpr uint32_t kTransformerSpecRevision = 7;
-constexpr int8_t kRelu = 0, kGelu = 3;  // CTranslate2's ActivationType (GELU: the exact, erf form)
+constexpr int8_t kRelu = 0, kSwish = 2, kGelu = 3;  // CTranslate2's ActivationType (GELU: the exact, erf form)
 
 // trafo's weight names -> CTranslate2's TransformerSpec variable names.
 class SpecBuilder {
@@ -54,7 +54,10 @@ class SpecBuilder {
 void stack_flags(ModelBin& bin, const std::string& stack, const model::ModelConfig& c) {
   bin.add_int16(stack + "/num_heads", static_cast<int16_t>(c.heads));
   bin.add_int8(stack + "/pre_norm", model::norm_position(c) == model::NormPosition::kPre ? 1 : 0);
-  bin.add_int8(stack + "/activation", model::activation_of(c) == model::Activation::kGelu ? kGelu : kRelu);
+  const auto activation = model::activation_of(c);
+  bin.add_int8(stack + "/activation", activation == model::Activation::kGelu    ? kGelu
+                                      : activation == model::Activation::kSwish ? kSwish
+                                                                                 : kRelu);
   bin.add_int8(stack + "/scale_embeddings", 1);
 }
 

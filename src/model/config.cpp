@@ -41,7 +41,8 @@ NormPosition norm_position(const ModelConfig& c) {
 
 Activation activation_of(const ModelConfig& c) {
   if (c.activation == "relu") return Activation::kRelu;
-  require(c.activation == "gelu", "activation must be relu or gelu");
+  if (c.activation == "swish") return Activation::kSwish;
+  require(c.activation == "gelu", "activation must be relu, gelu or swish");
   return Activation::kGelu;
 }
 

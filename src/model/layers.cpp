@@ -25,7 +25,11 @@ FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t d_ff, double dropout, 
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   auto hidden = linear1(x);  // [B,T,d_ff]
-  hidden = activation_ == Activation::kGelu ? torch::gelu(hidden) : torch::relu(hidden);
+  switch (activation_) {
+    case Activation::kRelu: hidden = torch::relu(hidden); break;
+    case Activation::kGelu: hidden = torch::gelu(hidden); break;
+    case Activation::kSwish: hidden = torch::silu(hidden); break;
+  }
   return linear2(dropout_(hidden));  // [B,T,d]
 }
 

@@ -8,7 +8,7 @@
 
 namespace trafo::model {
 
-SinusoidalPositionsImpl::SinusoidalPositionsImpl(int64_t max_positions, int64_t d_model) {
+SinusoidalPositionsImpl::SinusoidalPositionsImpl(int64_t max_positions, int64_t d_model, bool halves) {
   auto position = torch::arange(max_positions, torch::kFloat).unsqueeze(1);               // [P,1]
   auto even = torch::arange(0, d_model, 2, torch::kFloat);                                // [d/2]
   auto inverse_frequency = torch::exp(even * (-std::log(10000.0) / static_cast<double>(d_model)));
@@ -17,7 +17,12 @@ SinusoidalPositionsImpl::SinusoidalPositionsImpl(int64_t max_positions, int64_t 
   table.index_put_({torch::indexing::Slice(), torch::indexing::Slice(0, torch::indexing::None, 2)}, torch::sin(angles));
   auto odd = torch::cos(angles).narrow(1, 0, d_model / 2);
   table.index_put_({torch::indexing::Slice(), torch::indexing::Slice(1, torch::indexing::None, 2)}, odd);
-  table_ = register_buffer("table", table);
+  if (halves) {  // the same columns, sines first: [P,d]
+    using torch::indexing::Slice;
+    table = torch::cat({table.index({Slice(), Slice(0, torch::indexing::None, 2)}),
+                        table.index({Slice(), Slice(1, torch::indexing::None, 2)})}, 1);
+  }
+  table_ = register_buffer("table", table.contiguous());
 }
 
 torch::Tensor SinusoidalPositionsImpl::embed(const torch::Tensor& x, int64_t offset) {
@@ -31,7 +36,15 @@ const std::vector<PositionKind>& position_kinds() {
   static const std::vector<PositionKind> kinds = {
       {"sinusoidal",
        [](const ModelConfig& c) -> std::shared_ptr<PositionEncodingImpl> {
-         return std::make_shared<SinusoidalPositionsImpl>(c.max_positions, c.d_model);
+         return std::make_shared<SinusoidalPositionsImpl>(c.max_positions, c.d_model, /*halves=*/false);
+       },
+       [](const ModelConfig& c) {
+         return std::map<std::string, std::vector<int64_t>>{{"table", {c.max_positions, c.d_model}}};
+       },
+       "positions.table"},
+      {"sinusoidal-halves",
+       [](const ModelConfig& c) -> std::shared_ptr<PositionEncodingImpl> {
+         return std::make_shared<SinusoidalPositionsImpl>(c.max_positions, c.d_model, /*halves=*/true);
        },
        [](const ModelConfig& c) {
          return std::map<std::string, std::vector<int64_t>>{{"table", {c.max_positions, c.d_model}}};

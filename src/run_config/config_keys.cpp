@@ -53,11 +53,11 @@ const std::vector<ConfigKey> kKeys = {
     {"decoder-layers", "Model", "decoder layers", TRAFO_MEMBER(model.decoder_layers)},
     {"d-ff", "Model", "feed-forward inner width", TRAFO_MEMBER(model.d_ff)},
     {"dropout", "Model", "dropout rate", TRAFO_MEMBER(model.dropout)},
-    {"activation", "Model", "relu or gelu", TRAFO_MEMBER(model.activation)},
+    {"activation", "Model", "feed-forward activation: relu, gelu or swish (SiLU, x * sigmoid(x), as OPUS-MT's MarianMT models)", TRAFO_MEMBER(model.activation)},
     {"norm", "Model", "pre or post (LayerNorm position)", TRAFO_MEMBER(model.norm)},
     {"tie-embeddings", "Model", "share source, target and output embeddings", TRAFO_MEMBER(model.tie_embeddings)},
     {"max-positions", "Model", "longest sequence in pieces", TRAFO_MEMBER(model.max_positions)},
-    {"positions", "Model", "position encoding: sinusoidal (the only kind so far)", TRAFO_MEMBER(model.positions)},
+    {"positions", "Model", "position encoding: sinusoidal (sines and cosines interleaved) or sinusoidal-halves (sines in the first half, cosines in the second, as MarianMT)", TRAFO_MEMBER(model.positions)},
 
     {"optimizer", "Optimisation", "adam or adamw", TRAFO_MEMBER(optimizer)},
     {"lr", "Optimisation", "peak learning rate", TRAFO_MEMBER(lr)},

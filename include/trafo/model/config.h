@@ -20,7 +20,7 @@ struct ModelConfig {
   int64_t decoder_layers = 3;      // decoder depth
   int64_t d_ff = 1024;             // inner width of the feed-forward blocks
   double dropout = 0.1;            // embeddings, sublayer outputs, attention weights, FFN inner
-  std::string activation = "relu"; // feed-forward activation: relu | gelu
+  std::string activation = "relu"; // feed-forward activation: relu | gelu | swish (SiLU)
   std::string norm = "pre";        // residual LayerNorm position: pre | post
   bool tie_embeddings = true;      // one matrix for source, target and output embeddings
   int64_t max_positions = 1024;    // longest sequence the model takes (in pieces)
@@ -41,7 +41,7 @@ inline constexpr double kMaxParameters = 10e9;
 // The residual LayerNorm's position and the feed-forward activation, as types: the one reading of
 // `norm` and `activation` (trafo::InputError for any other text).
 enum class NormPosition { kPre, kPost };
-enum class Activation { kRelu, kGelu };
+enum class Activation { kRelu, kGelu, kSwish };
 NormPosition norm_position(const ModelConfig& config);
 Activation activation_of(const ModelConfig& config);
 

@@ -22,10 +22,12 @@ class PositionEncodingImpl : public torch::nn::Module {
 };
 
 // PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(...), added to the embeddings (Vaswani et al.
-// 3.5); a fixed buffer `table` [max_positions, d], not a parameter.
+// 3.5); a fixed buffer `table` [max_positions, d], not a parameter. `halves`: the same columns with
+// the sines first, then the cosines, as MarianMT (Hugging Face) lays them out ("sinusoidal-halves");
+// the two are one model up to a fixed permutation of the model dimension.
 class SinusoidalPositionsImpl final : public PositionEncodingImpl {
  public:
-  SinusoidalPositionsImpl(int64_t max_positions, int64_t d_model);
+  SinusoidalPositionsImpl(int64_t max_positions, int64_t d_model, bool halves);
   torch::Tensor embed(const torch::Tensor& x, int64_t offset) override;
 
  private:
