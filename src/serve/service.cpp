@@ -9,6 +9,7 @@
 
 #include "trafo/errors.h"
 #include "trafo/report/alignment.h"
+#include "trafo/util/memory.h"
 
 namespace trafo::serve {
 
@@ -97,6 +98,7 @@ Outcome Service::run(Job job, std::chrono::steady_clock::time_point deadline) {
 
 void Service::run_decoder() {
   c10::InferenceMode inference;
+  auto released = std::chrono::steady_clock::now();
   for (;;) {
     std::vector<std::pair<std::shared_ptr<Pending>, std::vector<size_t>>> parts;
     {
@@ -143,6 +145,12 @@ void Service::run_decoder() {
     }
     decode_batch(parts);
     wake_.notify_all();
+    // The allocator keeps freed pages for reuse (main.cpp); batches of every shape would hold the
+    // high-water mark of each, so they go back to the system every few seconds.
+    if (std::chrono::steady_clock::now() - released > std::chrono::seconds(10)) {
+      util::release_free_memory();
+      released = std::chrono::steady_clock::now();
+    }
   }
 }
 
