@@ -179,6 +179,10 @@ def case_equal():
     served_rows = ["%d ||| %s ||| %.4f" % (j, h["text"], h["score"])
                    for j, item in enumerate(answer["translations"]) for h in item["hypotheses"]]
     assert served_rows == rows, (served_rows, rows)
+    tagged = offline(lines[:10], "--tag", "<bt>")
+    answer = post(server, "/v1/translate", {"text": lines[:10], "source": "en", "target": "de", "tag": "<bt>"})
+    assert [t["text"] for t in answer["translations"]] == tagged, (answer, tagged)
+    assert tagged != expected[:10], "the tag changed no translation: nothing shown"
     sampled = offline(lines[:20], "--sampling-topk", "0", "--seed", "7")
     answer = post(server, "/v1/translate", {"text": lines[:20], "source": "en", "target": "de", "sampling_topk": 0,
                                             "seed": 7})

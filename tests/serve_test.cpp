@@ -18,9 +18,11 @@ class ServeCli : public ::testing::Test {
     root_ = new std::filesystem::path(make_temp_dir("serve"));
     const auto toy = *root_ / "toy";
     ASSERT_EQ(run_trafo("toy-corpus --out '" + toy.string() + "' --train 2000 --dev 50 --test 10").exit_code, 0);
+    // Two corpora, the second tagged <bt> (the same pairs: enough to serve a tag).
+    const std::string train = "'" + (toy / "train.en").string() + "," + (toy / "train.de").string();
     const auto trained = run_trafo("train --data-dir '" + toy.string() + "' --src-lang en --tgt-lang de --run-dir '" +
-                                   (*root_ / "run").string() +
-                                   "' --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64 "
+                                   (*root_ / "run").string() + "' --corpus " + train + "' --corpus " + train +
+                                   ",1,<bt>' --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64 "
                                    "--vocab-size 400 --max-steps 200 --valid-every 200 --threads 1 --early-stopping 0 --lr 3e-3 "
                                    "--warmup-steps 30");
     ASSERT_EQ(trained.exit_code, 0) << trained.errors;
