@@ -105,17 +105,26 @@ int tag_piece(const std::string& tag, const checkpoint::Checkpoint& checkpoint, 
               const std::string& path) {
   if (tag.empty()) return -1;
   const auto& tags = checkpoint.inference.tags;
-  const int id = tokenizer.reserved_id(tag);
-  if (id < 0 || std::find(tags.begin(), tags.end(), tag) == tags.end()) {
+  const auto ids = corpus_tag_ids(checkpoint.inference, tokenizer);
+  const auto found = ids.find(tag);
+  if (found == ids.end()) {
     std::string listed;
     for (const auto& each : tags) listed += (listed.empty() ? "" : ", ") + each;
     throw InputError("--tag " + tag + " is not a corpus tag of " + path +
                      (tags.empty() ? " (it was trained without tags)" : " (its tags: " + listed + ")"));
   }
-  return id;
+  return found->second;
 }
 
 }  // namespace
+
+std::map<std::string, int> corpus_tag_ids(const checkpoint::InferenceInfo& info, const data::Tokenizer& tokenizer) {
+  std::map<std::string, int> ids;
+  for (const auto& tag : info.tags) {
+    if (const int id = tokenizer.reserved_id(tag); id >= 0) ids[tag] = id;
+  }
+  return ids;
+}
 
 LoadedModel load_for_translation(const RuntimeOptions& options) {
   const auto device = util::resolve_device(options.device);

@@ -2,6 +2,7 @@
 // flags, and loading a checkpoint for translation.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,10 @@ struct LoadedModel {
   checkpoint::InferenceInfo inference;  // the first checkpoint's languages and corpus tags
   std::vector<model::Transformer> models() const;  // model, then the ensemble's
 };
+
+// The model's corpus tags that its tokenizer keeps as one piece, and those pieces: the tags --tag
+// (and a served request's "tag") may name.
+std::map<std::string, int> corpus_tag_ids(const checkpoint::InferenceInfo& info, const data::Tokenizer& tokenizer);
 
 // Sets the thread count, picks the device, loads the checkpoint without its training state and picks
 // the decoding precision (auto times the loaded model); throws InputError for an unusable device or

@@ -79,7 +79,7 @@ std::vector<serve::Direction> load_directions(const ServeOptions& o) {
     direction.model = loaded.model;
     direction.tokenizer = std::make_shared<const data::Tokenizer>(std::move(loaded.tokenizer));
     direction.defaults = with_precision(o.decode, loaded);
-    direction.tags = info.tags;
+    direction.tags = corpus_tag_ids(info, *direction.tokenizer);
     directions.push_back(std::move(direction));
   }
   return directions;

@@ -6,23 +6,19 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <condition_variable>
-#include <deque>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <mutex>
-#include <optional>
-#include <sstream>
-#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
-#include <utf8.h>
 
+#include "connection_pool.h"
+#include "request_fields.h"
+#include "request_metrics.h"
 #include "trafo/errors.h"
 
 namespace trafo::serve {
@@ -30,290 +26,13 @@ namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
+using detail::ConnectionPool;
+using detail::Fields;
+using detail::HttpError;
+using detail::Metrics;
+using detail::over_capacity;
+using detail::split_lines;
 
-// A request's fault, answered with `status` and {"error": message}.
-struct HttpError : std::runtime_error {
-  HttpError(int status, const std::string& message) : std::runtime_error(message), status(status) {}
-  int status;
-};
-
-// Connections are served by `workers` threads; up to as many more wait for one. Past that, a
-// connection is served by one spare thread that answers 503 at once (over_capacity), so that a crowd
-// of clients is told to come back instead of waiting without end.
-thread_local bool over_capacity = false;
-
-class ConnectionPool : public httplib::TaskQueue {
- public:
-  explicit ConnectionPool(int workers) : limit_(static_cast<size_t>(workers)) {
-    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { work(jobs_, false); });
-    threads_.emplace_back([this] { work(overflow_, true); });
-  }
-  void enqueue(std::function<void()> fn) override {
-    {
-      std::lock_guard lock(mutex_);
-      auto& queue = busy_ + jobs_.size() >= 2 * limit_ ? overflow_ : jobs_;
-      queue.push_back(std::move(fn));
-    }
-    wake_.notify_all();
-  }
-  void shutdown() override {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
-    for (auto& thread : threads_) thread.join();
-  }
-
- private:
-  void work(std::deque<std::function<void()>>& queue, bool overflow) {
-    over_capacity = overflow;
-    for (;;) {
-      std::function<void()> fn;
-      {
-        std::unique_lock lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_ || !queue.empty(); });
-        if (queue.empty()) return;
-        fn = std::move(queue.front());
-        queue.pop_front();
-        if (!overflow) ++busy_;
-      }
-      fn();
-      if (!overflow) {
-        std::lock_guard lock(mutex_);
-        --busy_;
-      }
-    }
-  }
-
-  size_t limit_;
-  size_t busy_ = 0;
-  bool stopping_ = false;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::function<void()>> jobs_, overflow_;
-  std::vector<std::thread> threads_;
-};
-
-// Counters for GET /metrics.
-class Metrics {
- public:
-  static constexpr double kLatencyBounds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
-
-  void record(const std::string& endpoint, int status, int64_t sentences, double seconds) {
-    std::lock_guard lock(mutex_);
-    const std::string outcome = status < 400 ? "ok" : status < 500 ? "refused" : "failed";
-    requests_[{endpoint, std::to_string(status)}] += 1;
-    sentences_[outcome] += sentences;
-    if (status < 400) {
-      auto& histogram = latency_[endpoint];
-      histogram.resize(std::size(kLatencyBounds) + 1);
-      size_t bucket = 0;
-      while (bucket < std::size(kLatencyBounds) && seconds > kLatencyBounds[bucket]) ++bucket;
-      histogram[bucket] += 1;
-      latency_sum_[endpoint] += seconds;
-    }
-  }
-
-  std::string text(const ServiceStats& stats) const {
-    std::lock_guard lock(mutex_);
-    std::ostringstream out;
-    out << "# HELP trafo_requests_total Requests answered, by endpoint and HTTP status.\n"
-           "# TYPE trafo_requests_total counter\n";
-    for (const auto& [key, count] : requests_) {
-      out << "trafo_requests_total{endpoint=\"" << key.first << "\",status=\"" << key.second << "\"} " << count << '\n';
-    }
-    out << "# HELP trafo_sentences_total Sentences in requests, by outcome (ok, refused: 4xx, failed: 5xx).\n"
-           "# TYPE trafo_sentences_total counter\n";
-    for (const char* outcome : {"ok", "refused", "failed"}) {
-      const auto it = sentences_.find(outcome);
-      out << "trafo_sentences_total{outcome=\"" << outcome << "\"} " << (it == sentences_.end() ? 0 : it->second)
-          << '\n';
-    }
-    out << "# HELP trafo_request_seconds Time to answer a successful request.\n"
-           "# TYPE trafo_request_seconds histogram\n";
-    for (const auto& [endpoint, histogram] : latency_) {
-      int64_t cumulative = 0;
-      for (size_t i = 0; i < histogram.size(); ++i) {
-        cumulative += histogram[i];
-        const std::string le = i < std::size(kLatencyBounds) ? fmt::format("{}", kLatencyBounds[i]) : "+Inf";
-        out << "trafo_request_seconds_bucket{endpoint=\"" << endpoint << "\",le=\"" << le << "\"} " << cumulative
-            << '\n';
-      }
-      out << "trafo_request_seconds_sum{endpoint=\"" << endpoint << "\"} " << latency_sum_.at(endpoint) << '\n';
-      out << "trafo_request_seconds_count{endpoint=\"" << endpoint << "\"} " << cumulative << '\n';
-    }
-    out << "# HELP trafo_batch_sentences Sentences per decoding batch.\n"
-           "# TYPE trafo_batch_sentences histogram\n";
-    int64_t cumulative = 0, total = 0;
-    for (const int64_t bound : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512}) {
-      cumulative = 0;
-      for (const auto& [size, count] : stats.batch_sizes) {
-        if (size <= bound) cumulative += count;
-      }
-      out << "trafo_batch_sentences_bucket{le=\"" << bound << "\"} " << cumulative << '\n';
-    }
-    for (const auto& [size, count] : stats.batch_sizes) total += size * count;
-    out << "trafo_batch_sentences_bucket{le=\"+Inf\"} " << stats.batches << '\n'
-        << "trafo_batch_sentences_sum " << total << '\n'
-        << "trafo_batch_sentences_count " << stats.batches << '\n';
-    out << "# HELP trafo_queue_sentences Sentences waiting for a batch.\n"
-           "# TYPE trafo_queue_sentences gauge\n"
-           "trafo_queue_sentences "
-        << stats.queued_sentences << '\n';
-    out << "# HELP trafo_output_tokens_total Pieces produced by the decoder.\n"
-           "# TYPE trafo_output_tokens_total counter\n"
-           "trafo_output_tokens_total "
-        << stats.output_tokens << '\n';
-    out << "# HELP trafo_decoding_seconds_total Time spent decoding batches.\n"
-           "# TYPE trafo_decoding_seconds_total counter\n"
-           "trafo_decoding_seconds_total "
-        << stats.decoding_seconds << '\n';
-    out << "# HELP trafo_tokens_per_second Pieces produced per second of decoding, since start.\n"
-           "# TYPE trafo_tokens_per_second gauge\n"
-           "trafo_tokens_per_second "
-        << (stats.decoding_seconds > 0 ? static_cast<double>(stats.output_tokens) / stats.decoding_seconds : 0.0)
-        << '\n';
-    return out.str();
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::map<std::pair<std::string, std::string>, int64_t> requests_;
-  std::map<std::string, int64_t> sentences_;
-  std::map<std::string, std::vector<int64_t>> latency_;
-  std::map<std::string, double> latency_sum_;
-};
-
-// A request's fields, from a JSON object or a form (application/x-www-form-urlencoded or
-// multipart), as LibreTranslate takes both.
-class Fields {
- public:
-  explicit Fields(const httplib::Request& request) : request_(request) {
-    const auto type = request.get_header_value("Content-Type");
-    if (type.rfind("application/json", 0) == 0) {
-      try {
-        body_ = json::parse(request.body);
-      } catch (const json::exception&) {
-        throw HttpError(400, "the body is not valid JSON");
-      }
-      if (!body_->is_object()) throw HttpError(400, "the body must be a JSON object");
-    }
-  }
-
-  bool has(const std::string& name) const {
-    if (body_) return body_->contains(name) && !(*body_)[name].is_null();
-    return request_.has_param(name) || request_.has_file(name);
-  }
-
-  std::string text(const std::string& name) const {
-    if (!has(name)) throw HttpError(400, "Invalid request: missing " + name + " parameter");
-    std::string value;
-    if (body_) {
-      const auto& field = (*body_)[name];
-      if (!field.is_string()) throw HttpError(400, name + " must be a string");
-      value = field.get<std::string>();
-    } else {
-      value = request_.has_param(name) ? request_.get_param_value(name) : request_.get_file_value(name).content;
-    }
-    utf8_checked(value, name);
-    return value;
-  }
-
-  std::string text_or(const std::string& name, const std::string& otherwise) const {
-    return has(name) ? text(name) : otherwise;
-  }
-
-  // A string or a list of strings (a form may repeat the field); `listed` says which it was.
-  std::vector<std::string> texts(const std::string& name, bool& listed) const {
-    if (!has(name)) throw HttpError(400, "Invalid request: missing " + name + " parameter");
-    std::vector<std::string> values;
-    listed = false;
-    if (body_) {
-      const auto& field = (*body_)[name];
-      if (field.is_string()) {
-        values.push_back(field.get<std::string>());
-      } else if (field.is_array()) {
-        listed = true;
-        for (const auto& item : field) {
-          if (!item.is_string()) throw HttpError(400, name + " must be a string or a list of strings");
-          values.push_back(item.get<std::string>());
-        }
-      } else {
-        throw HttpError(400, name + " must be a string or a list of strings");
-      }
-    } else {
-      const size_t count = request_.get_param_value_count(name);
-      listed = count > 1;
-      for (size_t i = 0; i < count; ++i) values.push_back(request_.get_param_value(name, i));
-      if (count == 0) values.push_back(request_.get_file_value(name).content);
-    }
-    if (listed && values.empty()) throw HttpError(400, name + " is an empty list");
-    for (const auto& value : values) utf8_checked(value, name);
-    return values;
-  }
-
-  double number(const std::string& name, double otherwise) const {
-    if (!has(name)) return otherwise;
-    if (body_) {
-      const auto& field = (*body_)[name];
-      if (!field.is_number()) throw HttpError(400, name + " must be a number");
-      return field.get<double>();
-    }
-    const auto value = request_.get_param_value(name);
-    try {
-      size_t used = 0;
-      const double parsed = std::stod(value, &used);
-      if (used != value.size() || !std::isfinite(parsed)) throw std::invalid_argument(value);
-      return parsed;
-    } catch (const std::exception&) {
-      throw HttpError(400, name + " must be a number, not '" + value.substr(0, 40) + "'");
-    }
-  }
-
-  int64_t integer(const std::string& name, int64_t otherwise, int64_t low, int64_t high) const {
-    const double value = number(name, static_cast<double>(otherwise));
-    if (value != std::floor(value) || value < static_cast<double>(low) || value > static_cast<double>(high)) {
-      throw HttpError(400, fmt::format("{} must be a whole number from {} to {}", name, low, high));
-    }
-    return static_cast<int64_t>(value);
-  }
-
-  bool flag(const std::string& name) const {
-    if (!has(name)) return false;
-    if (body_) {
-      const auto& field = (*body_)[name];
-      if (!field.is_boolean()) throw HttpError(400, name + " must be true or false");
-      return field.get<bool>();
-    }
-    const auto value = request_.get_param_value(name);
-    if (value == "true" || value == "1") return true;
-    if (value == "false" || value == "0") return false;
-    throw HttpError(400, name + " must be true or false");
-  }
-
- private:
-  static void utf8_checked(const std::string& value, const std::string& name) {
-    if (!utf8::is_valid(value.begin(), value.end())) throw HttpError(400, name + " is not valid UTF-8");
-  }
-
-  const httplib::Request& request_;
-  std::optional<json> body_;
-};
-
-// The lines of each text (a text may hold several lines: each is translated on its own).
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  for (;;) {
-    const auto end = text.find('\n', start);
-    std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(std::move(line));
-    if (end == std::string::npos) return lines;
-    start = end + 1;
-  }
-}
 
 // Compares without returning early, so that the time taken says nothing of how much matched.
 bool same_key(const std::string& given, const std::string& key) {
@@ -409,11 +128,9 @@ struct HttpServer::Impl {
     }
     if (fields.has("tag")) {
       const auto tag = fields.text("tag");
-      const int id = direction.tokenizer->reserved_id(tag);
-      if (id < 0 || std::find(direction.tags.begin(), direction.tags.end(), tag) == direction.tags.end()) {
-        throw HttpError(400, "tag " + tag + " is not one of the model's corpus tags");
-      }
-      o.source_tag = id;
+      const auto found = direction.tags.find(tag);
+      if (found == direction.tags.end()) throw HttpError(400, "tag " + tag + " is not one of the model's corpus tags");
+      o.source_tag = found->second;
     }
     return o;
   }

@@ -36,7 +36,7 @@ struct Direction {
   model::Transformer model = nullptr;  // in eval mode on its device
   std::shared_ptr<const data::Tokenizer> tokenizer;
   decode::DecodeOptions defaults;  // the decoding options of `trafo serve`'s command line
-  std::vector<std::string> tags;   // the model's corpus tags (a request's "tag" must be one)
+  std::map<std::string, int> tags;  // the model's corpus tags and their pieces (a request's "tag" must be one)
 };
 
 // What one request asks of a direction.
