@@ -40,6 +40,11 @@ APT_PACKAGES=(
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 fail() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+# The installed version of a Python distribution in the virtual environment, or nothing. Never fails:
+# under `set -e` a failing command substitution would end the script without a word.
+version_in_venv() {
+  "$VENV/bin/python" -c 'import importlib.metadata as m, sys; print(m.version(sys.argv[1]))' "$1" 2>/dev/null || true
+}
 
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
@@ -84,14 +89,14 @@ if [ "$have_ctranslate2" != "$CTRANSLATE2_VERSION" ] || [ "$have_sentencepiece" 
 fi
 # The clients `trafo serve` is checked with: LibreTranslate's own Python client and requests.
 have_requests=$("$VENV/bin/python" -c 'import requests; print(requests.__version__)' 2>/dev/null || true)
-have_libretranslatepy=$("$VENV/bin/python" -m pip show libretranslatepy 2>/dev/null | sed -n 's/^Version: //p')
+have_libretranslatepy=$(version_in_venv libretranslatepy)
 if [ "$have_requests" != "$REQUESTS_VERSION" ] || [ "$have_libretranslatepy" != "$LIBRETRANSLATEPY_VERSION" ]; then
   say "installing requests==$REQUESTS_VERSION and libretranslatepy==$LIBRETRANSLATEPY_VERSION into $VENV"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
     "requests==$REQUESTS_VERSION" "libretranslatepy==$LIBRETRANSLATEPY_VERSION" \
     || fail "pip could not install requests==$REQUESTS_VERSION (is PyPI reachable?)"
 fi
-have_argostranslate=$("$VENV/bin/python" -m pip show argostranslate 2>/dev/null | sed -n 's/^Version: //p')
+have_argostranslate=$(version_in_venv argostranslate)
 if [ "$have_argostranslate" != "$ARGOSTRANSLATE_VERSION" ]; then
   say "installing argostranslate==$ARGOSTRANSLATE_VERSION into $VENV"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps "${ARGOS_PACKAGES[@]}" \
