@@ -4,7 +4,6 @@
 // errors keep their reason.
 #include <chrono>
 #include <map>
-#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -95,9 +94,8 @@ TEST_F(RunIdentity, AResumeThatAsksForAnotherModelTokenizerOrDataIsRefusedAndWri
 TEST_F(RunIdentity, AnotherRunsCheckpointInTheFolderIsPassedOver) {
   ASSERT_EQ(run_trafo(train("--max-steps 2 --valid-every 2", run_)).exit_code, 0);
   const auto other = run_.parent_path() / "other";
-  ASSERT_EQ(run_trafo(train("--max-steps 3 --valid-every 3 --d-ff 48 --vocab-size 320", other)).exit_code, 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  std::filesystem::copy_file(other / "checkpoint-last.pt", run_ / "checkpoint-999.pt");  // the newest file
+  ASSERT_EQ(run_trafo(train("--max-steps 6 --valid-every 6 --d-ff 48 --vocab-size 320", other)).exit_code, 0);
+  std::filesystem::copy_file(other / "checkpoint-last.pt", run_ / "checkpoint-999.pt");  // the most steps
   for (const bool with_config : {true, false}) {
     if (!with_config) std::filesystem::remove(run_ / "config.toml");  // then held to the options given
     const auto resumed = run_trafo(train("--max-steps 4 --valid-every 100", run_));
@@ -114,6 +112,25 @@ TEST_F(RunIdentity, AnotherRunsCheckpointInTheFolderIsPassedOver) {
     std::filesystem::copy_file(other / "checkpoint-last.pt", run_ / "checkpoint-999.pt",
                                std::filesystem::copy_options::overwrite_existing);
   }
+}
+
+// Modification times do not survive a copy of the folder (cp -r, a restore): a run resumes from the
+// checkpoint with the most steps done, here not the file written last.
+TEST_F(RunIdentity, AFolderResumesFromItsMostStepsWhateverItsFilesTimes) {
+  const auto first = run_trafo(train("--max-steps 3 --valid-every 100 --checkpoint-every 1", run_));
+  ASSERT_EQ(first.exit_code, 0) << first.errors;
+  ASSERT_TRUE(std::filesystem::exists(run_ / "checkpoint-1.pt"));
+  std::filesystem::last_write_time(run_ / "checkpoint-1.pt",
+                                   std::filesystem::file_time_type::clock::now() + std::chrono::hours(1));
+  const auto resumed = run_trafo(train("--max-steps 4 --valid-every 100", run_));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.errors;
+  std::vector<int64_t> trained, started;
+  for (const auto& event : read_jsonl(run_ / "metrics.jsonl")) {
+    if (event["event"] == "train") trained.push_back(event["step"]);
+    if (event["event"] == "start") started.push_back(event["step"]);
+  }
+  EXPECT_EQ(started, (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(trained, (std::vector<int64_t>{1, 2, 3, 4})) << "no step is trained twice";
 }
 
 // A file another tool wrote, or an average of one: a valid checksum, weights unlike its config.

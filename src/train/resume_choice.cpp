@@ -1,9 +1,11 @@
 #include "resume_choice.h"
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -96,6 +98,15 @@ void check_training_state(const checkpoint::Checkpoint& saved, const TrainConfig
   unpack_training_state(*saved.training, *optimizer, parameters);
 }
 
+// The step a checkpoint's training state records; -1 when it holds none or the record is unreadable
+// (the checks below then say why it cannot be resumed from).
+int64_t recorded_step(const checkpoint::Checkpoint& saved) {
+  if (!saved.training) return -1;
+  const auto json = nlohmann::json::parse(saved.training->json, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_object() || !json.contains("step") || !json["step"].is_number_integer()) return -1;
+  return json["step"].get<int64_t>();
+}
+
 }  // namespace
 
 bool continues_run(const TrainConfig& c) { return !c.no_resume && !RunFolder::checkpoints_in(c.run_dir).empty(); }
@@ -132,18 +143,32 @@ std::optional<checkpoint::Checkpoint> newest_complete_checkpoint(const RunFolder
                                                                  std::filesystem::path& found) {
   const auto candidates = folder.checkpoints();
   std::string first_error;
+  const auto pass_over = [&](const std::filesystem::path& path, const std::string& why) {
+    spdlog::warn("cannot resume from {}: {}", path.string(), why);
+    if (first_error.empty()) first_error = path.string() + ": " + why;
+  };
+  // The furthest progress first: a run's steps only grow, while modification times do not survive a
+  // copy of the folder. At equal steps, the newer file (checkpoint-last.pt at equal times).
+  std::vector<std::pair<checkpoint::Checkpoint, std::filesystem::path>> loaded;
   for (const auto& path : candidates) {
     try {
-      auto saved = checkpoint::load(path);
+      loaded.emplace_back(checkpoint::load(path), path);
+    } catch (const InputError& e) {
+      pass_over(path, e.what());
+    }
+  }
+  std::stable_sort(loaded.begin(), loaded.end(),
+                   [](const auto& a, const auto& b) { return recorded_step(a.first) > recorded_step(b.first); });
+  for (auto& [saved, path] : loaded) {
+    try {
       if (!saved.training) throw InputError("it holds no training state to resume from");
       const auto foreign = foreign_reason(saved, c, path.string());
       if (!foreign.empty()) throw InputError("it belongs to another run: " + foreign);
       check_training_state(saved, c);
       found = path;
-      return saved;
+      return std::move(saved);
     } catch (const InputError& e) {
-      spdlog::warn("cannot resume from {}: {}", path.string(), e.what());
-      if (first_error.empty()) first_error = path.string() + ": " + e.what();
+      pass_over(path, e.what());
     }
   }
   if (candidates.empty()) return std::nullopt;

@@ -36,8 +36,8 @@ run_config::TrainConfig settle_options(run_config::TrainConfig config);
 // model, tokenizer or data differ from those of the run `config.run_dir` holds (its config.toml).
 void check_resume_request(const run_config::TrainConfig& config);
 
-// The newest checkpoint of `folder` that loads whole, whose training state unpacks, and that belongs
-// to the run `config` asks for; one that does not is passed over with a warning naming it and why.
+// The checkpoint of `folder` with the most steps done (at equal steps the newer file) that loads whole,
+// whose training state unpacks, and that belongs to the run `config` asks for; one that does not is passed over with a warning naming it and why.
 // Empty when the folder holds none. A folder none of whose checkpoints can be resumed is an
 // InputError naming the first one and its cause: starting over would write over them.
 std::optional<checkpoint::Checkpoint> newest_complete_checkpoint(const RunFolder& folder, const run_config::TrainConfig& config,
