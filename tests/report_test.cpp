@@ -13,10 +13,12 @@
 
 #include "data_support.h"
 #include "model_support.h"
+#include "run_support.h"
 #include "test_support.h"
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/report/attention_maps.h"
 #include "trafo/report/html_report.h"
+#include "trafo/report/run_advice.h"
 #include "trafo/train/tensorboard.h"
 
 namespace trafo::testing {
@@ -143,6 +145,73 @@ TEST(Report, NothingToDrawIsExitCode2) {
     EXPECT_TRUE(ends_in_one_error_line(result.errors)) << result.errors;
   }
   EXPECT_FALSE(std::filesystem::exists(dir / "r.html"));
+}
+
+// A run of validations at steps 10, 20, ... with these dev losses (the best marked by loss), and a train
+// event with each of `train_losses` between consecutive validations.
+report::RunMetrics run_of(const std::vector<double>& dev_losses, const std::vector<double>& train_losses) {
+  report::RunMetrics run;
+  run.events.push_back(nlohmann::json::parse(event("start", 0, 0.0)));
+  double best = 1e9;
+  for (size_t i = 0; i < dev_losses.size(); ++i) {
+    const int step = 10 * static_cast<int>(i + 1);
+    if (i < train_losses.size()) {
+      run.events.push_back(nlohmann::json::parse(event("train", step - 5, step, {{"loss", train_losses[i]}})));
+    }
+    const bool is_best = dev_losses[i] < best;
+    best = std::min(best, dev_losses[i]);
+    run.events.push_back(nlohmann::json::parse(
+        event("valid", step, step, {{"loss", dev_losses[i]}, {"bleu", 10.0 + static_cast<double>(i)}, {"best", is_best}})));
+  }
+  return run;
+}
+
+TEST(RunAdvice, ARunThatEndsAtItsBestValidationIsStillImproving) {
+  const auto advice = report::run_advice(run_of({3.0, 2.5, 2.2}, {4.0, 3.5, 3.0}));
+  ASSERT_EQ(advice.size(), 1u);
+  EXPECT_NE(advice[0].find("ended while still improving"), std::string::npos) << advice[0];
+  EXPECT_NE(advice[0].find("step 30: BLEU 12.00, dev loss 2.2000"), std::string::npos) << advice[0];
+  EXPECT_NE(advice[0].find("--max-steps"), std::string::npos) << advice[0];
+  // Too few validations to tell, or a last validation that is not the best: nothing to say.
+  EXPECT_TRUE(report::run_advice(run_of({3.0, 2.5}, {4.0, 3.5})).empty());
+  EXPECT_TRUE(report::run_advice(run_of({3.0, 2.5, 2.6}, {4.0, 3.5, 3.0})).empty());
+}
+
+TEST(RunAdvice, DevLossRisingWhileTrainingLossFallsIsOverfitting) {
+  const auto advice = report::run_advice(run_of({3.0, 2.0, 2.1, 2.2, 2.4}, {4.0, 3.0, 2.5, 2.0, 1.5}));
+  ASSERT_EQ(advice.size(), 1u);
+  EXPECT_NE(advice[0].find("dev loss rose at each of the last 3 validations (2.0000 at step 20 to 2.4000 at step 50)"),
+            std::string::npos)
+      << advice[0];
+  EXPECT_NE(advice[0].find("training loss fell (3.0000 to 1.5000)"), std::string::npos) << advice[0];
+  EXPECT_NE(advice[0].find("checkpoint-best.pt (step 20)"), std::string::npos) << advice[0];
+  // Two rises are not yet a trend; a training loss that rises too is no overfitting.
+  EXPECT_TRUE(report::run_advice(run_of({3.0, 2.0, 2.0, 2.1, 2.2}, {4.0, 3.0, 2.5, 2.0, 1.5})).empty());
+  EXPECT_TRUE(report::run_advice(run_of({3.0, 2.0, 2.1, 2.2, 2.4}, {4.0, 3.0, 3.1, 3.2, 3.3})).empty());
+}
+
+TEST(RunAdvice, TrainLogTheEndEventAndReportSayIt) {
+  const auto dir = make_temp_dir("advice");
+  std::filesystem::create_directories(dir / "data");
+  write_synthetic_corpus(dir / "data", "train", 120, 1);
+  write_synthetic_corpus(dir / "data", "dev", 8, 2);
+  const auto run = dir / "run";
+  const auto trained = run_trafo("train --data-dir " + quote(dir / "data") + " --src-lang en --tgt-lang de --run-dir " +
+                                 quote(run) +
+                                 " --vocab-size 300 --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1"
+                                 " --d-ff 64 --batch-tokens 200 --threads 1 --lr 3e-3 --warmup-steps 5 --max-steps 6"
+                                 " --valid-every 2 --valid-max-sentences 4 --early-stopping-metric loss --precision fp32");
+  ASSERT_EQ(trained.exit_code, 0) << trained.errors;
+  const auto end = read_jsonl(run / "metrics.jsonl").back();
+  ASSERT_EQ(end["event"], "end");
+  ASSERT_TRUE(end.contains("advice")) << end.dump();
+  const std::string sentence = end["advice"][0];
+  EXPECT_NE(sentence.find("ended while still improving: its last validation (step 6"), std::string::npos) << sentence;
+  EXPECT_NE(read_text(run / "train.log").find(sentence), std::string::npos);
+  const auto reported = run_trafo("report " + quote(run) + " --out " + quote(dir / "report.html"));
+  ASSERT_EQ(reported.exit_code, 0) << reported.errors;
+  EXPECT_NE(reported.errors.find(sentence), std::string::npos) << reported.errors;
+  EXPECT_NE(read_text(dir / "report.html").find("ended while still improving"), std::string::npos);
 }
 
 TEST(TensorBoard, Crc32cOfTheStandardCheckString) {

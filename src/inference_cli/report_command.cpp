@@ -10,6 +10,7 @@
 
 #include "trafo/inference_cli/commands.h"
 #include "trafo/report/html_report.h"
+#include "trafo/report/run_advice.h"
 #include "trafo/util/files.h"
 
 namespace trafo::cli {
@@ -38,6 +39,7 @@ int run_report(const ReportOptions& options) {
   for (const auto& dir : options.run_dirs) {
     runs.push_back(report::read_run(dir));
     for (const auto& problem : runs.back().problems) spdlog::warn("{} (left out)", problem);
+    for (const auto& sentence : report::run_advice(runs.back())) spdlog::info("{}: {}", runs.back().name, sentence);
   }
   util::write_file_atomically(options.out, report::html_report(runs));
   spdlog::info("wrote {} ({} run{})", options.out, runs.size(), runs.size() == 1 ? "" : "s");

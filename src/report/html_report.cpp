@@ -9,6 +9,7 @@
 
 #include "report_page_assets.h"
 #include "trafo/report/html.h"
+#include "trafo/report/run_advice.h"
 
 namespace trafo::report {
 namespace {
@@ -120,6 +121,7 @@ void write_summary(std::string& page, const RunMetrics& run) {
   }
   page += fmt::format("<tr><th>best checkpoint</th><td>{}</td></tr>\n</table>\n",
                       best_checkpoint.empty() ? "none yet" : "<code>" + escape_html(best_checkpoint) + "</code>");
+  for (const auto& sentence : run_advice(run)) page += "<p class=\"advice\">" + escape_html(sentence) + "</p>\n";
   if (start != nullptr && !text(*start, "config").empty()) {
     page += "<details><summary>Effective config</summary><pre>" + escape_html(text(*start, "config")) +
             "</pre></details>\n";

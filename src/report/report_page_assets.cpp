@@ -9,6 +9,7 @@ h2 { font-size: 18px; border-bottom: 1px solid #ddd; padding-bottom: 4px; margin
 h3 { font-size: 15px; margin: 22px 0 6px; }
 .muted { color: #666; }
 .problems { background: #fff4e5; border: 1px solid #f0b35a; padding: 8px 12px; border-radius: 4px; }
+.advice { background: #eef6ff; border: 1px solid #7aa7e0; padding: 8px 12px; border-radius: 4px; }
 .curve { margin: 10px 0 18px; }
 .curve h3 { margin: 0 0 4px; }
 .pair { display: grid; grid-template-columns: 1fr 1fr; gap: 18px; }

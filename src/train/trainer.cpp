@@ -9,6 +9,8 @@
 #include <torch/torch.h>
 
 #include "trafo/errors.h"
+#include "trafo/report/metrics_reader.h"
+#include "trafo/report/run_advice.h"
 #include "trafo/train/progress_line.h"
 #include "trafo/train/schedule.h"
 #include "trafo/train/train_step.h"
@@ -222,7 +224,13 @@ class TrainingLoop {
     } else if (main() && last_validated_ != step && step > 0) {
       validate_and_checkpoint();
     }
-    record("end", {{"reason", reason}});
+    nlohmann::json end = {{"reason", reason}};
+    if (main() && reason != "nan") {
+      const auto advice = advice_on_length();
+      for (const auto& sentence : advice) spdlog::info("{}", sentence);
+      if (!advice.empty()) end["advice"] = advice;
+    }
+    record("end", end);
     TrainResult result;
     result.reason = reason;
     result.step = progress_.step;
@@ -230,6 +238,16 @@ class TrainingLoop {
     result.best_checkpoint = std::filesystem::exists(p_.folder.best()) ? p_.folder.best().string() : "";
     result.best_metric = progress_.best_metric;
     return result;
+  }
+
+  // Whether the run ended while still improving, or went on while overfitting (report/run_advice.h),
+  // from its metrics.jsonl, earlier sessions included. Advice only: a file that cannot be read gives none.
+  std::vector<std::string> advice_on_length() const {
+    try {
+      return report::run_advice(report::read_run(p_.folder.path()));
+    } catch (const InputError&) {
+      return {};
+    }
   }
 
   void save(const checkpoint::Checkpoint& ckpt, const std::filesystem::path& path, bool best) {
