@@ -25,6 +25,10 @@ LIBRETRANSLATEPY_VERSION=2.1.4
 ARGOSTRANSLATE_VERSION=1.11.0
 ARGOS_PACKAGES=("argostranslate==$ARGOSTRANSLATE_VERSION" stanza==1.10.1 minisbd==0.9.5 onnxruntime==1.32.0
   emoji==2.16.0 tqdm==4.70.1 flatbuffers==25.12.19)
+# Hugging Face transformers: a test loads trafo's MarianMT export with it (AutoModelForSeq2SeqLM,
+# AutoTokenizer) and checks that it translates as trafo does. Its dependencies, pinned too.
+TRANSFORMERS_VERSION=4.57.1
+TRANSFORMERS_PACKAGES=("transformers==$TRANSFORMERS_VERSION" huggingface_hub==0.36.2 tokenizers==0.22.2 hf-xet==1.8.0)
 VENV=.venv
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -102,6 +106,12 @@ if [ "$have_argostranslate" != "$ARGOSTRANSLATE_VERSION" ]; then
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps "${ARGOS_PACKAGES[@]}" \
     || fail "pip could not install argostranslate==$ARGOSTRANSLATE_VERSION (is PyPI reachable?)"
 fi
-"$VENV/bin/python" -c 'import torch, sacrebleu, tensorboard, ctranslate2, sentencepiece, safetensors, requests, libretranslatepy' \
-  || fail "torch, sacrebleu, tensorboard, ctranslate2, sentencepiece, safetensors, requests or libretranslatepy does not import from $VENV"
+have_transformers=$(version_in_venv transformers)
+if [ "$have_transformers" != "$TRANSFORMERS_VERSION" ]; then
+  say "installing transformers==$TRANSFORMERS_VERSION into $VENV"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${TRANSFORMERS_PACKAGES[@]}" \
+    || fail "pip could not install transformers==$TRANSFORMERS_VERSION (is PyPI reachable?)"
+fi
+"$VENV/bin/python" -c 'import torch, sacrebleu, tensorboard, ctranslate2, sentencepiece, safetensors, requests, libretranslatepy, transformers' \
+  || fail "torch, sacrebleu, tensorboard, ctranslate2, sentencepiece, safetensors, requests, libretranslatepy or transformers does not import from $VENV"
 say "done"

@@ -4,6 +4,7 @@
 
 #include "trafo/deploy/argos.h"
 #include "trafo/deploy/ctranslate2.h"
+#include "trafo/deploy/huggingface.h"
 #include "trafo/errors.h"
 #include "trafo/util/files.h"
 
@@ -19,6 +20,11 @@ const std::vector<ExportFormat>& export_formats() {
        "an Argos Translate package (one .argosmodel file: the CTranslate2 model, the SentencePiece model and "
        "metadata.json with the languages) that argostranslate installs and LibreTranslate serves",
        {"float32", "int8", "int8_float32", "bfloat16"}, argos_files, /*single_file=*/true},
+      {"huggingface",
+       "a Hugging Face MarianMT folder (config.json, model.safetensors, vocab.json, source.spm, target.spm, "
+       "tokenizer files) for transformers' AutoModelForSeq2SeqLM and AutoTokenizer; models trained with --norm post "
+       "--positions sinusoidal-halves",
+       {"float32"}, huggingface_files},
   };
   return formats;
 }

@@ -1,0 +1,192 @@
+#include "trafo/deploy/huggingface.h"
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "trafo/checkpoint/safetensors.h"
+#include "trafo/data/tokenizer.h"
+#include "trafo/errors.h"
+#include "trafo/model/positions.h"
+
+namespace trafo::deploy {
+namespace {
+
+// What MarianMTModel cannot express, with what to train instead; empty when it can.
+std::string unsupported(const model::ModelConfig& c) {
+  const std::string instead = "; MarianMT is post-norm with sinusoidal positions in halves: train with --norm post "
+                              "--positions sinusoidal-halves to export to Hugging Face";
+  if (model::norm_position(c) != model::NormPosition::kPost) return "--norm " + c.norm + instead;
+  if (c.positions != "sinusoidal-halves") return "--positions " + c.positions + instead;
+  return "";
+}
+
+const char* activation_name(const model::ModelConfig& c) {
+  switch (model::activation_of(c)) {
+    case model::Activation::kGelu: return "gelu";  // transformers' "gelu" is the exact, erf form, as trafo's
+    case model::Activation::kSwish: return "swish";
+    case model::Activation::kRelu: return "relu";
+  }
+  return "relu";
+}
+
+// trafo's weight names -> MarianMTModel's state dict (fused projections split into q, k and v).
+class StateDict {
+ public:
+  explicit StateDict(const checkpoint::Checkpoint& checkpoint) : weights_(checkpoint.weights) {}
+
+  void copy(const std::string& to, const std::string& from) { tensors[to] = weight(from).contiguous(); }
+  void linear(const std::string& to, const std::string& from) {
+    copy(to + ".weight", from + ".weight");
+    copy(to + ".bias", from + ".bias");
+  }
+  // A fused projection [n·d, d] of parts `names` (q, k, v or k, v), in that order.
+  void split(const std::string& to, const std::vector<std::string>& names, const std::string& from) {
+    const auto weights = weight(from + ".weight").chunk(static_cast<int64_t>(names.size()), 0);
+    const auto biases = weight(from + ".bias").chunk(static_cast<int64_t>(names.size()), 0);
+    for (size_t i = 0; i < names.size(); ++i) {
+      tensors[to + "." + names[i] + ".weight"] = weights[i].contiguous();
+      tensors[to + "." + names[i] + ".bias"] = biases[i].contiguous();
+    }
+  }
+
+  std::map<std::string, at::Tensor> tensors;
+
+  const at::Tensor& weight(const std::string& name) const {
+    const auto found = weights_.find(name);
+    if (found == weights_.end()) throw InputError("the checkpoint has no weight " + name);
+    return found->second;
+  }
+
+ private:
+  const std::map<std::string, at::Tensor>& weights_;
+};
+
+// What encoder and decoder layers share: self-attention (its residual's norm is `self_norm`) and the
+// feed-forward block.
+void self_attention_and_feed_forward(StateDict& dict, const std::string& to, const std::string& from,
+                                     const std::string& self_norm) {
+  dict.split(to + ".self_attn", {"q_proj", "k_proj", "v_proj"}, from + ".self_attention.qkv_proj");
+  dict.linear(to + ".self_attn.out_proj", from + ".self_attention.out_proj");
+  dict.linear(to + ".self_attn_layer_norm", from + "." + self_norm + ".norm");
+  dict.linear(to + ".fc1", from + ".feed_forward.linear1");
+  dict.linear(to + ".fc2", from + ".feed_forward.linear2");
+  dict.linear(to + ".final_layer_norm", from + ".feed_forward_residual.norm");
+}
+
+std::string marian_safetensors(const checkpoint::Checkpoint& checkpoint) {
+  const auto& c = checkpoint.model_config;
+  StateDict dict(checkpoint);
+  for (int64_t i = 0; i < c.encoder_layers; ++i) {
+    self_attention_and_feed_forward(dict, "model.encoder.layers." + std::to_string(i),
+                                    "encoder_layers." + std::to_string(i), "attention_residual");
+  }
+  for (int64_t i = 0; i < c.decoder_layers; ++i) {
+    const auto to = "model.decoder.layers." + std::to_string(i), from = "decoder_layers." + std::to_string(i);
+    self_attention_and_feed_forward(dict, to, from, "self_residual");
+    dict.linear(to + ".encoder_attn.q_proj", from + ".cross_attention.q_proj");
+    dict.split(to + ".encoder_attn", {"k_proj", "v_proj"}, from + ".cross_attention.kv_proj");
+    dict.linear(to + ".encoder_attn.out_proj", from + ".cross_attention.out_proj");
+    dict.linear(to + ".encoder_attn_layer_norm", from + ".cross_residual.norm");
+  }
+  const char* table = model::position_kind(c.positions).ctranslate2_table;
+  dict.copy("model.encoder.embed_positions.weight", table);
+  dict.copy("model.decoder.embed_positions.weight", table);
+  const std::string source = "source_embedding.embedding.weight";
+  const std::string target = c.tie_embeddings ? source : "target_embedding.embedding.weight";
+  dict.copy("model.shared.weight", source);
+  dict.copy("model.encoder.embed_tokens.weight", source);
+  dict.copy("model.decoder.embed_tokens.weight", target);
+  if (c.tie_embeddings) {
+    dict.copy("lm_head.weight", source);
+    dict.tensors["final_logits_bias"] = torch::zeros({1, c.vocab_size});
+  } else {  // the output projection's bias is MarianMT's final_logits_bias
+    dict.copy("lm_head.weight", "output_projection.weight");
+    dict.tensors["final_logits_bias"] = dict.weight("output_projection.bias").reshape({1, c.vocab_size}).contiguous();
+  }
+  checkpoint::Safetensors file;
+  file.metadata["format"] = "pt";  // transformers refuses a safetensors file without it
+  for (auto& [name, tensor] : dict.tensors) file.tensors[name] = tensor.to(torch::kFloat32);
+  return checkpoint::to_safetensors(file);
+}
+
+nlohmann::json model_config(const model::ModelConfig& c) {
+  return {{"architectures", {"MarianMTModel"}},
+          {"model_type", "marian"},
+          {"vocab_size", c.vocab_size},
+          {"decoder_vocab_size", c.vocab_size},
+          {"d_model", c.d_model},
+          {"encoder_layers", c.encoder_layers},
+          {"decoder_layers", c.decoder_layers},
+          {"encoder_attention_heads", c.heads},
+          {"decoder_attention_heads", c.heads},
+          {"encoder_ffn_dim", c.d_ff},
+          {"decoder_ffn_dim", c.d_ff},
+          {"activation_function", activation_name(c)},
+          {"max_position_embeddings", c.max_positions},
+          {"scale_embedding", true},
+          {"static_position_embeddings", true},
+          {"normalize_embedding", false},
+          {"share_encoder_decoder_embeddings", c.tie_embeddings},
+          {"tie_word_embeddings", c.tie_embeddings},
+          {"dropout", c.dropout},
+          {"attention_dropout", 0.0},
+          {"activation_dropout", 0.0},
+          {"encoder_layerdrop", 0.0},
+          {"decoder_layerdrop", 0.0},
+          {"init_std", 0.02},
+          {"is_encoder_decoder", true},
+          {"pad_token_id", data::Tokenizer::kPad},
+          {"eos_token_id", data::Tokenizer::kEos},
+          {"bos_token_id", data::Tokenizer::kBos},
+          {"decoder_start_token_id", data::Tokenizer::kBos},
+          {"forced_eos_token_id", data::Tokenizer::kEos},
+          {"torch_dtype", "float32"}};
+}
+
+// Greedy by default, as `trafo translate`; pad and bos are never produced, as in trafo's decoders.
+nlohmann::json generation_config(const model::ModelConfig& c) {
+  return {{"decoder_start_token_id", data::Tokenizer::kBos},
+          {"bos_token_id", data::Tokenizer::kBos},
+          {"eos_token_id", data::Tokenizer::kEos},
+          {"forced_eos_token_id", data::Tokenizer::kEos},
+          {"pad_token_id", data::Tokenizer::kPad},
+          {"bad_words_ids", {{data::Tokenizer::kPad}, {data::Tokenizer::kBos}}},
+          {"max_length", c.max_positions},
+          {"num_beams", 1}};
+}
+
+std::string json_text(const nlohmann::json& value) { return value.dump(2) + "\n"; }
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> huggingface_files(const checkpoint::Checkpoint& checkpoint,
+                                                                   const std::string& quantization) {
+  if (quantization != "float32") throw InputError("--format huggingface takes --quantization float32 only");
+  const auto& c = checkpoint.model_config;
+  if (const auto why = unsupported(c); !why.empty()) throw InputError("no MarianMT form for " + why);
+  const auto tokenizer = data::Tokenizer::from_bytes(checkpoint.tokenizer);
+  // One id table for both SentencePiece models: trafo's ids are the pieces' SentencePiece ids.
+  nlohmann::json vocab = nlohmann::json::object();
+  for (int id = 0; id < tokenizer.vocab_size(); ++id) vocab[tokenizer.piece(id)] = id;
+  const auto& info = checkpoint.inference;
+  const nlohmann::json special = {{"eos_token", tokenizer.piece(data::Tokenizer::kEos)},
+                                  {"unk_token", tokenizer.piece(data::Tokenizer::kUnk)},
+                                  {"pad_token", tokenizer.piece(data::Tokenizer::kPad)}};
+  nlohmann::json tokenizer_config = special;
+  tokenizer_config.update({{"tokenizer_class", "MarianTokenizer"},
+                           {"source_lang", info.src_lang},
+                           {"target_lang", info.tgt_lang},
+                           {"separate_vocabs", false},
+                           {"model_max_length", c.max_positions},
+                           {"clean_up_tokenization_spaces", false}});
+  return {{"config.json", json_text(model_config(c))},
+          {"generation_config.json", json_text(generation_config(c))},
+          {"model.safetensors", marian_safetensors(checkpoint)},
+          {"vocab.json", json_text(vocab)},
+          {"source.spm", checkpoint.tokenizer},
+          {"target.spm", checkpoint.tokenizer},
+          {"tokenizer_config.json", json_text(tokenizer_config)},
+          {"special_tokens_map.json", json_text(special)}};
+}
+
+}  // namespace trafo::deploy

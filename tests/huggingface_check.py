@@ -1,0 +1,50 @@
+"""Checks a `trafo export --format huggingface` folder with the real transformers (PyPI, in .venv):
+AutoTokenizer and AutoModelForSeq2SeqLM load it with no custom code; greedy generate() gives trafo's
+translation of each line (same length limit: 1.5 × source pieces + 10, then eos); and the teacher-forced log p
+of each translation (its pieces and eos) is trafo's `score-pairs` score of it, within 1e-4 relative.
+
+    huggingface_check.py FOLDER SOURCES TRAFO_TRANSLATIONS TRAFO_SCORES
+Prints "ok" and exits 0, or prints each mismatch and exits 1.
+"""
+
+import sys
+import warnings
+
+import torch
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+
+def main():
+    folder, sources, translations, scores = sys.argv[1:5]
+    warnings.filterwarnings("ignore")  # e.g. "Recommended: pip install sacremoses"
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForSeq2SeqLM.from_pretrained(folder).eval()
+    torch.set_num_threads(1)
+    lines = open(sources, encoding="utf-8").read().splitlines()
+    expected = open(translations, encoding="utf-8").read().splitlines()
+    expected_scores = [float(line.split()[0]) for line in open(scores, encoding="utf-8").read().splitlines()]
+    assert len(lines) == len(expected) == len(expected_scores), "line counts differ"
+    failures = []
+    for i, (line, want, want_score) in enumerate(zip(lines, expected, expected_scores)):
+        encoded = tokenizer(line, return_tensors="pt")
+        pieces = encoded["input_ids"].shape[1] - 1  # eos last
+        limit = min(int(1.5 * pieces + 10), model.config.max_position_embeddings - 1)
+        with torch.no_grad():
+            # At most `limit` pieces, then eos: the folder's forced_eos_token_id puts eos last, as trafo does.
+            generated = model.generate(**encoded, num_beams=1, do_sample=False, max_new_tokens=limit + 1)
+            got = tokenizer.decode(generated[0], skip_special_tokens=True)
+            labels = tokenizer(text_target=want, return_tensors="pt")["input_ids"]
+            logits = model(**encoded, labels=labels).logits
+            score = torch.log_softmax(logits.double(), -1).gather(-1, labels.unsqueeze(-1)).sum().item()
+        if got != want:
+            failures.append(f"line {i + 1}: transformers {got!r}, trafo {want!r}")
+        if abs(score - want_score) > 1e-4 * max(1.0, abs(want_score)):
+            failures.append(f"line {i + 1}: transformers log p {score:.6f}, trafo {want_score:.6f}")
+    for failure in failures:
+        print(failure)
+    print("ok" if not failures else f"{len(failures)} mismatches in {len(lines)} lines")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
