@@ -21,9 +21,9 @@ const std::vector<ExportFormat>& export_formats() {
        "metadata.json with the languages) that argostranslate installs and LibreTranslate serves",
        {"float32", "int8", "int8_float32", "bfloat16"}, argos_files, /*single_file=*/true},
       {"huggingface",
-       "a Hugging Face MarianMT folder (config.json, model.safetensors, vocab.json, source.spm, target.spm, "
-       "tokenizer files) for transformers' AutoModelForSeq2SeqLM and AutoTokenizer; models trained with --norm post "
-       "--positions sinusoidal-halves",
+       "a Hugging Face transformers folder (config.json, model.safetensors, vocab.json, source.spm, target.spm, "
+       "tokenizer files) for AutoModelForSeq2SeqLM and AutoTokenizer: MarianMT for --norm post, Pegasus for --norm "
+       "pre (tied embeddings)",
        {"float32"}, huggingface_files},
   };
   return formats;

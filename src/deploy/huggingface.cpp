@@ -11,12 +11,28 @@
 namespace trafo::deploy {
 namespace {
 
-// What MarianMTModel cannot express, with what to train instead; empty when it can.
+// The transformers class a model exports to: MarianMT for post-norm, Pegasus for pre-norm (its
+// layers normalise before each block, and each stack ends in a LayerNorm, as trafo's do).
+struct ModelClass {
+  const char* model_type;
+  const char* architecture;
+};
+
+ModelClass model_class(const model::ModelConfig& c) {
+  if (model::norm_position(c) == model::NormPosition::kPost) return {"marian", "MarianMTModel"};
+  return {"pegasus", "PegasusForConditionalGeneration"};
+}
+
+// What neither class can express, with what to train instead; empty when one can.
 std::string unsupported(const model::ModelConfig& c) {
-  const std::string instead = "; MarianMT is post-norm with sinusoidal positions in halves: train with --norm post "
-                              "--positions sinusoidal-halves to export to Hugging Face";
-  if (model::norm_position(c) != model::NormPosition::kPost) return "--norm " + c.norm + instead;
-  if (c.positions != "sinusoidal-halves") return "--positions " + c.positions + instead;
+  if (model::norm_position(c) == model::NormPosition::kPre && !c.tie_embeddings) {
+    return "--norm pre with --tie-embeddings false (Pegasus, the pre-norm class, shares one embedding between "
+           "encoder and decoder): train with --tie-embeddings true, or --norm post to export as MarianMT";
+  }
+  if (c.d_model % 2 != 0) return "an odd --d-model (" + std::to_string(c.d_model) + "): train with an even one";
+  if (c.positions != "sinusoidal" && c.positions != "sinusoidal-halves") {
+    return "--positions " + c.positions + ": train with --positions sinusoidal or sinusoidal-halves";
+  }
   return "";
 }
 
@@ -30,19 +46,37 @@ const char* activation_name(const model::ModelConfig& c) {
 }
 
 // trafo's weight names -> MarianMTModel's state dict (fused projections split into q, k and v).
+//
+// Interleaved positions become MarianMT's halves by one fixed permutation of the model dimension: the
+// residual stream's coordinate j goes to place perm⁻¹(j), perm = (0, 2, 4, ..., 1, 3, 5, ...). Every
+// weight that reads the stream is permuted along its input, every one that writes it along its
+// output, and the LayerNorms along theirs (mean and variance do not depend on the order): the function
+// is unchanged, and the interleaved table becomes the halves one exactly.
 class StateDict {
  public:
-  explicit StateDict(const checkpoint::Checkpoint& checkpoint) : weights_(checkpoint.weights) {}
-
-  void copy(const std::string& to, const std::string& from) { tensors[to] = weight(from).contiguous(); }
-  void linear(const std::string& to, const std::string& from) {
-    copy(to + ".weight", from + ".weight");
-    copy(to + ".bias", from + ".bias");
+  StateDict(const checkpoint::Checkpoint& checkpoint, bool interleaved) : weights_(checkpoint.weights) {
+    const int64_t d = checkpoint.model_config.d_model;
+    if (interleaved) permutation_ = torch::cat({torch::arange(0, d, 2), torch::arange(1, d, 2)});
   }
-  // A fused projection [n·d, d] of parts `names` (q, k, v or k, v), in that order.
+
+  // A tensor whose dimension `dim` is the residual stream's (-1: none).
+  void stream(const std::string& to, const std::string& from, int64_t dim) {
+    tensors[to] = permuted(weight(from), dim).contiguous();
+  }
+  // A linear layer that reads the stream (`reads`) or writes it.
+  void linear(const std::string& to, const std::string& from, bool reads) {
+    stream(to + ".weight", from + ".weight", reads ? 1 : 0);
+    stream(to + ".bias", from + ".bias", reads ? -1 : 0);
+  }
+  void norm(const std::string& to, const std::string& from) {
+    stream(to + ".weight", from + ".weight", 0);
+    stream(to + ".bias", from + ".bias", 0);
+  }
+  // A fused projection [n·d, d] that reads the stream, of parts `names` (q, k, v or k, v), in that order.
   void split(const std::string& to, const std::vector<std::string>& names, const std::string& from) {
-    const auto weights = weight(from + ".weight").chunk(static_cast<int64_t>(names.size()), 0);
-    const auto biases = weight(from + ".bias").chunk(static_cast<int64_t>(names.size()), 0);
+    const auto parts = static_cast<int64_t>(names.size());
+    const auto weights = permuted(weight(from + ".weight"), 1).chunk(parts, 0);
+    const auto biases = weight(from + ".bias").chunk(parts, 0);
     for (size_t i = 0; i < names.size(); ++i) {
       tensors[to + "." + names[i] + ".weight"] = weights[i].contiguous();
       tensors[to + "." + names[i] + ".bias"] = biases[i].contiguous();
@@ -58,7 +92,13 @@ class StateDict {
   }
 
  private:
+  at::Tensor permuted(const at::Tensor& tensor, int64_t dim) const {
+    if (dim < 0 || !permutation_.defined()) return tensor;
+    return tensor.index_select(dim, permutation_);
+  }
+
   const std::map<std::string, at::Tensor>& weights_;
+  at::Tensor permutation_;  // undefined: the positions are in halves already
 };
 
 // What encoder and decoder layers share: self-attention (its residual's norm is `self_norm`) and the
@@ -66,16 +106,16 @@ class StateDict {
 void self_attention_and_feed_forward(StateDict& dict, const std::string& to, const std::string& from,
                                      const std::string& self_norm) {
   dict.split(to + ".self_attn", {"q_proj", "k_proj", "v_proj"}, from + ".self_attention.qkv_proj");
-  dict.linear(to + ".self_attn.out_proj", from + ".self_attention.out_proj");
-  dict.linear(to + ".self_attn_layer_norm", from + "." + self_norm + ".norm");
-  dict.linear(to + ".fc1", from + ".feed_forward.linear1");
-  dict.linear(to + ".fc2", from + ".feed_forward.linear2");
-  dict.linear(to + ".final_layer_norm", from + ".feed_forward_residual.norm");
+  dict.linear(to + ".self_attn.out_proj", from + ".self_attention.out_proj", /*reads=*/false);
+  dict.norm(to + ".self_attn_layer_norm", from + "." + self_norm + ".norm");
+  dict.linear(to + ".fc1", from + ".feed_forward.linear1", /*reads=*/true);
+  dict.linear(to + ".fc2", from + ".feed_forward.linear2", /*reads=*/false);
+  dict.norm(to + ".final_layer_norm", from + ".feed_forward_residual.norm");
 }
 
-std::string marian_safetensors(const checkpoint::Checkpoint& checkpoint) {
+std::string model_safetensors(const checkpoint::Checkpoint& checkpoint) {
   const auto& c = checkpoint.model_config;
-  StateDict dict(checkpoint);
+  StateDict dict(checkpoint, /*interleaved=*/c.positions == "sinusoidal");
   for (int64_t i = 0; i < c.encoder_layers; ++i) {
     self_attention_and_feed_forward(dict, "model.encoder.layers." + std::to_string(i),
                                     "encoder_layers." + std::to_string(i), "attention_residual");
@@ -83,24 +123,28 @@ std::string marian_safetensors(const checkpoint::Checkpoint& checkpoint) {
   for (int64_t i = 0; i < c.decoder_layers; ++i) {
     const auto to = "model.decoder.layers." + std::to_string(i), from = "decoder_layers." + std::to_string(i);
     self_attention_and_feed_forward(dict, to, from, "self_residual");
-    dict.linear(to + ".encoder_attn.q_proj", from + ".cross_attention.q_proj");
+    dict.linear(to + ".encoder_attn.q_proj", from + ".cross_attention.q_proj", /*reads=*/true);
     dict.split(to + ".encoder_attn", {"k_proj", "v_proj"}, from + ".cross_attention.kv_proj");
-    dict.linear(to + ".encoder_attn.out_proj", from + ".cross_attention.out_proj");
-    dict.linear(to + ".encoder_attn_layer_norm", from + ".cross_residual.norm");
+    dict.linear(to + ".encoder_attn.out_proj", from + ".cross_attention.out_proj", /*reads=*/false);
+    dict.norm(to + ".encoder_attn_layer_norm", from + ".cross_residual.norm");
+  }
+  if (model::norm_position(c) == model::NormPosition::kPre) {  // each stack's final LayerNorm
+    dict.norm("model.encoder.layer_norm", "encoder_norm");
+    dict.norm("model.decoder.layer_norm", "decoder_norm");
   }
   const char* table = model::position_kind(c.positions).ctranslate2_table;
-  dict.copy("model.encoder.embed_positions.weight", table);
-  dict.copy("model.decoder.embed_positions.weight", table);
+  dict.stream("model.encoder.embed_positions.weight", table, 1);
+  dict.stream("model.decoder.embed_positions.weight", table, 1);
   const std::string source = "source_embedding.embedding.weight";
   const std::string target = c.tie_embeddings ? source : "target_embedding.embedding.weight";
-  dict.copy("model.shared.weight", source);
-  dict.copy("model.encoder.embed_tokens.weight", source);
-  dict.copy("model.decoder.embed_tokens.weight", target);
+  dict.stream("model.shared.weight", source, 1);
+  dict.stream("model.encoder.embed_tokens.weight", source, 1);
+  dict.stream("model.decoder.embed_tokens.weight", target, 1);
   if (c.tie_embeddings) {
-    dict.copy("lm_head.weight", source);
+    dict.stream("lm_head.weight", source, 1);
     dict.tensors["final_logits_bias"] = torch::zeros({1, c.vocab_size});
-  } else {  // the output projection's bias is MarianMT's final_logits_bias
-    dict.copy("lm_head.weight", "output_projection.weight");
+  } else {  // the output projection's bias is the class's final_logits_bias
+    dict.stream("lm_head.weight", "output_projection.weight", 1);
     dict.tensors["final_logits_bias"] = dict.weight("output_projection.bias").reshape({1, c.vocab_size}).contiguous();
   }
   checkpoint::Safetensors file;
@@ -110,37 +154,41 @@ std::string marian_safetensors(const checkpoint::Checkpoint& checkpoint) {
 }
 
 nlohmann::json model_config(const model::ModelConfig& c) {
-  return {{"architectures", {"MarianMTModel"}},
-          {"model_type", "marian"},
-          {"vocab_size", c.vocab_size},
-          {"decoder_vocab_size", c.vocab_size},
-          {"d_model", c.d_model},
-          {"encoder_layers", c.encoder_layers},
-          {"decoder_layers", c.decoder_layers},
-          {"encoder_attention_heads", c.heads},
-          {"decoder_attention_heads", c.heads},
-          {"encoder_ffn_dim", c.d_ff},
-          {"decoder_ffn_dim", c.d_ff},
-          {"activation_function", activation_name(c)},
-          {"max_position_embeddings", c.max_positions},
-          {"scale_embedding", true},
-          {"static_position_embeddings", true},
-          {"normalize_embedding", false},
-          {"share_encoder_decoder_embeddings", c.tie_embeddings},
-          {"tie_word_embeddings", c.tie_embeddings},
-          {"dropout", c.dropout},
-          {"attention_dropout", 0.0},
-          {"activation_dropout", 0.0},
-          {"encoder_layerdrop", 0.0},
-          {"decoder_layerdrop", 0.0},
-          {"init_std", 0.02},
-          {"is_encoder_decoder", true},
-          {"pad_token_id", data::Tokenizer::kPad},
-          {"eos_token_id", data::Tokenizer::kEos},
-          {"bos_token_id", data::Tokenizer::kBos},
-          {"decoder_start_token_id", data::Tokenizer::kBos},
-          {"forced_eos_token_id", data::Tokenizer::kEos},
-          {"torch_dtype", "float32"}};
+  const auto kind = model_class(c);
+  nlohmann::json config = {{"architectures", {kind.architecture}},
+                           {"model_type", kind.model_type},
+                           {"vocab_size", c.vocab_size},
+                           {"d_model", c.d_model},
+                           {"encoder_layers", c.encoder_layers},
+                           {"decoder_layers", c.decoder_layers},
+                           {"encoder_attention_heads", c.heads},
+                           {"decoder_attention_heads", c.heads},
+                           {"encoder_ffn_dim", c.d_ff},
+                           {"decoder_ffn_dim", c.d_ff},
+                           {"activation_function", activation_name(c)},
+                           {"max_position_embeddings", c.max_positions},
+                           {"scale_embedding", true},
+                           {"tie_word_embeddings", c.tie_embeddings},
+                           {"dropout", c.dropout},
+                           {"attention_dropout", 0.0},
+                           {"activation_dropout", 0.0},
+                           {"encoder_layerdrop", 0.0},
+                           {"decoder_layerdrop", 0.0},
+                           {"init_std", 0.02},
+                           {"is_encoder_decoder", true},
+                           {"pad_token_id", data::Tokenizer::kPad},
+                           {"eos_token_id", data::Tokenizer::kEos},
+                           {"bos_token_id", data::Tokenizer::kBos},
+                           {"decoder_start_token_id", data::Tokenizer::kBos},
+                           {"forced_eos_token_id", data::Tokenizer::kEos},
+                           {"torch_dtype", "float32"}};
+  if (std::string(kind.model_type) == "marian") {
+    config.update({{"decoder_vocab_size", c.vocab_size},
+                   {"share_encoder_decoder_embeddings", c.tie_embeddings},
+                   {"static_position_embeddings", true},
+                   {"normalize_embedding", false}});
+  }
+  return config;
 }
 
 // Greedy by default, as `trafo translate`; pad and bos are never produced, as in trafo's decoders.
@@ -163,7 +211,7 @@ std::vector<std::pair<std::string, std::string>> huggingface_files(const checkpo
                                                                    const std::string& quantization) {
   if (quantization != "float32") throw InputError("--format huggingface takes --quantization float32 only");
   const auto& c = checkpoint.model_config;
-  if (const auto why = unsupported(c); !why.empty()) throw InputError("no MarianMT form for " + why);
+  if (const auto why = unsupported(c); !why.empty()) throw InputError("no Hugging Face form for " + why);
   const auto tokenizer = data::Tokenizer::from_bytes(checkpoint.tokenizer);
   // One id table for both SentencePiece models: trafo's ids are the pieces' SentencePiece ids.
   nlohmann::json vocab = nlohmann::json::object();
@@ -181,7 +229,7 @@ std::vector<std::pair<std::string, std::string>> huggingface_files(const checkpo
                            {"clean_up_tokenization_spaces", false}});
   return {{"config.json", json_text(model_config(c))},
           {"generation_config.json", json_text(generation_config(c))},
-          {"model.safetensors", marian_safetensors(checkpoint)},
+          {"model.safetensors", model_safetensors(checkpoint)},
           {"vocab.json", json_text(vocab)},
           {"source.spm", checkpoint.tokenizer},
           {"target.spm", checkpoint.tokenizer},
