@@ -4,6 +4,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "model_support.h"
@@ -328,6 +329,54 @@ TEST(Positions, HalvesAreTheInterleavedColumnsWithTheSinesFirstAsMarianMT) {
   EXPECT_NO_THROW(validate(config));
   config.positions = "sinusoidal-thirds";
   EXPECT_THROW(validate(config), InputError);
+}
+
+// --attention-dropout and --activation-dropout: each drops where it says, in training only; unset
+// (-1), each follows --dropout, as every place did before they were options.
+TEST(Dropout, AttentionAndActivationRatesDropWhereTheySay) {
+  ModelConfig config = tiny_config();
+  EXPECT_EQ(attention_dropout_rate(config), 0.0);
+  config.dropout = 0.3;
+  EXPECT_EQ(attention_dropout_rate(config), 0.3);
+  EXPECT_EQ(activation_dropout_rate(config), 0.3);
+  config.attention_dropout = 0.0;
+  EXPECT_EQ(attention_dropout_rate(config), 0.0);
+  EXPECT_EQ(activation_dropout_rate(config), 0.3);
+
+  const auto src = torch::tensor({{4, 5, 6, 7, 3}}, torch::kLong);
+  const auto tgt = torch::tensor({{2, 8, 9, 10}}, torch::kLong);
+  // Train-mode output against eval-mode output of the same weights, residual dropout off.
+  const auto changes_training = [&](double attention, double activation) {
+    ModelConfig c = tiny_config();
+    c.attention_dropout = attention;
+    c.activation_dropout = activation;
+    torch::manual_seed(4);
+    Transformer model(c);
+    model->eval();
+    const auto evaluated = model(src, tgt);
+    model->train();
+    return !torch::allclose(model(src, tgt), evaluated, 1e-6, 1e-6);
+  };
+  EXPECT_FALSE(changes_training(0.0, 0.0));
+  EXPECT_TRUE(changes_training(0.5, 0.0));
+  EXPECT_TRUE(changes_training(0.0, 0.5));
+
+  // Stored with the model, read back; a config from before them follows dropout; they are no part
+  // of the model's shape; 1 is refused.
+  config.activation_dropout = 0.2;
+  const auto read = model_config_from_json(to_json(config));
+  EXPECT_EQ(read.attention_dropout, 0.0);
+  EXPECT_EQ(read.activation_dropout, 0.2);
+  auto older = to_json(tiny_config());
+  older["version"] = 2;
+  older.erase("attention_dropout");
+  older.erase("activation_dropout");
+  EXPECT_EQ(model_config_from_json(older).attention_dropout, -1.0);
+  EXPECT_EQ(describe_differences(config, tiny_config()), "");
+  for (const double refused : {1.0, -0.5, std::nan("")}) {
+    config.attention_dropout = refused;
+    EXPECT_THROW(validate(config), InputError) << refused;
+  }
 }
 
 TEST(FeedForward, SwishIsXTimesSigmoidOfX) {

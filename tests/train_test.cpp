@@ -15,6 +15,7 @@
 #include "trafo/errors.h"
 #include "trafo/model/loss.h"
 #include "trafo/train/schedule.h"
+#include "trafo/train/train_step.h"
 #include "trafo/train/trainer.h"
 
 namespace trafo::train {
@@ -167,6 +168,60 @@ TEST(Trainer, ResumedRunReachesTheSameWeightsAsAnUninterruptedOne) {
   for (const auto& [name, tensor] : a.weights) {
     EXPECT_TRUE(torch::equal(tensor, b.weights.at(name))) << name;
   }
+}
+
+TEST(WordDropout, ReplacesOrdinaryPiecesByUnkAtItsRateAndNothingElse) {
+  torch::manual_seed(5);
+  const int tag = 9;
+  auto ids = torch::randint(4, 40, {64, 50}, torch::kLong);  // ordinary pieces
+  ids.select(1, 0).fill_(kBosId);
+  ids.select(1, 1).fill_(tag);
+  ids.select(1, 48).fill_(kEosId);
+  ids.select(1, 49).fill_(kPadId);
+  EXPECT_TRUE(drop_words(ids, 0.0).is_same(ids));
+  const auto dropped = drop_words(ids, 0.3, {tag});
+  const auto changed = dropped.ne(ids);
+  EXPECT_TRUE(dropped.masked_select(changed).eq(kUnkId).all().item<bool>()) << "a changed piece is unk";
+  for (const int64_t column : {0, 1, 48, 49}) {
+    EXPECT_TRUE(torch::equal(dropped.select(1, column), ids.select(1, column))) << "column " << column;
+  }
+  const double share = changed.sum().item<double>() / (64.0 * 46.0);
+  EXPECT_NEAR(share, 0.3, 0.03);
+  EXPECT_FALSE(torch::equal(drop_words(ids, 0.3, {tag}), dropped)) << "fresh draws each call";
+}
+
+// Word dropout draws from the generator a checkpoint saves: a resumed run still reaches the weights
+// of an uninterrupted one.
+TEST(Trainer, AResumedRunWithWordDropoutReachesTheSameWeights) {
+  const auto data = make_temp_dir("word-dropout-data");
+  trafo::testing::write_synthetic_corpus(data, "train", 120, 1);
+  trafo::testing::write_synthetic_corpus(data, "dev", 10, 2);
+  const auto root = make_temp_dir("word-dropout-runs");
+  const auto with_word_dropout = [&](const std::filesystem::path& run) {
+    auto c = tiny_training(data, run);
+    c.src_word_dropout = 0.2;
+    c.tgt_word_dropout = 0.2;
+    return c;
+  };
+  auto whole = with_word_dropout(root / "whole");
+  whole.max_steps = 6;
+  Trainer(whole).run();
+  auto plain = tiny_training(data, root / "plain");
+  plain.max_steps = 6;
+  Trainer(plain).run();
+  auto part = with_word_dropout(root / "part");
+  part.max_steps = 3;
+  Trainer(part).run();
+  part.max_steps = 6;
+  Trainer(part).run();
+
+  const auto a = checkpoint::load(root / "whole" / "checkpoint-last.pt");
+  const auto b = checkpoint::load(root / "part" / "checkpoint-last.pt");
+  const auto c = checkpoint::load(root / "plain" / "checkpoint-last.pt");
+  for (const auto& [name, tensor] : a.weights) EXPECT_TRUE(torch::equal(tensor, b.weights.at(name))) << name;
+  const auto& embedding = a.weights.at("source_embedding.embedding.weight");
+  EXPECT_FALSE(torch::equal(embedding, c.weights.at("source_embedding.embedding.weight")))
+      << "word dropout changed nothing";
 }
 
 TEST(Trainer, RefusesToResumeARunWithAnotherModel) {

@@ -56,6 +56,9 @@ void validate(const ModelConfig& c) {
   require_between(c.decoder_layers, 1, kMaxLayers, "decoder-layers");
   require_between(c.d_ff, 1, kMaxDFF, "d-ff");
   require(c.dropout >= 0.0 && c.dropout < 1.0, "dropout must be in [0, 1)");
+  const auto rate_or_unset = [](double rate) { return rate == -1.0 || (rate >= 0.0 && rate < 1.0); };
+  require(rate_or_unset(c.attention_dropout), "attention-dropout must be in [0, 1), or -1 for dropout's");
+  require(rate_or_unset(c.activation_dropout), "activation-dropout must be in [0, 1), or -1 for dropout's");
   activation_of(c);
   norm_position(c);
   position_kind(c.positions);
@@ -67,12 +70,29 @@ void validate(const ModelConfig& c) {
                                             std::to_string(std::llround(kMaxParameters / 1e9)) + " billion");
 }
 
+double attention_dropout_rate(const ModelConfig& c) { return c.attention_dropout >= 0.0 ? c.attention_dropout : c.dropout; }
+
+double activation_dropout_rate(const ModelConfig& c) {
+  return c.activation_dropout >= 0.0 ? c.activation_dropout : c.dropout;
+}
+
+bool is_dropout_key(const std::string& json_key) {
+  return json_key == "dropout" || json_key == "attention_dropout" || json_key == "activation_dropout";
+}
+
+void take_dropout_rates(ModelConfig& to, const ModelConfig& from) {
+  to.dropout = from.dropout;
+  to.attention_dropout = from.attention_dropout;
+  to.activation_dropout = from.activation_dropout;
+}
+
 nlohmann::json to_json(const ModelConfig& c) {
   return {{"version", kModelConfigVersion},
           {"vocab_size", c.vocab_size}, {"d_model", c.d_model},
           {"heads", c.heads},           {"encoder_layers", c.encoder_layers},
           {"decoder_layers", c.decoder_layers}, {"d_ff", c.d_ff},
           {"dropout", c.dropout},       {"activation", c.activation},
+          {"attention_dropout", c.attention_dropout}, {"activation_dropout", c.activation_dropout},
           {"norm", c.norm},             {"tie_embeddings", c.tie_embeddings},
           {"max_positions", c.max_positions}, {"positions", c.positions}, {"pad_id", c.pad_id}};
 }
@@ -98,6 +118,8 @@ ModelConfig model_config_from_json(const nlohmann::json& j) {
     read("decoder_layers", c.decoder_layers);
     read("d_ff", c.d_ff);
     read("dropout", c.dropout);
+    read("attention_dropout", c.attention_dropout);
+    read("activation_dropout", c.activation_dropout);
     read("activation", c.activation);
     read("norm", c.norm);
     read("tie_embeddings", c.tie_embeddings);
@@ -159,11 +181,11 @@ std::map<std::string, std::vector<int64_t>> weight_shapes(const ModelConfig& c) 
 }
 
 std::string describe_differences(const ModelConfig& a, const ModelConfig& b) {
-  // Dropout is a training knob, not part of the model's shape.
+  // Dropout rates are training knobs, not part of the model's shape.
   const nlohmann::json ja = to_json(a), jb = to_json(b);
   std::string out;
   for (const auto& [key, value] : ja.items()) {
-    if (key == "dropout" || jb.at(key) == value) continue;
+    if (is_dropout_key(key) || jb.at(key) == value) continue;
     if (!out.empty()) out += ", ";
     out += key + " " + value.dump() + " vs " + jb.at(key).dump();
   }

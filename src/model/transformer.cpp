@@ -8,8 +8,8 @@ namespace trafo::model {
 
 EncoderLayerImpl::EncoderLayerImpl(const ModelConfig& c) {
   const bool pre_norm = norm_position(c) == NormPosition::kPre;
-  self_attention = register_module("self_attention", MultiHeadAttention(c.d_model, c.heads, c.dropout, true));
-  feed_forward = register_module("feed_forward", FeedForward(c.d_model, c.d_ff, c.dropout, activation_of(c)));
+  self_attention = register_module("self_attention", MultiHeadAttention(c.d_model, c.heads, attention_dropout_rate(c), true));
+  feed_forward = register_module("feed_forward", FeedForward(c.d_model, c.d_ff, activation_dropout_rate(c), activation_of(c)));
   attention_residual = register_module("attention_residual", Residual(c.d_model, c.dropout, pre_norm));
   feed_forward_residual = register_module("feed_forward_residual", Residual(c.d_model, c.dropout, pre_norm));
 }
@@ -26,9 +26,9 @@ void DecoderCache::select(const torch::Tensor& index) {
 
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
   const bool pre_norm = norm_position(c) == NormPosition::kPre;
-  self_attention = register_module("self_attention", MultiHeadAttention(c.d_model, c.heads, c.dropout, true));
-  cross_attention = register_module("cross_attention", MultiHeadAttention(c.d_model, c.heads, c.dropout, false));
-  feed_forward = register_module("feed_forward", FeedForward(c.d_model, c.d_ff, c.dropout, activation_of(c)));
+  self_attention = register_module("self_attention", MultiHeadAttention(c.d_model, c.heads, attention_dropout_rate(c), true));
+  cross_attention = register_module("cross_attention", MultiHeadAttention(c.d_model, c.heads, attention_dropout_rate(c), false));
+  feed_forward = register_module("feed_forward", FeedForward(c.d_model, c.d_ff, activation_dropout_rate(c), activation_of(c)));
   self_residual = register_module("self_residual", Residual(c.d_model, c.dropout, pre_norm));
   cross_residual = register_module("cross_residual", Residual(c.d_model, c.dropout, pre_norm));
   feed_forward_residual = register_module("feed_forward_residual", Residual(c.d_model, c.dropout, pre_norm));

@@ -147,6 +147,8 @@ void validate(const TrainConfig& c) {
   require_range(c.weight_decay, 0.0, HUGE_VAL, "weight-decay must be finite and not negative");
   require_range(c.clip_norm, 0.0, HUGE_VAL, "clip-norm must be finite and not negative");
   require(c.label_smoothing >= 0 && c.label_smoothing < 1, "label-smoothing must be in [0, 1)");
+  require(c.src_word_dropout >= 0 && c.src_word_dropout < 1, "src-word-dropout must be in [0, 1)");
+  require(c.tgt_word_dropout >= 0 && c.tgt_word_dropout < 1, "tgt-word-dropout must be in [0, 1)");
   require(c.batch_tokens > 0 && c.batch_tokens <= kMaxBatchTokens,
           "batch-tokens must be between 1 and " + std::to_string(kMaxBatchTokens));
   // The batches of one update are held until its step: far beyond any real use, memory runs out.

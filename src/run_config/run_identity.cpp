@@ -22,8 +22,13 @@ bool in_group(const ConfigKey& key, std::initializer_list<const char*> groups) {
   return false;
 }
 
+// The dropout rates: training knobs in the Model group, which a resume or a fine-tuning may change.
+bool is_dropout_option(const std::string& name) {
+  return name == "dropout" || name == "attention-dropout" || name == "activation-dropout";
+}
+
 bool defines_run(const ConfigKey& key) {
-  return in_group(key, {"Data", "Vocabulary", "Model"}) && std::strcmp(key.name, "dropout") != 0;
+  return in_group(key, {"Data", "Vocabulary", "Model"}) && !is_dropout_option(key.name);
 }
 
 bool is_data_file_key(const std::string& name) {
@@ -141,7 +146,7 @@ void take_initial_options(TrainConfig& c, const TrainConfig& theirs, const model
   std::vector<std::string> conflicts;
   for (const auto& key : config_keys()) {
     const std::string name = key.name;
-    if (!in_group(key, {"Model", "Vocabulary"}) || name == "dropout" || name == "init-from") continue;
+    if (!in_group(key, {"Model", "Vocabulary"}) || is_dropout_option(name) || name == "init-from") continue;
     const auto asked = format_value(key, c), kept = format_value(key, theirs);
     if (asked != kept && was_given(c, name)) conflicts.push_back(name + " " + asked + " vs " + kept);
     copy_value(key, theirs, c);
@@ -150,9 +155,11 @@ void take_initial_options(TrainConfig& c, const TrainConfig& theirs, const model
     throw InputError("--init-from " + c.init_from + " fixes the model and tokenizer, and options given differ (asked vs " +
                      "checkpoint: " + join_differences(conflicts) + "); leave them out or give the checkpoint's values");
   }
-  const double dropout = c.model.dropout;  // a training knob: the one given, else the checkpoint's
+  const model::ModelConfig asked = c.model;  // the dropout rates: each the one given, else the checkpoint's
   c.model = model;
-  if (was_given(c, "dropout")) c.model.dropout = dropout;
+  if (was_given(c, "dropout")) c.model.dropout = asked.dropout;
+  if (was_given(c, "attention-dropout")) c.model.attention_dropout = asked.attention_dropout;
+  if (was_given(c, "activation-dropout")) c.model.activation_dropout = asked.activation_dropout;
 }
 
 TrainConfig read_run_config(const std::string& text, const std::string& where) {

@@ -193,7 +193,7 @@ ResumePoint choose_resume(const TrainConfig& c, const RunFolder& folder, Replica
   resume.path = replicas.share("resume", resume.path.string());
   if (resume.path.empty() && !c.init_from.empty()) {
     resume.initial = checkpoint::load(c.init_from, /*with_training_state=*/false);
-    resume.initial->model_config.dropout = c.model.dropout;
+    model::take_dropout_rates(resume.initial->model_config, c.model);
     return resume;
   }
   if (resume.path.empty()) return resume;
@@ -202,7 +202,7 @@ ResumePoint choose_resume(const TrainConfig& c, const RunFolder& folder, Replica
                  folder.path().string(), c.init_from);
   }
   if (!resume.saved) resume.saved = checkpoint::load(resume.path);
-  resume.saved->model_config.dropout = c.model.dropout;
+  model::take_dropout_rates(resume.saved->model_config, c.model);
   return resume;  // the checkpoint's tokenizer is kept: its size is the model's vocabulary (TrainingData)
 }
 

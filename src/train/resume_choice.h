@@ -45,7 +45,7 @@ std::optional<checkpoint::Checkpoint> newest_complete_checkpoint(const RunFolder
 
 // Rank 0 decides which checkpoint (if any) the run of `folder` resumes from; its model must be the one
 // `config` (settled) asks for. A new run with --init-from starts from that checkpoint instead (every rank
-// loads it). Either way the model trains with the --dropout settled for this session, not the checkpoint's.
+// loads it). Either way the model trains with the dropout rates settled for this session, not the checkpoint's.
 ResumePoint choose_resume(const run_config::TrainConfig& config, const RunFolder& folder, Replicas& replicas);
 
 }  // namespace trafo::train

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "trafo/model/loss.h"
+#include "trafo/special_ids.h"
 #include "trafo/util/autocast.h"
 #include "replicas.h"
 
@@ -13,6 +14,14 @@ namespace trafo::train {
 TrainStep::TrainStep(model::Transformer& model, torch::optim::Optimizer& optimizer, const c10::Device& device,
                      const StepOptions& options, Replicas* replicas)
     : model_(model), optimizer_(optimizer), device_(device), options_(options), replicas_(replicas) {}
+
+at::Tensor drop_words(const at::Tensor& ids, double p, const std::vector<int>& kept) {
+  if (p <= 0.0 || ids.numel() == 0) return ids;
+  auto special = ids.eq(kPadId) | ids.eq(kBosId) | ids.eq(kEosId);
+  for (const int id : kept) special |= ids.eq(id);
+  const auto dropped = torch::rand(ids.sizes()).lt(p) & special.logical_not();
+  return ids.masked_fill(dropped, kUnkId);
+}
 
 StepResult TrainStep::run(const std::vector<data::Batch>& batches, double lr) {
   StepResult result;
@@ -29,7 +38,8 @@ StepResult TrainStep::run(const std::vector<data::Batch>& batches, double lr) {
     torch::Tensor smoothed;
     {
       util::AutocastGuard autocast(options_.bf16, device_.type());
-      smoothed = model::batch_loss(model_, batch.source.to(device_), batch.target_input.to(device_),
+      smoothed = model::batch_loss(model_, drop_words(batch.source, options_.src_word_dropout, options_.kept).to(device_),
+                                   drop_words(batch.target_input, options_.tgt_word_dropout, options_.kept).to(device_),
                                    batch.target_output.to(device_), options_.label_smoothing).smoothed;
     }
     (smoothed / tokens).backward();

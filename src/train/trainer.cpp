@@ -40,6 +40,15 @@ struct Window {
   Clock::time_point start = Clock::now();
 };
 
+// The corpora's tag pieces (each corpus's, -1 for none), each once.
+std::vector<int> kept_tags(const std::vector<int>& tags) {
+  std::vector<int> kept;
+  for (const int tag : tags) {
+    if (tag >= 0 && std::find(kept.begin(), kept.end(), tag) == kept.end()) kept.push_back(tag);
+  }
+  return kept;
+}
+
 // The parts of a session the training loop works with.
 struct LoopParts {
   const TrainConfig& config;  // final
@@ -52,6 +61,7 @@ struct LoopParts {
   RunLogs& logs;
   const RunClock& clock;
   size_t corpora;                // the corpora the batches come from
+  std::vector<int> tags;         // the corpora's tag pieces, which word dropout keeps
   checkpoint::Checkpoint about;  // run_description: what every checkpoint says of the run
 };
 
@@ -64,7 +74,9 @@ class TrainingLoop {
         c_(p_.config),
         progress_(p_.training.progress),
         step_(p_.model, *p_.training.optimizer, p_.place.device,
-              StepOptions{c_.label_smoothing, c_.clip_norm, p_.place.precision.bf16}, &p_.place.replicas),
+              StepOptions{c_.label_smoothing, c_.clip_norm, p_.place.precision.bf16, c_.src_word_dropout,
+                          c_.tgt_word_dropout, p_.tags},
+              &p_.place.replicas),
         line_(c_, p_.batcher.batches_per_epoch(), p_.clock.max_time_s()),
         stop_requested_(stop_requested),
         // The 1-based epoch of the latest batch, as logs show it.
@@ -278,7 +290,7 @@ Trainer::~Trainer() = default;
 TrainResult Trainer::run() {
   Session s(config_);
   TrainingLoop loop(LoopParts{s.config, s.place, s.folder, s.batcher, s.model, s.training, s.validation, s.logs,
-                              s.clock, s.data.corpora.size(), run_description(s)},
+                              s.clock, s.data.corpora.size(), kept_tags(s.data.tags), run_description(s)},
                     stop_requested_);
   loop.record("start", start_record(s));
   log_start(s);

@@ -19,7 +19,9 @@ struct ModelConfig {
   int64_t encoder_layers = 3;      // encoder depth
   int64_t decoder_layers = 3;      // decoder depth
   int64_t d_ff = 1024;             // inner width of the feed-forward blocks
-  double dropout = 0.1;            // embeddings, sublayer outputs, attention weights, FFN inner
+  double dropout = 0.1;            // embeddings, sublayer outputs; attention weights and FFN inner unless set below
+  double attention_dropout = -1.0;   // attention weights; -1: as dropout
+  double activation_dropout = -1.0;  // feed-forward inner activations; -1: as dropout
   std::string activation = "relu"; // feed-forward activation: relu | gelu | swish (SiLU)
   std::string norm = "pre";        // residual LayerNorm position: pre | post
   bool tie_embeddings = true;      // one matrix for source, target and output embeddings
@@ -45,12 +47,22 @@ enum class Activation { kRelu, kGelu, kSwish };
 NormPosition norm_position(const ModelConfig& config);
 Activation activation_of(const ModelConfig& config);
 
+// The rates attention weights and feed-forward activations drop at: their own where set (not -1), else
+// dropout's (the rate every place used before they were options).
+double attention_dropout_rate(const ModelConfig& config);
+double activation_dropout_rate(const ModelConfig& config);
+
+// The dropout rates are training knobs, not part of the model: a resume or a fine-tuning may change
+// them. Whether `json_key` (a to_json key) is one; and `to` with `from`'s rates.
+bool is_dropout_key(const std::string& json_key);
+void take_dropout_rates(ModelConfig& to, const ModelConfig& from);
+
 // Throws trafo::InputError naming the first invalid field.
 void validate(const ModelConfig& config);
 
 // The version of the JSON form; a key added to ModelConfig raises it, and its default must be what
 // models before it did, so that older checkpoints still load.
-inline constexpr int64_t kModelConfigVersion = 2;  // 2: positions
+inline constexpr int64_t kModelConfigVersion = 3;  // 2: positions; 3: attention and activation dropout
 
 nlohmann::json to_json(const ModelConfig& config);
 // Keys the JSON lacks keep ModelConfig's defaults; a version above kModelConfigVersion, a value of the

@@ -11,7 +11,8 @@
 
 namespace trafo::run_config {
 
-// The keys of the groups Data, Vocabulary and Model define a run, except dropout (a training knob);
+// The keys of the groups Data, Vocabulary and Model define a run, except the dropout rates (--dropout,
+// --attention-dropout, --activation-dropout: training knobs);
 // data-dir and the four file keys are compared as the files they resolve to.
 // One entry per defining option whose values differ: `src-lang "en" vs "de"` (a's value first).
 std::vector<std::string> run_differences(const TrainConfig& a, const TrainConfig& b);
@@ -27,12 +28,12 @@ struct DataFiles {
 DataFiles data_files(const TrainConfig& config);
 
 // A resume takes the run's options where the request leaves them out (was_given): each defining
-// option not given, and --dropout, becomes `run`'s value. The data files (data-dir, train-src,
+// option not given, and each dropout rate not given, becomes `run`'s value. The data files (data-dir, train-src,
 // train-tgt, dev-src, dev-tgt) and the corpora name the data as one: taken when none is given.
 void take_run_options(TrainConfig& config, const TrainConfig& run);
 
 // A new run from --init-from takes the model and vocabulary options of the checkpoint's config
-// `theirs` and its model config `model`; --dropout is the one given, else the checkpoint's. An
+// `theirs` and its model config `model`; each dropout rate is the one given, else the checkpoint's. An
 // option given whose value differs from the checkpoint's throws trafo::InputError naming both values.
 void take_initial_options(TrainConfig& config, const TrainConfig& theirs, const model::ModelConfig& model);
 

@@ -22,7 +22,16 @@ struct StepOptions {
   double label_smoothing = 0.1;
   double clip_norm = 1.0;  // 0: no clipping (the norm is still measured)
   bool bf16 = false;       // forward under bf16 autocast; master weights and loss stay fp32
+  double src_word_dropout = 0.0;  // share of source pieces replaced by unk (0: off)
+  double tgt_word_dropout = 0.0;  // share of the decoder's input pieces replaced by unk; labels stay
+  std::vector<int> kept;          // pieces word dropout never replaces: the corpus tags
 };
+
+// Word dropout (Sennrich & Zhang 2019, Araabi & Monz 2020): `ids` [B,T] with each piece other than
+// pad, bos, eos and those of `kept` replaced by unk with probability `p`, drawn from LibTorch's default
+// CPU generator (which a checkpoint saves, so that a resumed run draws as an uninterrupted one).
+// `ids` itself when p is 0.
+at::Tensor drop_words(const at::Tensor& ids, double p, const std::vector<int>& kept = {});
 
 struct StepResult {
   bool applied = false;          // false: a non-finite loss or gradient, the update was skipped
