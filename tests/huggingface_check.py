@@ -7,12 +7,14 @@ of each translation (its pieces and eos) is trafo's `score-pairs` score of it, w
 Prints "ok" and exits 0, or prints each mismatch (with its folder) and exits 1.
 """
 
+import os
 import re
 import sys
 import warnings
 
-import torch
-from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder only: nothing is fetched
+import torch  # noqa: E402
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer  # noqa: E402
 
 
 def check(folder, sources, translations, scores):

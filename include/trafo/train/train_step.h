@@ -24,7 +24,7 @@ struct StepOptions {
   bool bf16 = false;       // forward under bf16 autocast; master weights and loss stay fp32
   double src_word_dropout = 0.0;  // share of source pieces replaced by unk (0: off)
   double tgt_word_dropout = 0.0;  // share of the decoder's input pieces replaced by unk; labels stay
-  std::vector<int> kept;          // pieces word dropout never replaces: the corpus tags
+  std::vector<int> kept = {};     // pieces word dropout never replaces: the corpus tags
 };
 
 // Word dropout (Sennrich & Zhang 2019, Araabi & Monz 2020): `ids` [B,T] with each piece other than
