@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "export_support.h"
 #include "trafo/deploy/ctranslate2.h"
 #include "trafo/errors.h"
 
@@ -101,7 +102,7 @@ std::vector<std::pair<std::string, std::string>> argos_files(const checkpoint::C
       {"from_code", info.src_lang},   {"from_name", info.src_lang}, {"to_code", info.tgt_lang},
       {"to_name", info.tgt_lang},     {"code", top},
   };
-  std::vector<std::pair<std::string, std::string>> entries = {{top + "/metadata.json", metadata.dump(2) + "\n"}};
+  std::vector<std::pair<std::string, std::string>> entries = {{top + "/metadata.json", json_text(metadata)}};
   for (auto& [name, bytes] : ctranslate2_files(checkpoint, quantization)) {
     entries.emplace_back(name == "sentencepiece.model" ? top + "/" + name : top + "/model/" + name, std::move(bytes));
   }

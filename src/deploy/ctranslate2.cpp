@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "export_support.h"
 #include "model_bin.h"
 #include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
@@ -41,11 +42,7 @@ class SpecBuilder {
   }
 
  private:
-  const at::Tensor& weight(const std::string& name) const {
-    const auto found = weights_.find(name);
-    if (found == weights_.end()) throw InputError("the checkpoint has no weight " + name);
-    return found->second;
-  }
+  const at::Tensor& weight(const std::string& name) const { return checkpoint_weight(weights_, name); }
   const std::map<std::string, at::Tensor>& weights_;
   ModelBin& bin_;
 };
@@ -136,8 +133,6 @@ nlohmann::json vocabulary(const data::Tokenizer& tokenizer) {
   for (int id = 0; id < tokenizer.vocab_size(); ++id) pieces.push_back(tokenizer.piece(id));
   return pieces;
 }
-
-std::string json_text(const nlohmann::json& value) { return value.dump(2) + "\n"; }
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "export_support.h"
 #include "trafo/checkpoint/safetensors.h"
 #include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
@@ -85,11 +86,7 @@ class StateDict {
 
   std::map<std::string, at::Tensor> tensors;
 
-  const at::Tensor& weight(const std::string& name) const {
-    const auto found = weights_.find(name);
-    if (found == weights_.end()) throw InputError("the checkpoint has no weight " + name);
-    return found->second;
-  }
+  const at::Tensor& weight(const std::string& name) const { return checkpoint_weight(weights_, name); }
 
  private:
   at::Tensor permuted(const at::Tensor& tensor, int64_t dim) const {
@@ -202,8 +199,6 @@ nlohmann::json generation_config(const model::ModelConfig& c) {
           {"max_length", c.max_positions},
           {"num_beams", 1}};
 }
-
-std::string json_text(const nlohmann::json& value) { return value.dump(2) + "\n"; }
 
 }  // namespace
 

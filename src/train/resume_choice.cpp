@@ -149,17 +149,23 @@ std::optional<checkpoint::Checkpoint> newest_complete_checkpoint(const RunFolder
   };
   // The furthest progress first: a run's steps only grow, while modification times do not survive a
   // copy of the folder. At equal steps, the newer file (checkpoint-last.pt at equal times).
-  std::vector<std::pair<checkpoint::Checkpoint, std::filesystem::path>> loaded;
+  struct Loaded {
+    checkpoint::Checkpoint saved;
+    std::filesystem::path path;
+    int64_t step;  // recorded_step, read once
+  };
+  std::vector<Loaded> loaded;
   for (const auto& path : candidates) {
     try {
-      loaded.emplace_back(checkpoint::load(path), path);
+      auto saved = checkpoint::load(path);
+      const int64_t step = recorded_step(saved);
+      loaded.push_back({std::move(saved), path, step});
     } catch (const InputError& e) {
       pass_over(path, e.what());
     }
   }
-  std::stable_sort(loaded.begin(), loaded.end(),
-                   [](const auto& a, const auto& b) { return recorded_step(a.first) > recorded_step(b.first); });
-  for (auto& [saved, path] : loaded) {
+  std::stable_sort(loaded.begin(), loaded.end(), [](const Loaded& a, const Loaded& b) { return a.step > b.step; });
+  for (auto& [saved, path, step] : loaded) {
     try {
       if (!saved.training) throw InputError("it holds no training state to resume from");
       const auto foreign = foreign_reason(saved, c, path.string());
