@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
   add(trafo::cli::add_bench_command);
   add(trafo::cli::add_average_command);
   add(trafo::cli::add_export_command);
+  add(trafo::cli::add_import_command);
   add(trafo::cli::add_serve_command);
   trafo::cli::add_number_checks(app);  // decimal integers, finite floats: every option of every command
 

@@ -159,7 +159,7 @@ EncodedChunk encode_pairs(const std::vector<std::string>& sources, const std::ve
   const int64_t tag = options.tag >= 0 ? 1 : 0;
   for (size_t i = 0; i < sources.size(); ++i) {
     const auto src_ids = tokenizer.encode(sources[i]);
-    const auto tgt_ids = tokenizer.encode(targets[i]);
+    const auto tgt_ids = tokenizer.encode_target(targets[i]);
     if (!options.tag_pieces.empty() && chunk.tag_in_text_line == 0) {
       for (const auto* ids : {&src_ids, &tgt_ids}) {
         for (const int id : *ids) {

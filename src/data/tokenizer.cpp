@@ -9,12 +9,14 @@
 #include <sstream>
 #include <unordered_map>
 
+#include <nlohmann/json.hpp>
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 #include <spdlog/spdlog.h>
 
 #include "trafo/data/corpus.h"
 #include "trafo/errors.h"
+#include "trafo/util/base64.h"
 
 namespace trafo::data {
 namespace {
@@ -196,14 +198,78 @@ std::vector<std::string> vocabulary_sample(const std::vector<WeightedFiles>& cor
   return lines;
 }
 
-Tokenizer::Tokenizer(std::string model)
-    : model_(std::move(model)), processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
-  const auto status = processor_->LoadFromSerializedProto(model_);
-  if (!status.ok()) throw InputError("invalid SentencePiece model: " + status.ToString());
-  if (processor_->pad_id() != kPad || processor_->unk_id() != kUnk || processor_->bos_id() != kBos ||
-      processor_->eos_id() != kEos) {
-    throw InputError("SentencePiece model does not use the ids pad=0 unk=1 bos=2 eos=3");
+namespace {
+
+// An imported vocabulary's to_bytes(): this line, then JSON with both SentencePiece models (base64)
+// and the id table. No SentencePiece model starts so (its first byte is a protobuf tag).
+constexpr std::string_view kTableMagic = "trafo-vocabulary-table 1\n";
+
+std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_of(const std::string& model, const char* what) {
+  auto processor = std::make_unique<sentencepiece::SentencePieceProcessor>();
+  const auto status = processor->LoadFromSerializedProto(model);
+  if (!status.ok()) throw InputError(std::string("invalid SentencePiece model") + what + ": " + status.ToString());
+  return processor;
+}
+
+}  // namespace
+
+Tokenizer::Tokenizer(std::string model) : model_(std::move(model)) {
+  if (std::string_view(model_).substr(0, kTableMagic.size()) != kTableMagic) {
+    processor_ = processor_of(model_, "");
+    if (processor_->pad_id() != kPad || processor_->unk_id() != kUnk || processor_->bos_id() != kBos ||
+        processor_->eos_id() != kEos) {
+      throw InputError("SentencePiece model does not use the ids pad=0 unk=1 bos=2 eos=3");
+    }
+    return;
   }
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(model_.substr(kTableMagic.size()));
+    source_model_ = util::from_base64(json.at("source").get<std::string>(), "the vocabulary's source model");
+    target_model_ = util::from_base64(json.at("target").get<std::string>(), "the vocabulary's target model");
+    table_ = json.at("pieces").get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(std::string("invalid vocabulary table: ") + e.what());
+  }
+  if (table_.size() < 4) throw InputError("invalid vocabulary table: fewer than the 4 special pieces");
+  for (size_t id = 0; id < table_.size(); ++id) {
+    if (!table_ids_.emplace(table_[id], static_cast<int>(id)).second) {
+      throw InputError("invalid vocabulary table: the piece '" + table_[id] + "' is there twice");
+    }
+  }
+  processor_ = processor_of(source_model_, " (source)");
+  target_ = processor_of(target_model_, " (target)");
+}
+
+Tokenizer Tokenizer::from_table(std::string source_model, std::string target_model, std::vector<std::string> pieces) {
+  const nlohmann::json json = {{"source", util::to_base64(source_model)},
+                               {"target", util::to_base64(target_model)},
+                               {"pieces", std::move(pieces)}};
+  return Tokenizer(std::string(kTableMagic) + json.dump());
+}
+
+const std::string& Tokenizer::source_model() const { return has_table() ? source_model_ : model_; }
+const std::string& Tokenizer::target_model() const { return has_table() ? target_model_ : model_; }
+
+// MarianMT's tokenizer: a leading language code (">>" up to the first "<<") is one piece, the rest is
+// cut by SentencePiece; a piece the table lacks is unk.
+std::vector<int> Tokenizer::ids_from_table(const sentencepiece::SentencePieceProcessor& processor,
+                                           std::string_view text) const {
+  std::vector<int> ids;
+  const auto piece_id = [&](const std::string& piece) {
+    const auto found = table_ids_.find(piece);
+    ids.push_back(found == table_ids_.end() ? kUnk : found->second);
+  };
+  if (text.substr(0, 2) == ">>") {
+    if (const auto end = text.find("<<"); end != std::string_view::npos) {
+      piece_id(std::string(text.substr(0, end + 2)));
+      text.remove_prefix(end + 2);
+    }
+  }
+  std::vector<std::string> pieces;
+  processor.Encode(text, &pieces).IgnoreError();
+  for (const auto& piece : pieces) piece_id(piece);
+  return ids;
 }
 
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
@@ -266,13 +332,22 @@ void Tokenizer::save(const std::filesystem::path& path) const {
 }
 
 std::vector<int> Tokenizer::encode(const std::string& text) const {
+  if (has_table()) return ids_from_table(*processor_, text);
   std::vector<int> ids;
   processor_->Encode(text, &ids).IgnoreError();
   return ids;
 }
 
+std::vector<int> Tokenizer::encode_target(const std::string& text) const {
+  return has_table() ? ids_from_table(*target_, text) : encode(text);
+}
+
 std::vector<std::string> Tokenizer::pieces(const std::string& text) const {
   std::vector<std::string> result;
+  if (has_table()) {
+    for (const int id : encode(text)) result.push_back(table_[static_cast<size_t>(id)]);
+    return result;
+  }
   processor_->Encode(text, &result).IgnoreError();
   return result;
 }
@@ -285,13 +360,26 @@ std::string Tokenizer::decode(const std::vector<int>& ids) const {
     if (id != kPad && id != kBos && id != kEos) kept.push_back(id);
   }
   std::string text;
+  if (has_table()) {
+    // As MarianMT's tokenizer: the target model joins the pieces, a word-start mark it leaves (in a
+    // piece it lacks, one of the source side's) is a space, and spaces at either end go.
+    std::vector<std::string> pieces;
+    for (const int id : kept) pieces.push_back(table_[static_cast<size_t>(id)]);
+    target_->Decode(pieces, &text).IgnoreError();
+    static const std::string kWordStart = "\xe2\x96\x81";  // U+2581
+    for (size_t at = text.find(kWordStart); at != std::string::npos; at = text.find(kWordStart, at + 1)) {
+      text.replace(at, kWordStart.size(), " ");
+    }
+    const auto first = text.find_first_not_of(' ');
+    return first == std::string::npos ? "" : text.substr(first, text.find_last_not_of(' ') - first + 1);
+  }
   processor_->Decode(kept, &text).IgnoreError();
   return text;
 }
 
 std::string Tokenizer::piece(int id) const {
   check_id(id);
-  return processor_->IdToPiece(id);
+  return has_table() ? table_[static_cast<size_t>(id)] : processor_->IdToPiece(id);
 }
 
 void Tokenizer::check_id(int id) const {
@@ -303,9 +391,15 @@ void Tokenizer::check_id(int id) const {
   }
 }
 
-int Tokenizer::vocab_size() const { return processor_->GetPieceSize(); }
+int Tokenizer::vocab_size() const {
+  return has_table() ? static_cast<int>(table_.size()) : processor_->GetPieceSize();
+}
 
 int Tokenizer::reserved_id(const std::string& symbol) const {
+  if (has_table()) {  // a language code the table holds: one piece at the start of a line
+    const auto ids = encode(symbol);
+    return ids.size() == 1 && symbol.size() > 4 && symbol.substr(0, 2) == ">>" && ids[0] != kUnk ? ids[0] : -1;
+  }
   const int id = processor_->PieceToId(symbol);
   if (id == kUnk || symbol.empty()) return -1;
   // A reserved piece is matched inside text, where a learned one would carry the word-start mark.

@@ -7,6 +7,7 @@
 
 #include "export_support.h"
 #include "trafo/deploy/ctranslate2.h"
+#include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
 
 namespace trafo::deploy {
@@ -103,8 +104,19 @@ std::vector<std::pair<std::string, std::string>> argos_files(const checkpoint::C
       {"to_name", info.tgt_lang},     {"code", top},
   };
   std::vector<std::pair<std::string, std::string>> entries = {{top + "/metadata.json", json_text(metadata)}};
+  // Argos cuts source text and joins target pieces with one SentencePiece model, sentencepiece.model.
+  const auto tokenizer = data::Tokenizer::from_bytes(checkpoint.tokenizer);
+  if (tokenizer.source_model() != tokenizer.target_model()) {
+    throw InputError("its vocabulary has a SentencePiece model per side (an imported MarianMT model), and an Argos "
+                     "package holds one for both: export it as ctranslate2 or huggingface instead");
+  }
   for (auto& [name, bytes] : ctranslate2_files(checkpoint, quantization)) {
-    entries.emplace_back(name == "sentencepiece.model" ? top + "/" + name : top + "/model/" + name, std::move(bytes));
+    if (name == "target.spm") continue;
+    if (name == "sentencepiece.model" || name == "source.spm") {
+      entries.emplace_back(top + "/sentencepiece.model", std::move(bytes));
+    } else {
+      entries.emplace_back(top + "/model/" + name, std::move(bytes));
+    }
   }
   entries.emplace_back(top + "/README.md", "A " + info.src_lang + " to " + info.tgt_lang +
                                                " translation model exported by trafo.\n");

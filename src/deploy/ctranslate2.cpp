@@ -150,10 +150,17 @@ std::string ctranslate2_model_bin(const checkpoint::Checkpoint& checkpoint, Quan
 std::vector<std::pair<std::string, std::string>> ctranslate2_files(const checkpoint::Checkpoint& checkpoint,
                                                                    const std::string& quantization) {
   const auto tokenizer = data::Tokenizer::from_bytes(checkpoint.tokenizer);
-  return {{"model.bin", ctranslate2_model_bin(checkpoint, parse_quantization(quantization))},
-          {"config.json", json_text(model_config(tokenizer))},
-          {"shared_vocabulary.json", json_text(vocabulary(tokenizer))},
-          {"sentencepiece.model", checkpoint.tokenizer}};
+  std::vector<std::pair<std::string, std::string>> files = {
+      {"model.bin", ctranslate2_model_bin(checkpoint, parse_quantization(quantization))},
+      {"config.json", json_text(model_config(tokenizer))},
+      {"shared_vocabulary.json", json_text(vocabulary(tokenizer))}};
+  if (tokenizer.has_table()) {  // an imported vocabulary: its models per side, as CTranslate2's MarianMT folders
+    files.emplace_back("source.spm", tokenizer.source_model());
+    files.emplace_back("target.spm", tokenizer.target_model());
+  } else {
+    files.emplace_back("sentencepiece.model", checkpoint.tokenizer);
+  }
+  return files;
 }
 
 }  // namespace trafo::deploy

@@ -134,7 +134,7 @@ std::string model_safetensors(const checkpoint::Checkpoint& checkpoint) {
   dict.stream("model.decoder.embed_positions.weight", table, 1);
   const std::string source = "source_embedding.embedding.weight";
   const std::string target = c.tie_embeddings ? source : "target_embedding.embedding.weight";
-  dict.stream("model.shared.weight", source, 1);
+  if (c.tie_embeddings) dict.stream("model.shared.weight", source, 1);  // untied MarianMT has no shared matrix
   dict.stream("model.encoder.embed_tokens.weight", source, 1);
   dict.stream("model.decoder.embed_tokens.weight", target, 1);
   if (c.tie_embeddings) {
@@ -208,7 +208,8 @@ std::vector<std::pair<std::string, std::string>> huggingface_files(const checkpo
   const auto& c = checkpoint.model_config;
   if (const auto why = unsupported(c); !why.empty()) throw InputError("no Hugging Face form for " + why);
   const auto tokenizer = data::Tokenizer::from_bytes(checkpoint.tokenizer);
-  // One id table for both SentencePiece models: trafo's ids are the pieces' SentencePiece ids.
+  // One id table for both SentencePiece models: trafo's ids (its own pieces' SentencePiece ids, or an
+  // imported vocabulary's table).
   nlohmann::json vocab = nlohmann::json::object();
   for (int id = 0; id < tokenizer.vocab_size(); ++id) vocab[tokenizer.piece(id)] = id;
   const auto& info = checkpoint.inference;
@@ -226,8 +227,8 @@ std::vector<std::pair<std::string, std::string>> huggingface_files(const checkpo
           {"generation_config.json", json_text(generation_config(c))},
           {"model.safetensors", model_safetensors(checkpoint)},
           {"vocab.json", json_text(vocab)},
-          {"source.spm", checkpoint.tokenizer},
-          {"target.spm", checkpoint.tokenizer},
+          {"source.spm", tokenizer.source_model()},
+          {"target.spm", tokenizer.target_model()},
           {"tokenizer_config.json", json_text(tokenizer_config)},
           {"special_tokens_map.json", json_text(special)}};
 }

@@ -22,7 +22,7 @@ std::vector<PairScore> score_pairs(model::Transformer& model, const data::Tokeni
   for (size_t i = 0; i < sources.size(); ++i) {
     auto source = tokenizer.encode(sources[i]);
     if (options.tag >= 0) source.insert(source.begin(), options.tag);
-    const auto target = tokenizer.encode(targets[i]);
+    const auto target = tokenizer.encode_target(targets[i]);
     if (static_cast<int64_t>(source.size()) + 1 > positions || static_cast<int64_t>(target.size()) + 1 > positions) {
       continue;
     }

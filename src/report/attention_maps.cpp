@@ -80,7 +80,7 @@ AttentionMaps extract_attention(model::Transformer& model, const data::Tokenizer
   result.forced = target.has_value();
   std::vector<int> target_ids;
   if (target) {
-    target_ids = tokenizer.encode(*target);
+    target_ids = tokenizer.encode_target(*target);
     check_length(target_ids, max_positions, "--tgt");
     result.target = *target;
   } else {

@@ -18,7 +18,7 @@ namespace trafo::checkpoint {
 
 struct Safetensors {
   std::map<std::string, std::string> metadata;  // without "checksum"
-  std::map<std::string, at::Tensor> tensors;    // float32, int64 or uint8, on the CPU
+  std::map<std::string, at::Tensor> tensors;    // float32, int64 or uint8 (trafo's), on the CPU
 };
 
 // The file's bytes. Tensors are written largest element first (int64, float32, uint8), so that each
@@ -30,11 +30,15 @@ std::string to_safetensors(const Safetensors& contents);
 // trafo::InputError when its header holds no single checksum entry.
 std::string with_checksum(std::string file);
 
-// Maps the file and checks it whole before anything is made of it: its checksum, the header's JSON,
-// each tensor's dtype, shape and byte range (in the data section, covering it without gaps or
-// overlaps). The tensors are copy-on-write views of the mapping, which stays while any is alive.
-// Throws trafo::InputError naming `path` and the first fault.
-Safetensors read_safetensors(const std::filesystem::path& path);
+// Who wrote a safetensors file: trafo (with its checksum in the metadata) or another program (no
+// checksum; float16 and bfloat16 tensors too, as transformers writes them).
+enum class Writer { kTrafo, kOther };
+
+// Maps the file and checks it whole before anything is made of it: its checksum (kTrafo), the
+// header's JSON, each tensor's dtype, shape and byte range (in the data section, covering it without
+// gaps or overlaps). The tensors are copy-on-write views of the mapping, which stays while any is
+// alive. Throws trafo::InputError naming `path` and the first fault.
+Safetensors read_safetensors(const std::filesystem::path& path, Writer writer = Writer::kTrafo);
 
 // Whether `prefix` (a file's first bytes) can start a safetensors file: a header length, then '{'.
 bool looks_like_safetensors(const std::string& prefix);

@@ -1,9 +1,13 @@
-// One joint SentencePiece model for source and target text, with fixed special ids.
+// The vocabulary: text to model ids and back. Either trafo's own, one joint SentencePiece model for
+// source and target text whose ids are the model's, or an imported one (Hugging Face MarianMT): a
+// SentencePiece model per side and an id table over their pieces. Both have the fixed special ids.
 #pragma once
 
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "trafo/special_ids.h"
@@ -54,7 +58,13 @@ class Tokenizer {
   static Tokenizer train(const std::vector<std::filesystem::path>& files, const TokenizerOptions& options);
   // Trains on `lines` (vocabulary_sample's), all of them.
   static Tokenizer train_on_lines(std::vector<std::string> lines, const TokenizerOptions& options);
-  // Loads a serialised model (the bytes of a .model file, as stored in checkpoints).
+  // An imported vocabulary: source text is cut by `source_model`, target text by `target_model` (the
+  // bytes of SentencePiece models), and a piece's id is its place in `pieces`, whose first four are
+  // pad, unk, bos and eos; a piece not there is unk. A leading language code (">>fra<<") is one
+  // piece, as MarianMT's tokenizer has it. Throws InputError for an invalid model or table.
+  static Tokenizer from_table(std::string source_model, std::string target_model, std::vector<std::string> pieces);
+  // Loads a serialised vocabulary: the bytes of a .model file, or to_bytes() of either kind, as
+  // checkpoints store them.
   static Tokenizer from_bytes(const std::string& model);
   static Tokenizer load(const std::filesystem::path& path);
 
@@ -62,23 +72,35 @@ class Tokenizer {
   Tokenizer& operator=(Tokenizer&&) noexcept;
   ~Tokenizer();
 
-  std::vector<int> encode(const std::string& text) const;         // no bos/eos
+  std::vector<int> encode(const std::string& text) const;         // source text; no bos/eos
+  std::vector<int> encode_target(const std::string& text) const;  // target text; no bos/eos
   std::vector<std::string> pieces(const std::string& text) const;  // the pieces `encode` gives
   // decode and piece throw InputError for an id outside the vocabulary.
-  std::string decode(const std::vector<int>& ids) const;           // pad/bos/eos are dropped
+  std::string decode(const std::vector<int>& ids) const;           // target text; pad/bos/eos are dropped
   std::string piece(int id) const;
   int vocab_size() const;
   // The id of the reserved piece `symbol` (a corpus tag), or -1 when the model has no such piece.
   int reserved_id(const std::string& symbol) const;
   const std::string& to_bytes() const { return model_; }
   void save(const std::filesystem::path& path) const;
+  // The SentencePiece models that cut source and target text (the same one in trafo's own kind),
+  // and whether ids are pieces of a table (an imported vocabulary) rather than SentencePiece's ids.
+  const std::string& source_model() const;
+  const std::string& target_model() const;
+  bool has_table() const { return !table_.empty(); }
 
  private:
   explicit Tokenizer(std::string model);
   static Tokenizer trained(std::string model, const TokenizerOptions& options);  // warns when smaller than asked
   void check_id(int id) const;
-  std::string model_;
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
+  std::vector<int> ids_from_table(const sentencepiece::SentencePieceProcessor& processor, std::string_view text) const;
+  std::string model_;  // to_bytes(): the joint model, or the table form (tokenizer.cpp, table_bytes)
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;  // the joint or the source model
+  // An imported vocabulary only:
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> target_;
+  std::string source_model_, target_model_;
+  std::vector<std::string> table_;                 // id -> piece
+  std::unordered_map<std::string, int> table_ids_;  // piece -> id
 };
 
 }  // namespace trafo::data

@@ -19,7 +19,8 @@ enum class Quantization { kFloat32, kBFloat16, kInt8 };
 Quantization parse_quantization(const std::string& name);
 
 // The files of the CTranslate2 model folder of `checkpoint` (as checkpoint::load returns it):
-// model.bin, config.json, shared_vocabulary.json, sentencepiece.model. `quantization` as above.
+// model.bin, config.json, shared_vocabulary.json, and sentencepiece.model (trafo's vocabulary) or
+// source.spm and target.spm (an imported one). `quantization` as above.
 std::vector<std::pair<std::string, std::string>> ctranslate2_files(const checkpoint::Checkpoint& checkpoint,
                                                                    const std::string& quantization);
 

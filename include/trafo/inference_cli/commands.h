@@ -1,5 +1,5 @@
 // The inference commands of the trafo binary: everything that reads a trained checkpoint (translate,
-// eval, score, score-pairs, attention, average, export, report). Their area may not use train/
+// eval, score, score-pairs, attention, average, export, import, report). Their area may not use train/
 // (CMakeLists.txt), so that what serves a model never links the trainer. Each command adds itself
 // to the CLI11 app and returns the function that runs it once the command line is parsed; that
 // function returns the exit code or throws trafo::InputError / trafo::RunError.
@@ -22,6 +22,7 @@ CommandRunner add_translate_command(CLI::App& app);
 CommandRunner add_report_command(CLI::App& app);
 CommandRunner add_attention_command(CLI::App& app);
 CommandRunner add_export_command(CLI::App& app);
+CommandRunner add_import_command(CLI::App& app);
 CommandRunner add_average_command(CLI::App& app);
 CommandRunner add_serve_command(CLI::App& app);
 

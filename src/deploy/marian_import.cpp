@@ -1,0 +1,335 @@
+#include "trafo/deploy/marian_import.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/serialize.h>
+#include <torch/torch.h>
+
+#include "trafo/checkpoint/safetensors.h"
+#include "trafo/data/tokenizer.h"
+#include "trafo/errors.h"
+#include "trafo/util/files.h"
+
+namespace trafo::deploy {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json read_json(const fs::path& path) {
+  const auto text = util::read_file(path);
+  const auto parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object()) throw InputError(path.string() + " is not a JSON object");
+  return parsed;
+}
+
+// A config value of the type asked; `fallback` when the key is absent or null.
+template <class T>
+T value_of(const json& config, const char* key, T fallback, const fs::path& path) {
+  if (!config.contains(key) || config[key].is_null()) return fallback;
+  try {
+    return config[key].get<T>();
+  } catch (const json::exception&) {
+    throw InputError(path.string() + ": " + key + " has the wrong type");
+  }
+}
+
+// The folder's weights as float32, under their state-dict names.
+std::map<std::string, at::Tensor> read_weights(const fs::path& folder) {
+  std::map<std::string, at::Tensor> weights;
+  std::error_code error;
+  if (fs::exists(folder / "model.safetensors", error)) {
+    for (auto& [name, tensor] :
+         checkpoint::read_safetensors(folder / "model.safetensors", checkpoint::Writer::kOther).tensors) {
+      weights[name] = tensor;
+    }
+  } else if (fs::exists(folder / "pytorch_model.bin", error)) {
+    const auto path = folder / "pytorch_model.bin";
+    const auto bytes = util::read_file(path);
+    if (bytes.rfind("PK\x03\x04", 0) != 0) {  // torch.save's zip form starts as every zip file does
+      throw InputError(path.string() + " is not in torch.save's zip form (PyTorch 1.6 and later), the one trafo "
+                       "reads: take the repository's model.safetensors instead");
+    }
+    c10::IValue loaded;
+    try {
+      loaded = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+    } catch (const c10::Error& e) {
+      throw InputError(path.string() + " is no state dict LibTorch reads (" + e.what_without_backtrace() + ")");
+    }
+    if (!loaded.isGenericDict()) throw InputError(path.string() + " holds no dict of tensors");
+    for (const auto& entry : loaded.toGenericDict()) {
+      if (!entry.key().isString() || !entry.value().isTensor()) continue;
+      weights[entry.key().toStringRef()] = entry.value().toTensor();
+    }
+  } else {
+    throw InputError(folder.string() + " holds neither model.safetensors nor pytorch_model.bin");
+  }
+  for (auto& [name, tensor] : weights) {
+    if (!tensor.is_floating_point()) continue;
+    tensor = tensor.to(torch::kFloat32).contiguous();
+  }
+  return weights;
+}
+
+// The MarianMT state dict, read by trafo's names.
+class StateDict {
+ public:
+  StateDict(std::map<std::string, at::Tensor> weights, fs::path folder)
+      : weights_(std::move(weights)), folder_(std::move(folder)) {}
+
+  bool has(const std::string& name) const { return find(name) != nullptr; }
+  // `name` with or without the "model." prefix (MarianMTModel's or MarianModel's state dict).
+  const at::Tensor& get(const std::string& name) const {
+    if (const auto* tensor = find(name)) return *tensor;
+    throw InputError(folder_.string() + ": the weights lack " + name);
+  }
+  at::Tensor linear_weight(const std::string& name) const { return get(name + ".weight"); }
+
+  // Sets trafo's `to`.weight and .bias from HF's projections `from` (concatenated along the output).
+  void linear(const std::string& to, const std::vector<std::string>& from) {
+    std::vector<at::Tensor> weights, biases;
+    for (const auto& name : from) {
+      weights.push_back(get(name + ".weight"));
+      biases.push_back(get(name + ".bias"));
+    }
+    out[to + ".weight"] = torch::cat(weights, 0);
+    out[to + ".bias"] = torch::cat(biases, 0);
+  }
+  void norm(const std::string& to, const std::string& from) { linear(to, {from}); }
+
+  std::map<std::string, at::Tensor> out;  // trafo's names
+
+ private:
+  const at::Tensor* find(const std::string& name) const {
+    for (const auto& key : {name, "model." + name}) {
+      if (const auto found = weights_.find(key); found != weights_.end()) return &found->second;
+    }
+    return nullptr;
+  }
+  std::map<std::string, at::Tensor> weights_;
+  fs::path folder_;
+};
+
+void self_attention_and_feed_forward(StateDict& dict, const std::string& to, const std::string& from,
+                                     const std::string& self_norm) {
+  dict.linear(to + ".self_attention.qkv_proj",
+              {from + ".self_attn.q_proj", from + ".self_attn.k_proj", from + ".self_attn.v_proj"});
+  dict.linear(to + ".self_attention.out_proj", {from + ".self_attn.out_proj"});
+  dict.norm(to + "." + self_norm + ".norm", from + ".self_attn_layer_norm");
+  dict.linear(to + ".feed_forward.linear1", {from + ".fc1"});
+  dict.linear(to + ".feed_forward.linear2", {from + ".fc2"});
+  dict.norm(to + ".feed_forward_residual.norm", from + ".final_layer_norm");
+}
+
+// trafo's ModelConfig for MarianMT's config.json; InputError for what trafo cannot express.
+model::ModelConfig model_config(const json& config, const fs::path& path) {
+  const auto type = value_of<std::string>(config, "model_type", "", path);
+  if (type != "marian") throw InputError(path.string() + ": model_type '" + type + "', not 'marian' (MarianMT)");
+  const auto number = [&](const char* key) {
+    if (!config.contains(key)) throw InputError(path.string() + " lacks " + key);
+    return value_of<int64_t>(config, key, 0, path);
+  };
+  model::ModelConfig c;
+  c.vocab_size = number("vocab_size");
+  c.d_model = number("d_model");
+  c.heads = number("encoder_attention_heads");
+  c.encoder_layers = number("encoder_layers");
+  c.decoder_layers = number("decoder_layers");
+  c.d_ff = number("encoder_ffn_dim");
+  c.max_positions = value_of<int64_t>(config, "max_position_embeddings", 512, path);
+  c.dropout = value_of<double>(config, "dropout", 0.1, path);
+  c.attention_dropout = value_of<double>(config, "attention_dropout", 0.0, path);
+  c.activation_dropout = value_of<double>(config, "activation_dropout", 0.0, path);
+  c.norm = "post";
+  c.positions = "sinusoidal-halves";
+  const auto activation = value_of<std::string>(config, "activation_function", "swish", path);
+  if (activation == "swish" || activation == "silu") {
+    c.activation = "swish";
+  } else if (activation == "relu" || activation == "gelu") {
+    c.activation = activation;
+  } else {
+    throw InputError(path.string() + ": activation_function '" + activation + "' (trafo has relu, gelu and swish)");
+  }
+  const auto refuse = [&](const std::string& what) {
+    throw InputError(path.string() + ": " + what + ", which trafo's model does not have");
+  };
+  if (number("decoder_attention_heads") != c.heads) refuse("encoder and decoder with different heads");
+  if (number("decoder_ffn_dim") != c.d_ff) refuse("encoder and decoder with different ffn dims");
+  if (value_of<int64_t>(config, "decoder_vocab_size", c.vocab_size, path) != c.vocab_size ||
+      !value_of<bool>(config, "share_encoder_decoder_embeddings", true, path)) {
+    refuse("separate source and target vocabularies");
+  }
+  if (!value_of<bool>(config, "scale_embedding", true, path)) refuse("unscaled embeddings (scale_embedding false)");
+  if (value_of<bool>(config, "normalize_embedding", false, path)) refuse("a LayerNorm on the embeddings");
+  if (value_of<bool>(config, "normalize_before", false, path)) refuse("pre-norm layers (normalize_before)");
+  return c;
+}
+
+// vocab.json's pieces by id; InputError unless its ids are 0 .. size - 1, each once.
+std::vector<std::string> pieces_by_id(const json& vocab, int64_t size, const fs::path& path) {
+  std::vector<std::string> pieces(static_cast<size_t>(size));
+  std::vector<bool> seen(static_cast<size_t>(size), false);
+  for (const auto& [piece, id] : vocab.items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= size) {
+      throw InputError(path.string() + ": the id of '" + piece + "' is not in 0 .. " + std::to_string(size - 1));
+    }
+    const auto at = static_cast<size_t>(id.get<int64_t>());
+    if (seen[at]) throw InputError(path.string() + ": two pieces have id " + std::to_string(at));
+    seen[at] = true;
+    pieces[at] = piece;
+  }
+  for (size_t id = 0; id < pieces.size(); ++id) {
+    if (!seen[id]) throw InputError(path.string() + " has no piece for id " + std::to_string(id));
+  }
+  return pieces;
+}
+
+int64_t piece_id(const json& vocab, const std::string& piece, const fs::path& path) {
+  if (!vocab.contains(piece)) throw InputError(path.string() + " lacks the special piece " + piece);
+  return vocab[piece].get<int64_t>();
+}
+
+// A name for the bos row that no piece of the vocabulary has.
+std::string free_name(const std::set<std::string>& taken) {
+  std::string name = "<s>";
+  while (taken.count(name) > 0) name = "<" + name + ">";
+  return name;
+}
+
+}  // namespace
+
+checkpoint::Checkpoint import_marian(const fs::path& folder) {
+  std::error_code error;
+  if (!fs::is_directory(folder, error)) throw InputError(folder.string() + " is not a folder");
+  const auto config_path = folder / "config.json";
+  const auto config = read_json(config_path);
+  auto c = model_config(config, config_path);
+  const auto vocab_path = folder / "vocab.json";
+  const auto vocab = read_json(vocab_path);
+  json tokenizer_config = json::object();
+  if (fs::exists(folder / "tokenizer_config.json", error)) tokenizer_config = read_json(folder / "tokenizer_config.json");
+  if (value_of<bool>(tokenizer_config, "separate_vocabs", false, folder / "tokenizer_config.json") ||
+      fs::exists(folder / "target_vocab.json", error)) {
+    throw InputError(folder.string() + " has separate source and target vocabularies, which trafo's model does not have");
+  }
+
+  // trafo's row r is MarianMT's row `rows[r]`: pad, unk, the decoder's start (as bos), eos, then the rest.
+  const auto pieces = pieces_by_id(vocab, c.vocab_size, vocab_path);
+  const auto special = [&](const char* key, const char* token, const char* fallback) {
+    if (config.contains(key) && config[key].is_number_integer()) return config[key].get<int64_t>();
+    return piece_id(vocab, value_of<std::string>(tokenizer_config, token, fallback, folder), vocab_path);
+  };
+  const int64_t pad = special("pad_token_id", "pad_token", "<pad>");
+  const int64_t eos = special("eos_token_id", "eos_token", "</s>");
+  const int64_t unk = piece_id(vocab, value_of<std::string>(tokenizer_config, "unk_token", "<unk>", folder), vocab_path);
+  const int64_t start = value_of<int64_t>(config, "decoder_start_token_id", pad, config_path);
+  for (const int64_t id : {pad, eos, start}) {
+    if (id < 0 || id >= c.vocab_size) throw InputError(config_path.string() + ": a special id outside the vocabulary");
+  }
+  if (std::set<int64_t>{pad, unk, eos}.size() != 3 || start == unk || start == eos) {
+    throw InputError(config_path.string() + ": pad, unk, eos and the decoder's start are not distinct pieces");
+  }
+  std::vector<int64_t> rows = {pad, unk, start, eos};
+  for (int64_t id = 0; id < c.vocab_size; ++id) {
+    if (id != pad && id != unk && id != eos && id != start) rows.push_back(id);
+  }
+  std::vector<std::string> table;
+  for (const auto row : rows) table.push_back(pieces[static_cast<size_t>(row)]);
+  if (start == pad) table[2] = free_name({pieces.begin(), pieces.end()});
+  c.vocab_size = static_cast<int64_t>(rows.size());
+  const auto order = torch::tensor(rows, torch::kLong);
+
+  StateDict dict(read_weights(folder), folder);
+  for (int64_t i = 0; i < c.encoder_layers; ++i) {
+    self_attention_and_feed_forward(dict, "encoder_layers." + std::to_string(i),
+                                    "encoder.layers." + std::to_string(i), "attention_residual");
+  }
+  for (int64_t i = 0; i < c.decoder_layers; ++i) {
+    const auto to = "decoder_layers." + std::to_string(i), from = "decoder.layers." + std::to_string(i);
+    self_attention_and_feed_forward(dict, to, from, "self_residual");
+    dict.linear(to + ".cross_attention.q_proj", {from + ".encoder_attn.q_proj"});
+    dict.linear(to + ".cross_attention.kv_proj", {from + ".encoder_attn.k_proj", from + ".encoder_attn.v_proj"});
+    dict.linear(to + ".cross_attention.out_proj", {from + ".encoder_attn.out_proj"});
+    dict.norm(to + ".cross_residual.norm", from + ".encoder_attn_layer_norm");
+  }
+  // The embeddings and the output projection: each the first of its names the file holds (a tied
+  // model's file may keep one of them).
+  const auto first = [&](std::vector<std::string> names) -> at::Tensor {
+    for (const auto& name : names) {
+      if (dict.has(name)) return dict.get(name);
+    }
+    return dict.get(names.front());  // throws, naming it
+  };
+  const auto source = first({"encoder.embed_tokens.weight", "shared.weight"});
+  const auto target = first({"decoder.embed_tokens.weight", "shared.weight", "encoder.embed_tokens.weight"});
+  const auto output = first({"lm_head.weight", "decoder.embed_tokens.weight", "shared.weight"});
+  const auto bias = dict.has("final_logits_bias") ? dict.get("final_logits_bias").reshape({-1})
+                                                  : torch::zeros({static_cast<int64_t>(pieces.size())});
+  for (const auto* tensor : {&source, &target, &output}) {
+    if (tensor->dim() != 2 || tensor->size(0) != static_cast<int64_t>(pieces.size()) || tensor->size(1) != c.d_model) {
+      throw InputError(folder.string() + ": an embedding's shape does not match config.json");
+    }
+  }
+  if (bias.numel() != static_cast<int64_t>(pieces.size())) {
+    throw InputError(folder.string() + ": final_logits_bias's size does not match config.json");
+  }
+  // Untied, for the output bias. Where decoding starts from pad (OPUS-MT), trafo's pad row repeats
+  // the start row, and its bias is lowered by 30: its probability (e^-30 of the start row's) then
+  // leaves every other one as MarianMT has it, in float32, while a fine-tuning's label smoothing
+  // still sees a finite log p there.
+  c.tie_embeddings = false;
+  auto output_bias = bias.index_select(0, order);
+  if (start == pad) output_bias[0] -= 30.0;
+  dict.out["source_embedding.embedding.weight"] = source.index_select(0, order);
+  dict.out["target_embedding.embedding.weight"] = target.index_select(0, order);
+  dict.out["output_projection.weight"] = output.index_select(0, order);
+  dict.out["output_projection.bias"] = output_bias;
+  model::validate(c);
+
+  // Into a model of the config (its buffers, the position table, are its own), checking every shape.
+  model::Transformer model(c);
+  torch::NoGradGuard no_grad;
+  for (auto& parameter : model->named_parameters()) {
+    const auto found = dict.out.find(parameter.key());
+    if (found == dict.out.end()) throw InputError(folder.string() + ": no weight for trafo's " + parameter.key());
+    if (found->second.sizes() != parameter.value().sizes()) {
+      throw InputError(folder.string() + ": the weight for " + parameter.key() + " has the wrong shape");
+    }
+    parameter.value().copy_(found->second);
+  }
+
+  checkpoint::Checkpoint result;
+  result.model_config = c;
+  result.weights = checkpoint::model_weights(model);
+  result.tokenizer = data::Tokenizer::from_table(util::read_file(folder / "source.spm"),
+                                                 util::read_file(folder / "target.spm"), table)
+                         .to_bytes();
+  result.inference.src_lang = value_of<std::string>(tokenizer_config, "source_lang", "", folder);
+  result.inference.tgt_lang = value_of<std::string>(tokenizer_config, "target_lang", "", folder);
+  for (const auto& piece : table) {  // a multilingual model's target-language codes, usable as --tag
+    if (piece.size() > 4 && piece.rfind(">>", 0) == 0 && piece.substr(piece.size() - 2) == "<<") {
+      result.inference.tags.push_back(piece);
+    }
+  }
+  // The record of how it was made, in the keys `train --init-from` reads for the model and vocabulary.
+  result.config = "# imported by trafo import from the MarianMT folder " + folder.string() + "\n" +
+                  "vocab-size = " + std::to_string(c.vocab_size) + "\n" +
+                  "d-model = " + std::to_string(c.d_model) + "\n" +
+                  "heads = " + std::to_string(c.heads) + "\n" +
+                  "encoder-layers = " + std::to_string(c.encoder_layers) + "\n" +
+                  "decoder-layers = " + std::to_string(c.decoder_layers) + "\n" +
+                  "d-ff = " + std::to_string(c.d_ff) + "\n" +
+                  "activation = \"" + c.activation + "\"\n" +
+                  "norm = \"post\"\n" +
+                  "tie-embeddings = " + (c.tie_embeddings ? "true" : "false") + "\n" +
+                  "max-positions = " + std::to_string(c.max_positions) + "\n" +
+                  "positions = \"sinusoidal-halves\"\n";
+  if (!result.inference.src_lang.empty()) result.config += "src-lang = " + json(result.inference.src_lang).dump() + "\n";
+  if (!result.inference.tgt_lang.empty()) result.config += "tgt-lang = " + json(result.inference.tgt_lang).dump() + "\n";
+  return result;
+}
+
+}  // namespace trafo::deploy

@@ -1,0 +1,222 @@
+// `trafo import`: Hugging Face MarianMT folders, made here by the real transformers (PyPI, in .venv;
+// tests/marian_make.py: tiny random models with OPUS-MT's layout, a SentencePiece model per side
+// trained on the toy corpus, nothing downloaded), become trafo checkpoints that translate and score
+// as transformers does (tests/huggingface_check.py), that every command taking a checkpoint takes,
+// that CTranslate2 runs as trafo does once exported, and that fine-tune and export back.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "run_support.h"
+#include "test_support.h"
+
+namespace trafo::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kFp32 = " --threads 1 --precision fp32";
+
+class MarianImport : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fs::path(make_temp_dir("marian-import"));
+    ASSERT_EQ(run_trafo("toy-corpus --out " + quoted(*dir_ / "toy") + " --train 2000 --dev 200 --test 10").exit_code, 0);
+    // The sources of the multilingual model start with its target-language code, as OPUS-MT's users write them.
+    std::string tagged;
+    for (const auto& line : lines_of(read_text(*dir_ / "toy" / "dev.en"))) tagged += ">>deu<< " + line + "\n";
+    write_text(*dir_ / "dev.tagged.en", tagged);
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  // A MarianMT folder made by tests/marian_make.py with `arguments` (ACTIVATION SEED WEIGHTS [flags]).
+  static fs::path make(const std::string& name, const std::string& arguments) {
+    const auto folder = *dir_ / name;
+    if (fs::exists(folder)) return folder;
+    const auto made = run_command(std::string("'") + TRAFO_PYTHON + "' '" + TRAFO_SOURCE_DIR + "/tests/marian_make.py' " +
+                                  quoted(folder) + " " + quoted(*dir_ / "toy" / "train.en") + " " +
+                                  quoted(*dir_ / "toy" / "train.de") + " " + arguments);
+    EXPECT_EQ(made.exit_code, 0) << made.output << made.errors;
+    return folder;
+  }
+
+  static fs::path import(const fs::path& folder) {
+    const auto checkpoint = fs::path(folder.string() + ".pt");
+    const auto imported = run_trafo("import --from " + quoted(folder) + " --out " + quoted(checkpoint) + " --force");
+    EXPECT_EQ(imported.exit_code, 0) << imported.errors;
+    return checkpoint;
+  }
+
+  // trafo's greedy translation of `sources` and its score-pairs scores, as huggingface_check.py's
+  // arguments for `folder`: " FOLDER SOURCES TRANSLATIONS SCORES".
+  static std::string translated(const fs::path& checkpoint, const fs::path& sources, const fs::path& folder) {
+    const auto translations = fs::path(checkpoint.string() + ".de"), scores = fs::path(checkpoint.string() + ".scores");
+    const auto translation = run_trafo("translate --checkpoint " + quoted(checkpoint) + " --input " + quoted(sources) +
+                                       " --output " + quoted(translations) + kFp32);
+    EXPECT_EQ(translation.exit_code, 0) << translation.errors;
+    const auto scored = run_trafo("score-pairs --checkpoint " + quoted(checkpoint) + " --src " + quoted(sources) +
+                                  " --tgt " + quoted(translations) + kFp32 + " > " + quoted(scores));
+    EXPECT_EQ(scored.exit_code, 0) << scored.errors;
+    return " " + quoted(folder) + " " + quoted(sources) + " " + quoted(translations) + " " + quoted(scores);
+  }
+
+  static void expect_as_transformers(const std::string& checks) {
+    const auto checked = run_command(std::string("'") + TRAFO_PYTHON + "' '" + TRAFO_SOURCE_DIR +
+                                     "/tests/huggingface_check.py'" + checks);
+    EXPECT_EQ(checked.exit_code, 0) << checked.output << checked.errors;
+    EXPECT_NE(checked.output.find("ok"), std::string::npos) << checked.output;
+  }
+
+  static fs::path exported(const fs::path& checkpoint, const std::string& format) {
+    const auto out = fs::path(checkpoint.string() + "-" + format);
+    const auto result = run_trafo("export --format " + format + " --checkpoint " + quoted(checkpoint) + " --out " +
+                                  quoted(out) + " --force");
+    EXPECT_EQ(result.exit_code, 0) << result.errors;
+    return out;
+  }
+
+  static fs::path* dir_;
+};
+fs::path* MarianImport::dir_ = nullptr;
+
+// Shared vocabulary, source.spm and target.spm apart; swish, relu and gelu; model.safetensors and
+// pytorch_model.bin; the output bias zero (tied) and random; a multilingual model's language codes.
+TEST_F(MarianImport, ImportedModelsTranslateAndScoreAsTransformersAndExportBack) {
+  TRAFO_REQUIRE_PYTHON_MODULE("transformers");
+  const auto dev = *dir_ / "toy" / "dev.en", tagged = *dir_ / "dev.tagged.en";
+  const std::vector<std::tuple<std::string, std::string, fs::path>> models = {
+      {"swish-tied", "swish 1 safetensors --tied", dev},
+      {"relu-codes", "relu 2 bin --codes", tagged},
+      {"gelu", "gelu 3 safetensors", dev},
+  };
+  std::string checks;
+  for (const auto& [name, arguments, sources] : models) {
+    SCOPED_TRACE(name);
+    const auto folder = make(name, arguments);
+    const auto checkpoint = import(folder);
+    checks += translated(checkpoint, sources, folder);
+    // Exported back, transformers loads trafo's folder and translates as trafo does.
+    const auto back = exported(checkpoint, "huggingface");
+    checks += translated(checkpoint, sources, back);
+  }
+  expect_as_transformers(checks);
+}
+
+TEST_F(MarianImport, EveryCommandThatTakesACheckpointTakesAnImportedOne) {
+  TRAFO_REQUIRE_PYTHON_MODULE("transformers");
+  TRAFO_REQUIRE_PYTHON_MODULE("ctranslate2");
+  const auto checkpoint = import(make("relu-codes", "relu 2 bin --codes"));
+  const auto dev = *dir_ / "toy" / "dev.en", tagged = *dir_ / "dev.tagged.en", ref = *dir_ / "toy" / "dev.de";
+  const auto run = [&](const std::string& arguments) {
+    const auto result = run_trafo(arguments);
+    EXPECT_EQ(result.exit_code, 0) << arguments << "\n" << result.errors;
+    return result.output;
+  };
+  const auto translate = "translate --checkpoint " + quoted(checkpoint) + kFp32 + " --input ";
+  // --tag puts the language code first, as the text's own code does.
+  const auto with_codes = run(translate + quoted(tagged));
+  EXPECT_EQ(run(translate + quoted(dev) + " --tag '>>deu<<'"), with_codes);
+  EXPECT_EQ(lines_of(with_codes).size(), 200u);
+  EXPECT_EQ(lines_of(run(translate + quoted(tagged) + " --beam 4 --n-best 2")).size(), 400u);
+  EXPECT_EQ(lines_of(run(translate + quoted(tagged) + " --sampling-topk 10 --seed 3")).size(), 200u);
+  EXPECT_NE(run(translate + quoted(tagged) + " --alignment").find(" ||| "), std::string::npos);
+  const auto ensemble = run("translate --checkpoint " + quoted(checkpoint) + " --checkpoint " + quoted(checkpoint) +
+                            kFp32 + " --input " + quoted(tagged));
+  EXPECT_EQ(ensemble, with_codes);  // two copies of one model average to it
+  const auto evaluated =
+      nlohmann::json::parse(run("eval --json --checkpoint " + quoted(checkpoint) + kFp32 + " --src " + quoted(tagged) +
+                                " --ref " + quoted(ref)));
+  EXPECT_TRUE(evaluated.contains("bleu")) << evaluated.dump();
+  EXPECT_NE(run("attention --json --checkpoint " + quoted(checkpoint) + " --src 'The dog sings.'").find("cross"),
+            std::string::npos);
+  const auto averaged = *dir_ / "averaged.pt";
+  run("average " + quoted(checkpoint) + " " + quoted(checkpoint) + " --out " + quoted(averaged) + " --force");
+  EXPECT_EQ(run("translate --checkpoint " + quoted(averaged) + kFp32 + " --input " + quoted(tagged)), with_codes);
+
+  // CTranslate2 runs the export (source.spm, target.spm, the reordered vocabulary) as trafo does.
+  const auto ct2 = exported(checkpoint, "ctranslate2");
+  const auto ct2_text = *dir_ / "ct2.de";
+  const auto decoded = run_command(std::string("'") + TRAFO_PYTHON + "' '" + TRAFO_SOURCE_DIR +
+                                   "/bench/ctranslate2_decode.py' " + quoted(ct2) + " " + quoted(tagged) +
+                                   " --output " + quoted(ct2_text) + " --threads 1 --trafo-limit");
+  ASSERT_EQ(decoded.exit_code, 0) << decoded.errors;
+  EXPECT_EQ(read_text(ct2_text), with_codes);
+  // An Argos package holds one SentencePiece model for both sides: refused in one line.
+  const auto argos = run_trafo("export --format argos --checkpoint " + quoted(checkpoint) + " --out " +
+                               quoted(*dir_ / "model.argosmodel"));
+  EXPECT_EQ(argos.exit_code, 2);
+  EXPECT_EQ(lines_of(argos.errors).size(), 1u) << argos.errors;
+}
+
+TEST_F(MarianImport, AFineTunedImportedModelKeepsItsVocabularyAndExportsBack) {
+  TRAFO_REQUIRE_PYTHON_MODULE("transformers");
+  const auto checkpoint = import(make("gelu", "gelu 3 safetensors"));
+  const auto run_dir = *dir_ / "fine-tuned";
+  const auto trained = run_trafo("train --init-from " + quoted(checkpoint) + " --data-dir " + quoted(*dir_ / "toy") +
+                                 " --src-lang en --tgt-lang de --run-dir " + quoted(run_dir) +
+                                 " --threads 1 --max-steps 30 --valid-every 30 --lr 1e-3 --warmup-steps 10"
+                                 " --early-stopping 0");
+  ASSERT_EQ(trained.exit_code, 0) << trained.errors;
+  const auto tuned = run_dir / "checkpoint-last.pt";
+  // The vocabulary is the imported one, and the weights moved.
+  const auto pieces = [&](const fs::path& model) {
+    return run_trafo("translate --checkpoint " + quoted(model) + kFp32 + " --input " + quoted(*dir_ / "toy" / "dev.en"))
+        .output;
+  };
+  EXPECT_NE(pieces(tuned), pieces(checkpoint));
+  expect_as_transformers(translated(tuned, *dir_ / "toy" / "dev.en", exported(tuned, "huggingface")));
+  // Resuming the fine-tuning run continues it (its run record holds the imported model's options).
+  const auto resumed = run_trafo("train --run-dir " + quoted(run_dir) + " --max-steps 35 --threads 1");
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.errors;
+}
+
+TEST_F(MarianImport, WhatTrafoCannotReadOrExpressIsRefusedInOneLine) {
+  TRAFO_REQUIRE_PYTHON_MODULE("transformers");
+  const auto good = make("swish-tied", "swish 1 safetensors --tied");
+  const auto variant = [&](const std::string& name, const std::function<void(const fs::path&)>& change) {
+    const auto folder = *dir_ / ("bad-" + name);
+    fs::remove_all(folder);
+    fs::copy(good, folder);
+    change(folder);
+    return folder;
+  };
+  const auto with_config = [&](const std::string& key, const nlohmann::json& value) {
+    return [key, value](const fs::path& folder) {
+      auto config = nlohmann::json::parse(read_text(folder / "config.json"));
+      config[key] = value;
+      write_text(folder / "config.json", config.dump());
+    };
+  };
+  const std::vector<std::pair<fs::path, std::string>> cases = {
+      {variant("separate", with_config("decoder_vocab_size", 100)), "separate source and target vocabularies"},
+      {variant("activation", with_config("activation_function", "tanh")), "activation_function 'tanh'"},
+      {variant("type", with_config("model_type", "bart")), "not 'marian'"},
+      {variant("no-vocab", [](const fs::path& f) { fs::remove(f / "vocab.json"); }), "vocab.json"},
+      {variant("no-weights", [](const fs::path& f) { fs::remove(f / "model.safetensors"); }),
+       "neither model.safetensors nor pytorch_model.bin"},
+      {variant("truncated",
+               [](const fs::path& f) { fs::resize_file(f / "model.safetensors", fs::file_size(f / "model.safetensors") / 2); }),
+       "model.safetensors"},
+      {variant("bad-spm", [](const fs::path& f) { write_text(f / "target.spm", "not a model"); }),
+       "invalid SentencePiece model (target)"},
+      {*dir_ / "no-such-folder", "is not a folder"},
+  };
+  for (const auto& [folder, expected] : cases) {
+    SCOPED_TRACE(folder.filename().string());
+    const auto out = fs::path(folder.string() + ".pt");
+    const auto result = run_trafo("import --from " + quoted(folder) + " --out " + quoted(out));
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_EQ(lines_of(result.errors).size(), 1u) << result.errors;
+    EXPECT_NE(result.errors.find(expected), std::string::npos) << result.errors;
+    EXPECT_FALSE(fs::exists(out));
+  }
+}
+
+}  // namespace
+}  // namespace trafo::testing

@@ -1,0 +1,90 @@
+"""Makes a tiny random Hugging Face MarianMT folder, as an OPUS-MT model is laid out, with the real
+transformers (PyPI, in .venv): a SentencePiece model per side trained on the given text, one
+vocab.json over both (eos 0, unk 1, pad last, decoding from pad), saved by save_pretrained and by
+MarianTokenizer's own save. Nothing is downloaded.
+
+    marian_make.py FOLDER SOURCE_TEXT TARGET_TEXT ACTIVATION SEED WEIGHTS [--codes] [--tied]
+
+WEIGHTS: safetensors or bin (pytorch_model.bin). --codes adds the language codes >>deu<< and >>fra<<
+to the vocabulary, as a multilingual OPUS-MT model has them. --tied keeps final_logits_bias zero (the
+three matrices are one); otherwise it is random, as OPUS-MT's is.
+
+The weights are drawn wider than transformers' initialisation, so that the logits of a random model
+are far apart and greedy decoding does not hang on ties that float rounding could break either way.
+"""
+
+import json
+import os
+import sys
+import tempfile
+import warnings
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import sentencepiece as spm  # noqa: E402
+import torch  # noqa: E402
+from transformers import GenerationConfig, MarianConfig, MarianMTModel, MarianTokenizer  # noqa: E402
+
+SPECIALS = {"<unk>", "<s>", "</s>", "<pad>"}
+
+
+def train_spm(text, prefix, seed):
+    spm.SentencePieceTrainer.train(input=text, model_prefix=prefix, vocab_size=250 + 20 * (seed % 3),
+                                   model_type="unigram", character_coverage=1.0, minloglevel=2,
+                                   num_threads=1)
+    return prefix + ".model"
+
+
+def main():
+    warnings.filterwarnings("ignore")
+    folder, source_text, target_text, activation, seed, weights = sys.argv[1:7]
+    codes, tied = "--codes" in sys.argv[7:], "--tied" in sys.argv[7:]
+    seed = int(seed)
+    torch.manual_seed(seed)
+    work = tempfile.mkdtemp()
+    source_spm = train_spm(source_text, os.path.join(work, "source"), seed)
+    target_spm = train_spm(target_text, os.path.join(work, "target"), seed + 1)
+
+    # OPUS-MT's layout: eos 0, unk 1, the pieces of both models, pad last.
+    pieces = ["</s>", "<unk>"] + ([">>deu<<", ">>fra<<"] if codes else [])
+    for model_file in (source_spm, target_spm):
+        processor = spm.SentencePieceProcessor(model_file=model_file)
+        for i in range(processor.get_piece_size()):
+            piece = processor.id_to_piece(i)
+            if piece not in SPECIALS and piece not in pieces:
+                pieces.append(piece)
+    pieces.append("<pad>")
+    vocab = {piece: i for i, piece in enumerate(pieces)}
+    vocab_file = os.path.join(work, "vocab.json")
+    with open(vocab_file, "w", encoding="utf-8") as out:
+        json.dump(vocab, out, ensure_ascii=False)
+
+    size, pad = len(pieces), len(pieces) - 1
+    config = MarianConfig(vocab_size=size, decoder_vocab_size=size, d_model=32, encoder_layers=2, decoder_layers=2,
+                          encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                          decoder_ffn_dim=64, activation_function=activation, max_position_embeddings=1024,
+                          pad_token_id=pad, eos_token_id=0, decoder_start_token_id=pad, forced_eos_token_id=0,
+                          scale_embedding=True, share_encoder_decoder_embeddings=True, dropout=0.1)
+    model = MarianMTModel(config).eval()
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if parameter.dim() == 2 and "embed" not in name and "shared" not in name:
+                parameter.normal_(0.0, 1.0 / parameter.shape[1] ** 0.5)
+            elif parameter.dim() == 1 and name.endswith("bias"):
+                parameter.normal_(0.0, 0.1)
+        shared = model.get_input_embeddings().weight
+        shared.normal_(0.0, 1.0)
+        shared[1].zero_()  # unk: never the likeliest piece
+        if not tied:
+            model.final_logits_bias.normal_(0.0, 1.0)
+            model.final_logits_bias[0, 1] = -30.0
+    model.generation_config = GenerationConfig(decoder_start_token_id=pad, eos_token_id=0, forced_eos_token_id=0,
+                                               pad_token_id=pad, bad_words_ids=[[pad]], num_beams=1,
+                                               max_length=1024)
+    model.save_pretrained(folder, safe_serialization=weights == "safetensors")
+    tokenizer = MarianTokenizer(source_spm, target_spm, vocab_file, source_lang="en", target_lang="de")
+    tokenizer.save_pretrained(folder)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
