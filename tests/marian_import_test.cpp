@@ -85,8 +85,9 @@ class MarianImport : public ::testing::Test {
 };
 fs::path* MarianImport::dir_ = nullptr;
 
-// Shared vocabulary, source.spm and target.spm apart; swish, relu and gelu; model.safetensors and
-// pytorch_model.bin; the output bias zero (tied) and random; a multilingual model's language codes.
+// Shared and separate vocabularies, source.spm and target.spm apart; swish, relu and gelu;
+// model.safetensors and pytorch_model.bin; the output bias zero (tied) and random; a multilingual
+// model's language codes.
 TEST_F(MarianImport, ImportedModelsTranslateAndScoreAsTransformersAndExportBack) {
   TRAFO_REQUIRE_PYTHON_MODULE("transformers");
   const auto dev = *dir_ / "toy" / "dev.en", tagged = *dir_ / "dev.tagged.en";
@@ -94,6 +95,8 @@ TEST_F(MarianImport, ImportedModelsTranslateAndScoreAsTransformersAndExportBack)
       {"swish-tied", "swish 1 safetensors --tied", dev},
       {"relu-codes", "relu 2 bin --codes", tagged},
       {"gelu", "gelu 3 safetensors", dev},
+      // The source vocabulary the longer: trafo's target table grows with rows no text gives.
+      {"swish-separate", "swish 5 safetensors --separate --codes", tagged},
   };
   std::string checks;
   for (const auto& [name, arguments, sources] : models) {
@@ -118,7 +121,10 @@ TEST_F(MarianImport, EveryCommandThatTakesACheckpointTakesAnImportedOne) {
     EXPECT_EQ(result.exit_code, 0) << arguments << "\n" << result.errors;
     return result.output;
   };
-  const auto translate = "translate --checkpoint " + quoted(checkpoint) + kFp32 + " --input ";
+  const auto translate_with = [](const fs::path& model) {
+    return "translate --checkpoint " + quoted(model) + kFp32 + " --input ";
+  };
+  const auto translate = translate_with(checkpoint);
   // --tag puts the language code first, as the text's own code does.
   const auto with_codes = run(translate + quoted(tagged));
   EXPECT_EQ(run(translate + quoted(dev) + " --tag '>>deu<<'"), with_codes);
@@ -139,14 +145,18 @@ TEST_F(MarianImport, EveryCommandThatTakesACheckpointTakesAnImportedOne) {
   run("average " + quoted(checkpoint) + " " + quoted(checkpoint) + " --out " + quoted(averaged) + " --force");
   EXPECT_EQ(run("translate --checkpoint " + quoted(averaged) + kFp32 + " --input " + quoted(tagged)), with_codes);
 
-  // CTranslate2 runs the export (source.spm, target.spm, the reordered vocabulary) as trafo does.
-  const auto ct2 = exported(checkpoint, "ctranslate2");
-  const auto ct2_text = *dir_ / "ct2.de";
-  const auto decoded = run_command(std::string("'") + TRAFO_PYTHON + "' '" + TRAFO_SOURCE_DIR +
-                                   "/bench/ctranslate2_decode.py' " + quoted(ct2) + " " + quoted(tagged) +
-                                   " --output " + quoted(ct2_text) + " --threads 1 --trafo-limit");
-  ASSERT_EQ(decoded.exit_code, 0) << decoded.errors;
-  EXPECT_EQ(read_text(ct2_text), with_codes);
+  // CTranslate2 runs the export (source.spm, target.spm, the reordered vocabulary, or a vocabulary
+  // per side) as trafo does.
+  for (const auto& model : {checkpoint, import(make("swish-separate", "swish 5 safetensors --separate --codes"))}) {
+    SCOPED_TRACE(model.string());
+    const auto ct2 = exported(model, "ctranslate2");
+    const auto ct2_text = *dir_ / "ct2.de";
+    const auto decoded = run_command(std::string("'") + TRAFO_PYTHON + "' '" + TRAFO_SOURCE_DIR +
+                                     "/bench/ctranslate2_decode.py' " + quoted(ct2) + " " + quoted(tagged) +
+                                     " --output " + quoted(ct2_text) + " --threads 1 --trafo-limit");
+    ASSERT_EQ(decoded.exit_code, 0) << decoded.errors;
+    EXPECT_EQ(read_text(ct2_text), run(translate_with(model) + quoted(tagged)));
+  }
   // An Argos package holds one SentencePiece model for both sides: refused in one line.
   const auto argos = run_trafo("export --format argos --checkpoint " + quoted(checkpoint) + " --out " +
                                quoted(*dir_ / "model.argosmodel"));
@@ -193,8 +203,21 @@ TEST_F(MarianImport, WhatTrafoCannotReadOrExpressIsRefusedInOneLine) {
       write_text(folder / "config.json", config.dump());
     };
   };
+  // A pytorch_model.bin written by torch.save (zip form) holding `object` (Python).
+  const auto pickled = [&](const std::string& object) {
+    return [object](const fs::path& folder) {
+      fs::remove(folder / "model.safetensors");
+      const auto saved = run_command(std::string("'") + TRAFO_PYTHON + "' -c 'import os, torch\nclass Evil:\n"
+                                     "    def __reduce__(self): return (os.system, (\"touch " + (folder / "ran").string() +
+                                     "\",))\ntorch.save(" + object + ", \"" + (folder / "pytorch_model.bin").string() + "\")'");
+      ASSERT_EQ(saved.exit_code, 0) << saved.errors;
+    };
+  };
   const std::vector<std::pair<fs::path, std::string>> cases = {
-      {variant("separate", with_config("decoder_vocab_size", 100)), "separate source and target vocabularies"},
+      {variant("decoder-vocab", with_config("decoder_vocab_size", 100)), "there is no target_vocab.json"},
+      {variant("d-model", with_config("d_model", 64)), "shape does not match config.json"},
+      {variant("list", pickled("[torch.zeros(2)]")), "holds no dict of tensors"},
+      {variant("code", pickled("{\"x\": Evil()}")), "no state dict LibTorch reads (Unpickler found unknown type"},
       {variant("activation", with_config("activation_function", "tanh")), "activation_function 'tanh'"},
       {variant("type", with_config("model_type", "bart")), "not 'marian'"},
       {variant("no-vocab", [](const fs::path& f) { fs::remove(f / "vocab.json"); }), "vocab.json"},
@@ -215,6 +238,7 @@ TEST_F(MarianImport, WhatTrafoCannotReadOrExpressIsRefusedInOneLine) {
     EXPECT_EQ(lines_of(result.errors).size(), 1u) << result.errors;
     EXPECT_NE(result.errors.find(expected), std::string::npos) << result.errors;
     EXPECT_FALSE(fs::exists(out));
+    EXPECT_FALSE(fs::exists(folder / "ran"));  // a pickle's code never runs
   }
 }
 

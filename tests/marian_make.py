@@ -3,11 +3,15 @@ transformers (PyPI, in .venv): a SentencePiece model per side trained on the giv
 vocab.json over both (eos 0, unk 1, pad last, decoding from pad), saved by save_pretrained and by
 MarianTokenizer's own save. Nothing is downloaded.
 
-    marian_make.py FOLDER SOURCE_TEXT TARGET_TEXT ACTIVATION SEED WEIGHTS [--codes] [--tied]
+    marian_make.py FOLDER SOURCE_TEXT TARGET_TEXT ACTIVATION SEED WEIGHTS [--codes] [--tied] [--separate]
 
 WEIGHTS: safetensors or bin (pytorch_model.bin). --codes adds the language codes >>deu<< and >>fra<<
 to the vocabulary, as a multilingual OPUS-MT model has them. --tied keeps final_logits_bias zero (the
-three matrices are one); otherwise it is random, as OPUS-MT's is.
+three matrices are one); otherwise it is random, as OPUS-MT's is, with unk and pad far below the rest
+(a trained model never predicts them; CTranslate2, unlike trafo and transformers, does not ban pad).
+--separate gives each side its own vocabulary (vocab.json and target_vocab.json, separate_vocabs,
+share_encoder_decoder_embeddings false); transformers needs pad's id inside the source vocabulary,
+so give it a SEED whose source vocabulary is the longer (5).
 
 The weights are drawn wider than transformers' initialisation, so that the logits of a random model
 are far apart and greedy decoding does not hang on ties that float rounding could break either way.
@@ -37,51 +41,65 @@ def train_spm(text, prefix, seed):
 def main():
     warnings.filterwarnings("ignore")
     folder, source_text, target_text, activation, seed, weights = sys.argv[1:7]
-    codes, tied = "--codes" in sys.argv[7:], "--tied" in sys.argv[7:]
+    codes, tied, separate = ("--" + flag in sys.argv[7:] for flag in ("codes", "tied", "separate"))
     seed = int(seed)
     torch.manual_seed(seed)
     work = tempfile.mkdtemp()
     source_spm = train_spm(source_text, os.path.join(work, "source"), seed)
     target_spm = train_spm(target_text, os.path.join(work, "target"), seed + 1)
 
-    # OPUS-MT's layout: eos 0, unk 1, the pieces of both models, pad last.
-    pieces = ["</s>", "<unk>"] + ([">>deu<<", ">>fra<<"] if codes else [])
-    for model_file in (source_spm, target_spm):
-        processor = spm.SentencePieceProcessor(model_file=model_file)
-        for i in range(processor.get_piece_size()):
-            piece = processor.id_to_piece(i)
-            if piece not in SPECIALS and piece not in pieces:
-                pieces.append(piece)
-    pieces.append("<pad>")
-    vocab = {piece: i for i, piece in enumerate(pieces)}
-    vocab_file = os.path.join(work, "vocab.json")
-    with open(vocab_file, "w", encoding="utf-8") as out:
-        json.dump(vocab, out, ensure_ascii=False)
+    # OPUS-MT's layout: eos 0, unk 1, the pieces (of both models where the vocabulary is shared), pad last.
+    def vocabulary(model_files, with_codes):
+        pieces = ["</s>", "<unk>"] + ([">>deu<<", ">>fra<<"] if with_codes else [])
+        for model_file in model_files:
+            processor = spm.SentencePieceProcessor(model_file=model_file)
+            for i in range(processor.get_piece_size()):
+                piece = processor.id_to_piece(i)
+                if piece not in SPECIALS and piece not in pieces:
+                    pieces.append(piece)
+        return pieces + ["<pad>"]
 
-    size, pad = len(pieces), len(pieces) - 1
-    config = MarianConfig(vocab_size=size, decoder_vocab_size=size, d_model=32, encoder_layers=2, decoder_layers=2,
+    def written(pieces, name):
+        path = os.path.join(work, name)
+        with open(path, "w", encoding="utf-8") as out:
+            json.dump({piece: i for i, piece in enumerate(pieces)}, out, ensure_ascii=False)
+        return path
+
+    if separate:
+        pieces, target_pieces = vocabulary([source_spm], codes), vocabulary([target_spm], False)
+    else:
+        pieces = target_pieces = vocabulary([source_spm, target_spm], codes)
+    vocab_file = written(pieces, "vocab.json")
+    target_vocab_file = written(target_pieces, "target_vocab.json") if separate else None
+
+    size, target_size = len(pieces), len(target_pieces)
+    pad = target_size - 1
+    config = MarianConfig(vocab_size=size, decoder_vocab_size=target_size, d_model=32, encoder_layers=2, decoder_layers=2,
                           encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
                           decoder_ffn_dim=64, activation_function=activation, max_position_embeddings=1024,
                           pad_token_id=pad, eos_token_id=0, decoder_start_token_id=pad, forced_eos_token_id=0,
-                          scale_embedding=True, share_encoder_decoder_embeddings=True, dropout=0.1)
+                          scale_embedding=True, share_encoder_decoder_embeddings=not separate,
+                          tie_word_embeddings=not separate, dropout=0.1)
     model = MarianMTModel(config).eval()
     with torch.no_grad():
         for name, parameter in model.named_parameters():
-            if parameter.dim() == 2 and "embed" not in name and "shared" not in name:
+            if "embed_tokens" in name or "shared" in name or "lm_head" in name:
+                parameter.normal_(0.0, 1.0)
+                parameter[1].zero_()  # unk: never the likeliest piece
+            elif parameter.dim() == 2:
                 parameter.normal_(0.0, 1.0 / parameter.shape[1] ** 0.5)
             elif parameter.dim() == 1 and name.endswith("bias"):
                 parameter.normal_(0.0, 0.1)
-        shared = model.get_input_embeddings().weight
-        shared.normal_(0.0, 1.0)
-        shared[1].zero_()  # unk: never the likeliest piece
         if not tied:
             model.final_logits_bias.normal_(0.0, 1.0)
             model.final_logits_bias[0, 1] = -30.0
+            model.final_logits_bias[0, pad] = -30.0  # as in a trained model, pad is never predicted
     model.generation_config = GenerationConfig(decoder_start_token_id=pad, eos_token_id=0, forced_eos_token_id=0,
                                                pad_token_id=pad, bad_words_ids=[[pad]], num_beams=1,
                                                max_length=1024)
     model.save_pretrained(folder, safe_serialization=weights == "safetensors")
-    tokenizer = MarianTokenizer(source_spm, target_spm, vocab_file, source_lang="en", target_lang="de")
+    tokenizer = MarianTokenizer(source_spm, target_spm, vocab_file, target_vocab_file=target_vocab_file,
+                                source_lang="en", target_lang="de", separate_vocabs=separate)
     tokenizer.save_pretrained(folder)
     print("ok")
 

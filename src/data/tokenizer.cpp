@@ -228,23 +228,33 @@ Tokenizer::Tokenizer(std::string model) : model_(std::move(model)) {
     source_model_ = util::from_base64(json.at("source").get<std::string>(), "the vocabulary's source model");
     target_model_ = util::from_base64(json.at("target").get<std::string>(), "the vocabulary's target model");
     table_ = json.at("pieces").get<std::vector<std::string>>();
+    if (json.contains("target_pieces")) target_table_ = json.at("target_pieces").get<std::vector<std::string>>();
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("invalid vocabulary table: ") + e.what());
   }
   if (table_.size() < 4) throw InputError("invalid vocabulary table: fewer than the 4 special pieces");
-  for (size_t id = 0; id < table_.size(); ++id) {
-    if (!table_ids_.emplace(table_[id], static_cast<int>(id)).second) {
-      throw InputError("invalid vocabulary table: the piece '" + table_[id] + "' is there twice");
-    }
+  if (has_target_table() && target_table_.size() != table_.size()) {
+    throw InputError("invalid vocabulary table: the target table's length is not the source table's");
   }
+  const auto index = [](const std::vector<std::string>& table, std::unordered_map<std::string, int>& ids) {
+    for (size_t id = 0; id < table.size(); ++id) {
+      if (!ids.emplace(table[id], static_cast<int>(id)).second) {
+        throw InputError("invalid vocabulary table: the piece '" + table[id] + "' is there twice");
+      }
+    }
+  };
+  index(table_, table_ids_);
+  index(target_table_, target_table_ids_);
   processor_ = processor_of(source_model_, " (source)");
   target_ = processor_of(target_model_, " (target)");
 }
 
-Tokenizer Tokenizer::from_table(std::string source_model, std::string target_model, std::vector<std::string> pieces) {
-  const nlohmann::json json = {{"source", util::to_base64(source_model)},
-                               {"target", util::to_base64(target_model)},
-                               {"pieces", std::move(pieces)}};
+Tokenizer Tokenizer::from_table(std::string source_model, std::string target_model, std::vector<std::string> pieces,
+                                std::vector<std::string> target_pieces) {
+  nlohmann::json json = {{"source", util::to_base64(source_model)},
+                         {"target", util::to_base64(target_model)},
+                         {"pieces", std::move(pieces)}};
+  if (!target_pieces.empty()) json["target_pieces"] = std::move(target_pieces);
   return Tokenizer(std::string(kTableMagic) + json.dump());
 }
 
@@ -254,11 +264,12 @@ const std::string& Tokenizer::target_model() const { return has_table() ? target
 // MarianMT's tokenizer: a leading language code (">>" up to the first "<<") is one piece, the rest is
 // cut by SentencePiece; a piece the table lacks is unk.
 std::vector<int> Tokenizer::ids_from_table(const sentencepiece::SentencePieceProcessor& processor,
+                                           const std::unordered_map<std::string, int>& table_ids,
                                            std::string_view text) const {
   std::vector<int> ids;
   const auto piece_id = [&](const std::string& piece) {
-    const auto found = table_ids_.find(piece);
-    ids.push_back(found == table_ids_.end() ? kUnk : found->second);
+    const auto found = table_ids.find(piece);
+    ids.push_back(found == table_ids.end() ? kUnk : found->second);
   };
   if (text.substr(0, 2) == ">>") {
     if (const auto end = text.find("<<"); end != std::string_view::npos) {
@@ -332,14 +343,15 @@ void Tokenizer::save(const std::filesystem::path& path) const {
 }
 
 std::vector<int> Tokenizer::encode(const std::string& text) const {
-  if (has_table()) return ids_from_table(*processor_, text);
+  if (has_table()) return ids_from_table(*processor_, table_ids_, text);
   std::vector<int> ids;
   processor_->Encode(text, &ids).IgnoreError();
   return ids;
 }
 
 std::vector<int> Tokenizer::encode_target(const std::string& text) const {
-  return has_table() ? ids_from_table(*target_, text) : encode(text);
+  if (!has_table()) return encode(text);
+  return ids_from_table(*target_, has_target_table() ? target_table_ids_ : table_ids_, text);
 }
 
 std::vector<std::string> Tokenizer::pieces(const std::string& text) const {
@@ -364,7 +376,7 @@ std::string Tokenizer::decode(const std::vector<int>& ids) const {
     // As MarianMT's tokenizer: the target model joins the pieces, a word-start mark it leaves (in a
     // piece it lacks, one of the source side's) is a space, and spaces at either end go.
     std::vector<std::string> pieces;
-    for (const int id : kept) pieces.push_back(table_[static_cast<size_t>(id)]);
+    for (const int id : kept) pieces.push_back(target_piece(id));
     target_->Decode(pieces, &text).IgnoreError();
     static const std::string kWordStart = "\xe2\x96\x81";  // U+2581
     for (size_t at = text.find(kWordStart); at != std::string::npos; at = text.find(kWordStart, at + 1)) {
@@ -380,6 +392,11 @@ std::string Tokenizer::decode(const std::vector<int>& ids) const {
 std::string Tokenizer::piece(int id) const {
   check_id(id);
   return has_table() ? table_[static_cast<size_t>(id)] : processor_->IdToPiece(id);
+}
+
+std::string Tokenizer::target_piece(int id) const {
+  check_id(id);
+  return has_target_table() ? target_table_[static_cast<size_t>(id)] : piece(id);
 }
 
 void Tokenizer::check_id(int id) const {

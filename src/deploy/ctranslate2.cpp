@@ -119,18 +119,18 @@ ModelBin transformer_spec(const checkpoint::Checkpoint& checkpoint) {
 nlohmann::json model_config(const data::Tokenizer& tokenizer) {
   return {{"add_source_bos", false},
           {"add_source_eos", true},
-          {"bos_token", tokenizer.piece(data::Tokenizer::kBos)},
-          {"decoder_start_token", tokenizer.piece(data::Tokenizer::kBos)},
-          {"eos_token", tokenizer.piece(data::Tokenizer::kEos)},
+          {"bos_token", tokenizer.target_piece(data::Tokenizer::kBos)},
+          {"decoder_start_token", tokenizer.target_piece(data::Tokenizer::kBos)},
+          {"eos_token", tokenizer.target_piece(data::Tokenizer::kEos)},
           {"unk_token", tokenizer.piece(data::Tokenizer::kUnk)},
           {"layer_norm_epsilon", 1e-5},  // torch::nn::LayerNorm's
           {"multi_query_attention", false}};
 }
 
 // checkpoint::load has checked that the tokenizer has as many pieces as the model has rows.
-nlohmann::json vocabulary(const data::Tokenizer& tokenizer) {
+nlohmann::json vocabulary(const data::Tokenizer& tokenizer, bool target) {
   auto pieces = nlohmann::json::array();
-  for (int id = 0; id < tokenizer.vocab_size(); ++id) pieces.push_back(tokenizer.piece(id));
+  for (int id = 0; id < tokenizer.vocab_size(); ++id) pieces.push_back(target ? tokenizer.target_piece(id) : tokenizer.piece(id));
   return pieces;
 }
 
@@ -152,8 +152,13 @@ std::vector<std::pair<std::string, std::string>> ctranslate2_files(const checkpo
   const auto tokenizer = data::Tokenizer::from_bytes(checkpoint.tokenizer);
   std::vector<std::pair<std::string, std::string>> files = {
       {"model.bin", ctranslate2_model_bin(checkpoint, parse_quantization(quantization))},
-      {"config.json", json_text(model_config(tokenizer))},
-      {"shared_vocabulary.json", json_text(vocabulary(tokenizer))}};
+      {"config.json", json_text(model_config(tokenizer))}};
+  if (tokenizer.has_target_table()) {  // separate vocabularies
+    files.emplace_back("source_vocabulary.json", json_text(vocabulary(tokenizer, /*target=*/false)));
+    files.emplace_back("target_vocabulary.json", json_text(vocabulary(tokenizer, /*target=*/true)));
+  } else {
+    files.emplace_back("shared_vocabulary.json", json_text(vocabulary(tokenizer, /*target=*/false)));
+  }
   if (tokenizer.has_table()) {  // an imported vocabulary: its models per side, as CTranslate2's MarianMT folders
     files.emplace_back("source.spm", tokenizer.source_model());
     files.emplace_back("target.spm", tokenizer.target_model());

@@ -210,8 +210,12 @@ std::vector<std::pair<std::string, std::string>> huggingface_files(const checkpo
   const auto tokenizer = data::Tokenizer::from_bytes(checkpoint.tokenizer);
   // One id table for both SentencePiece models: trafo's ids (its own pieces' SentencePiece ids, or an
   // imported vocabulary's table).
-  nlohmann::json vocab = nlohmann::json::object();
-  for (int id = 0; id < tokenizer.vocab_size(); ++id) vocab[tokenizer.piece(id)] = id;
+  nlohmann::json vocab = nlohmann::json::object(), target_vocab = nlohmann::json::object();
+  for (int id = 0; id < tokenizer.vocab_size(); ++id) {
+    vocab[tokenizer.piece(id)] = id;
+    target_vocab[tokenizer.target_piece(id)] = id;
+  }
+  const bool separate = tokenizer.has_target_table();  // an imported model's separate vocabularies
   const auto& info = checkpoint.inference;
   const nlohmann::json special = {{"eos_token", tokenizer.piece(data::Tokenizer::kEos)},
                                   {"unk_token", tokenizer.piece(data::Tokenizer::kUnk)},
@@ -220,10 +224,10 @@ std::vector<std::pair<std::string, std::string>> huggingface_files(const checkpo
   tokenizer_config.update({{"tokenizer_class", "MarianTokenizer"},
                            {"source_lang", info.src_lang},
                            {"target_lang", info.tgt_lang},
-                           {"separate_vocabs", false},
+                           {"separate_vocabs", separate},
                            {"model_max_length", c.max_positions},
                            {"clean_up_tokenization_spaces", false}});
-  return {{"config.json", json_text(model_config(c))},
+  std::vector<std::pair<std::string, std::string>> files = {{"config.json", json_text(model_config(c))},
           {"generation_config.json", json_text(generation_config(c))},
           {"model.safetensors", model_safetensors(checkpoint)},
           {"vocab.json", json_text(vocab)},
@@ -231,6 +235,8 @@ std::vector<std::pair<std::string, std::string>> huggingface_files(const checkpo
           {"target.spm", tokenizer.target_model()},
           {"tokenizer_config.json", json_text(tokenizer_config)},
           {"special_tokens_map.json", json_text(special)}};
+  if (separate) files.emplace_back("target_vocab.json", json_text(target_vocab));
+  return files;
 }
 
 }  // namespace trafo::deploy

@@ -158,10 +158,6 @@ model::ModelConfig model_config(const json& config, const fs::path& path) {
   };
   if (number("decoder_attention_heads") != c.heads) refuse("encoder and decoder with different heads");
   if (number("decoder_ffn_dim") != c.d_ff) refuse("encoder and decoder with different ffn dims");
-  if (value_of<int64_t>(config, "decoder_vocab_size", c.vocab_size, path) != c.vocab_size ||
-      !value_of<bool>(config, "share_encoder_decoder_embeddings", true, path)) {
-    refuse("separate source and target vocabularies");
-  }
   if (!value_of<bool>(config, "scale_embedding", true, path)) refuse("unscaled embeddings (scale_embedding false)");
   if (value_of<bool>(config, "normalize_embedding", false, path)) refuse("a LayerNorm on the embeddings");
   if (value_of<bool>(config, "normalize_before", false, path)) refuse("pre-norm layers (normalize_before)");
@@ -192,11 +188,53 @@ int64_t piece_id(const json& vocab, const std::string& piece, const fs::path& pa
   return vocab[piece].get<int64_t>();
 }
 
-// A name for the bos row that no piece of the vocabulary has.
-std::string free_name(const std::set<std::string>& taken) {
-  std::string name = "<s>";
+// A name no piece of `taken` has: `name`, else it in more angle brackets.
+std::string free_name(std::string name, const std::set<std::string>& taken) {
   while (taken.count(name) > 0) name = "<" + name + ">";
   return name;
+}
+
+// One side's vocabulary in trafo's order: trafo's row r is MarianMT's row rows[r] (pad, unk, the
+// decoder's start as bos, eos, then the rest), and table[r] its piece.
+struct Side {
+  std::vector<int64_t> rows;
+  std::vector<std::string> table;
+};
+
+Side side_of(const std::vector<std::string>& pieces, int64_t pad, int64_t unk, int64_t start, int64_t eos,
+             const fs::path& path) {
+  const auto size = static_cast<int64_t>(pieces.size());
+  for (const int64_t id : {pad, unk, start, eos}) {
+    if (id < 0 || id >= size) throw InputError(path.string() + ": a special id outside the vocabulary");
+  }
+  if (std::set<int64_t>{pad, unk, eos}.size() != 3 || start == unk || start == eos) {
+    throw InputError(path.string() + ": pad, unk, eos and the decoder's start are not distinct pieces");
+  }
+  Side side;
+  side.rows = {pad, unk, start, eos};
+  for (int64_t id = 0; id < size; ++id) {
+    if (id != pad && id != unk && id != eos && id != start) side.rows.push_back(id);
+  }
+  for (const auto row : side.rows) side.table.push_back(pieces[static_cast<size_t>(row)]);
+  if (start == pad) side.table[2] = free_name("<s>", {pieces.begin(), pieces.end()});
+  return side;
+}
+
+// `side`'s table grown to `size` with pieces no text gives; none where it is as long already.
+void grow(Side& side, size_t size) {
+  const std::set<std::string> taken(side.table.begin(), side.table.end());
+  for (size_t id = side.table.size(); id < size; ++id) {
+    side.table.push_back(free_name("<unused-" + std::to_string(id) + ">", taken));
+  }
+}
+
+// `matrix`'s rows in `side`'s order, then zero rows up to `size`.
+at::Tensor reordered(const at::Tensor& matrix, const Side& side, int64_t size) {
+  const auto rows = matrix.index_select(0, torch::tensor(side.rows, torch::kLong));
+  if (rows.size(0) == size) return rows;
+  auto shape = rows.sizes().vec();
+  shape[0] = size - rows.size(0);
+  return torch::cat({rows, torch::zeros(shape, rows.options())}, 0);
 }
 
 }  // namespace
@@ -207,40 +245,49 @@ checkpoint::Checkpoint import_marian(const fs::path& folder) {
   const auto config_path = folder / "config.json";
   const auto config = read_json(config_path);
   auto c = model_config(config, config_path);
-  const auto vocab_path = folder / "vocab.json";
-  const auto vocab = read_json(vocab_path);
   json tokenizer_config = json::object();
-  if (fs::exists(folder / "tokenizer_config.json", error)) tokenizer_config = read_json(folder / "tokenizer_config.json");
-  if (value_of<bool>(tokenizer_config, "separate_vocabs", false, folder / "tokenizer_config.json") ||
-      fs::exists(folder / "target_vocab.json", error)) {
-    throw InputError(folder.string() + " has separate source and target vocabularies, which trafo's model does not have");
-  }
-
-  // trafo's row r is MarianMT's row `rows[r]`: pad, unk, the decoder's start (as bos), eos, then the rest.
-  const auto pieces = pieces_by_id(vocab, c.vocab_size, vocab_path);
-  const auto special = [&](const char* key, const char* token, const char* fallback) {
-    if (config.contains(key) && config[key].is_number_integer()) return config[key].get<int64_t>();
-    return piece_id(vocab, value_of<std::string>(tokenizer_config, token, fallback, folder), vocab_path);
+  const auto tokenizer_config_path = folder / "tokenizer_config.json";
+  if (fs::exists(tokenizer_config_path, error)) tokenizer_config = read_json(tokenizer_config_path);
+  const auto token = [&](const char* key, const char* fallback) {
+    return value_of<std::string>(tokenizer_config, key, fallback, tokenizer_config_path);
   };
-  const int64_t pad = special("pad_token_id", "pad_token", "<pad>");
-  const int64_t eos = special("eos_token_id", "eos_token", "</s>");
-  const int64_t unk = piece_id(vocab, value_of<std::string>(tokenizer_config, "unk_token", "<unk>", folder), vocab_path);
+
+  // Separate vocabularies: vocab.json for the source, target_vocab.json for the target (as
+  // MarianTokenizer reads them); else vocab.json for both.
+  const bool separate = value_of<bool>(tokenizer_config, "separate_vocabs", false, tokenizer_config_path) ||
+                        fs::exists(folder / "target_vocab.json", error);
+  const auto source_path = folder / "vocab.json", target_path = separate ? folder / "target_vocab.json" : source_path;
+  const auto source_vocab = read_json(source_path), target_vocab = separate ? read_json(target_path) : source_vocab;
+  const int64_t target_size = value_of<int64_t>(config, "decoder_vocab_size", c.vocab_size, config_path);
+  if (!separate && target_size != c.vocab_size) {
+    throw InputError(config_path.string() + ": decoder_vocab_size " + std::to_string(target_size) + " is not vocab_size " +
+                     std::to_string(c.vocab_size) + ", and there is no target_vocab.json");
+  }
+  const auto source_pieces = pieces_by_id(source_vocab, c.vocab_size, source_path);
+  const auto target_pieces = pieces_by_id(target_vocab, target_size, target_path);
+  // The target side's special ids are the model config's (decoding uses them); the source side's
+  // its vocabulary's pieces of the tokenizer's special names.
+  const auto config_id = [&](const char* key, const json& vocab, const std::string& piece, const fs::path& path) {
+    if (config.contains(key) && config[key].is_number_integer()) return config[key].get<int64_t>();
+    return piece_id(vocab, piece, path);
+  };
+  const int64_t pad = config_id("pad_token_id", target_vocab, token("pad_token", "<pad>"), target_path);
+  const int64_t eos = config_id("eos_token_id", target_vocab, token("eos_token", "</s>"), target_path);
   const int64_t start = value_of<int64_t>(config, "decoder_start_token_id", pad, config_path);
-  for (const int64_t id : {pad, eos, start}) {
-    if (id < 0 || id >= c.vocab_size) throw InputError(config_path.string() + ": a special id outside the vocabulary");
+  auto target = side_of(target_pieces, pad, piece_id(target_vocab, token("unk_token", "<unk>"), target_path), start,
+                        eos, config_path);
+  auto source = target;
+  if (separate) {
+    const int64_t source_pad = piece_id(source_vocab, token("pad_token", "<pad>"), source_path);
+    source = side_of(source_pieces, source_pad, piece_id(source_vocab, token("unk_token", "<unk>"), source_path),
+                     source_pad, piece_id(source_vocab, token("eos_token", "</s>"), source_path), source_path);
   }
-  if (std::set<int64_t>{pad, unk, eos}.size() != 3 || start == unk || start == eos) {
-    throw InputError(config_path.string() + ": pad, unk, eos and the decoder's start are not distinct pieces");
-  }
-  std::vector<int64_t> rows = {pad, unk, start, eos};
-  for (int64_t id = 0; id < c.vocab_size; ++id) {
-    if (id != pad && id != unk && id != eos && id != start) rows.push_back(id);
-  }
-  std::vector<std::string> table;
-  for (const auto row : rows) table.push_back(pieces[static_cast<size_t>(row)]);
-  if (start == pad) table[2] = free_name({pieces.begin(), pieces.end()});
-  c.vocab_size = static_cast<int64_t>(rows.size());
-  const auto order = torch::tensor(rows, torch::kLong);
+  // One row count for both sides: the shorter side's table grows with pieces no text gives, their
+  // rows zero (and, on the target side, their output below every real one's).
+  const auto rows = std::max(source.table.size(), target.table.size());
+  grow(source, rows);
+  grow(target, rows);
+  c.vocab_size = static_cast<int64_t>(rows);
 
   StateDict dict(read_weights(folder), folder);
   for (int64_t i = 0; i < c.encoder_layers; ++i) {
@@ -263,29 +310,38 @@ checkpoint::Checkpoint import_marian(const fs::path& folder) {
     }
     return dict.get(names.front());  // throws, naming it
   };
-  const auto source = first({"encoder.embed_tokens.weight", "shared.weight"});
-  const auto target = first({"decoder.embed_tokens.weight", "shared.weight", "encoder.embed_tokens.weight"});
+  const auto source_embedding = first({"encoder.embed_tokens.weight", "shared.weight"});
+  auto target_embedding = first({"decoder.embed_tokens.weight", "shared.weight", "encoder.embed_tokens.weight"});
+  // transformers makes the decoder's embedding vocab_size rows long even where decoder_vocab_size is
+  // less; the rows past the target vocabulary are never read.
+  if (target_embedding.dim() == 2 && target_embedding.size(0) > target_size) {
+    target_embedding = target_embedding.narrow(0, 0, target_size);
+  }
   const auto output = first({"lm_head.weight", "decoder.embed_tokens.weight", "shared.weight"});
   const auto bias = dict.has("final_logits_bias") ? dict.get("final_logits_bias").reshape({-1})
-                                                  : torch::zeros({static_cast<int64_t>(pieces.size())});
-  for (const auto* tensor : {&source, &target, &output}) {
-    if (tensor->dim() != 2 || tensor->size(0) != static_cast<int64_t>(pieces.size()) || tensor->size(1) != c.d_model) {
-      throw InputError(folder.string() + ": an embedding's shape does not match config.json");
+                                                  : torch::zeros({target_size});
+  const auto check_rows = [&](const at::Tensor& tensor, int64_t size, const char* what) {
+    if (tensor.dim() != 2 || tensor.size(0) != size || tensor.size(1) != c.d_model) {
+      throw InputError(folder.string() + ": the " + std::string(what) + "'s shape does not match config.json");
     }
-  }
-  if (bias.numel() != static_cast<int64_t>(pieces.size())) {
-    throw InputError(folder.string() + ": final_logits_bias's size does not match config.json");
-  }
+  };
+  check_rows(source_embedding, static_cast<int64_t>(source_pieces.size()), "source embedding");
+  check_rows(target_embedding, target_size, "target embedding");
+  check_rows(output, target_size, "output projection");
+  if (bias.numel() != target_size) throw InputError(folder.string() + ": final_logits_bias's size does not match config.json");
   // Untied, for the output bias. Where decoding starts from pad (OPUS-MT), trafo's pad row repeats
   // the start row, and its bias is lowered by 30: its probability (e^-30 of the start row's) then
   // leaves every other one as MarianMT has it, in float32, while a fine-tuning's label smoothing
-  // still sees a finite log p there.
+  // still sees a finite log p there. Rows grown on the target side are zero, with a bias 30 below
+  // the lowest.
   c.tie_embeddings = false;
-  auto output_bias = bias.index_select(0, order);
+  const auto real = static_cast<int64_t>(target.rows.size());
+  auto output_bias = reordered(bias.unsqueeze(1), target, c.vocab_size).squeeze(1);
   if (start == pad) output_bias[0] -= 30.0;
-  dict.out["source_embedding.embedding.weight"] = source.index_select(0, order);
-  dict.out["target_embedding.embedding.weight"] = target.index_select(0, order);
-  dict.out["output_projection.weight"] = output.index_select(0, order);
+  if (real < c.vocab_size) output_bias.narrow(0, real, c.vocab_size - real).fill_(bias.min().item<float>() - 30.0F);
+  dict.out["source_embedding.embedding.weight"] = reordered(source_embedding, source, c.vocab_size);
+  dict.out["target_embedding.embedding.weight"] = reordered(target_embedding, target, c.vocab_size);
+  dict.out["output_projection.weight"] = reordered(output, target, c.vocab_size);
   dict.out["output_projection.bias"] = output_bias;
   model::validate(c);
 
@@ -305,11 +361,12 @@ checkpoint::Checkpoint import_marian(const fs::path& folder) {
   result.model_config = c;
   result.weights = checkpoint::model_weights(model);
   result.tokenizer = data::Tokenizer::from_table(util::read_file(folder / "source.spm"),
-                                                 util::read_file(folder / "target.spm"), table)
+                                                 util::read_file(folder / "target.spm"), source.table,
+                                                 separate ? target.table : std::vector<std::string>{})
                          .to_bytes();
   result.inference.src_lang = value_of<std::string>(tokenizer_config, "source_lang", "", folder);
   result.inference.tgt_lang = value_of<std::string>(tokenizer_config, "target_lang", "", folder);
-  for (const auto& piece : table) {  // a multilingual model's target-language codes, usable as --tag
+  for (const auto& piece : source.table) {  // a multilingual model's target-language codes, usable as --tag
     if (piece.size() > 4 && piece.rfind(">>", 0) == 0 && piece.substr(piece.size() - 2) == "<<") {
       result.inference.tags.push_back(piece);
     }

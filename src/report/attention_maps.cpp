@@ -95,12 +95,12 @@ AttentionMaps extract_attention(model::Transformer& model, const data::Tokenizer
   tgt_in.insert(tgt_in.end(), target_ids.begin(), target_ids.end());
   for (const int id : source_ids) result.source_pieces.push_back(tokenizer.piece(id));
   result.source_pieces.push_back(tokenizer.piece(data::Tokenizer::kEos));
-  result.target_inputs.push_back(tokenizer.piece(data::Tokenizer::kBos));
+  result.target_inputs.push_back(tokenizer.target_piece(data::Tokenizer::kBos));
   for (const int id : target_ids) {
-    result.target_inputs.push_back(tokenizer.piece(id));
-    result.target_outputs.push_back(tokenizer.piece(id));
+    result.target_inputs.push_back(tokenizer.target_piece(id));
+    result.target_outputs.push_back(tokenizer.target_piece(id));
   }
-  result.target_outputs.push_back(tokenizer.piece(data::Tokenizer::kEos));
+  result.target_outputs.push_back(tokenizer.target_piece(data::Tokenizer::kEos));
 
   const auto weights = attention_weights(model, as_row(src), as_row(tgt_in));
   const auto encoder_layers = static_cast<int64_t>(model->encoder_layers->size());

@@ -60,9 +60,12 @@ class Tokenizer {
   static Tokenizer train_on_lines(std::vector<std::string> lines, const TokenizerOptions& options);
   // An imported vocabulary: source text is cut by `source_model`, target text by `target_model` (the
   // bytes of SentencePiece models), and a piece's id is its place in `pieces`, whose first four are
-  // pad, unk, bos and eos; a piece not there is unk. A leading language code (">>fra<<") is one
-  // piece, as MarianMT's tokenizer has it. Throws InputError for an invalid model or table.
-  static Tokenizer from_table(std::string source_model, std::string target_model, std::vector<std::string> pieces);
+  // pad, unk, bos and eos; a piece not there is unk. `target_pieces`, when not empty, is the target
+  // side's own table, as long as `pieces` (separate vocabularies). A leading language code
+  // (">>fra<<") is one piece, as MarianMT's tokenizer has it. Throws InputError for an invalid model
+  // or table.
+  static Tokenizer from_table(std::string source_model, std::string target_model, std::vector<std::string> pieces,
+                              std::vector<std::string> target_pieces = {});
   // Loads a serialised vocabulary: the bytes of a .model file, or to_bytes() of either kind, as
   // checkpoints store them.
   static Tokenizer from_bytes(const std::string& model);
@@ -77,7 +80,8 @@ class Tokenizer {
   std::vector<std::string> pieces(const std::string& text) const;  // the pieces `encode` gives
   // decode and piece throw InputError for an id outside the vocabulary.
   std::string decode(const std::vector<int>& ids) const;           // target text; pad/bos/eos are dropped
-  std::string piece(int id) const;
+  std::string piece(int id) const;         // the source side's piece
+  std::string target_piece(int id) const;  // the target side's (another only with separate vocabularies)
   int vocab_size() const;
   // The id of the reserved piece `symbol` (a corpus tag), or -1 when the model has no such piece.
   int reserved_id(const std::string& symbol) const;
@@ -88,12 +92,14 @@ class Tokenizer {
   const std::string& source_model() const;
   const std::string& target_model() const;
   bool has_table() const { return !table_.empty(); }
+  bool has_target_table() const { return !target_table_.empty(); }
 
  private:
   explicit Tokenizer(std::string model);
   static Tokenizer trained(std::string model, const TokenizerOptions& options);  // warns when smaller than asked
   void check_id(int id) const;
-  std::vector<int> ids_from_table(const sentencepiece::SentencePieceProcessor& processor, std::string_view text) const;
+  std::vector<int> ids_from_table(const sentencepiece::SentencePieceProcessor& processor,
+                                  const std::unordered_map<std::string, int>& ids, std::string_view text) const;
   std::string model_;  // to_bytes(): the joint model, or the table form (tokenizer.cpp, table_bytes)
   std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;  // the joint or the source model
   // An imported vocabulary only:
@@ -101,6 +107,8 @@ class Tokenizer {
   std::string source_model_, target_model_;
   std::vector<std::string> table_;                 // id -> piece
   std::unordered_map<std::string, int> table_ids_;  // piece -> id
+  std::vector<std::string> target_table_;           // separate vocabularies only: the target side's
+  std::unordered_map<std::string, int> target_table_ids_;
 };
 
 }  // namespace trafo::data

@@ -8,7 +8,8 @@
 // eos 3 (OPUS-MT: eos 0, unk 1, pad the last, decoding starts from pad): the import reorders the
 // vocabulary's rows to trafo's ids, the start row as bos and again as pad (its output lowered by 30,
 // so that the softmax is MarianMT's). The tokenizer becomes data::Tokenizer's table kind: source.spm
-// and target.spm with vocab.json's pieces in the new order.
+// and target.spm with vocab.json's pieces in the new order (and target_vocab.json's for separate
+// vocabularies, whose shorter table grows to the longer's length with rows no text gives).
 #pragma once
 
 #include <filesystem>
@@ -19,8 +20,9 @@ namespace trafo::deploy {
 
 // Reads config.json, the weights (model.safetensors, else pytorch_model.bin, read by LibTorch's
 // unpickler, which builds tensors and dicts and runs no code), vocab.json, source.spm, target.spm
-// and tokenizer_config.json when there. trafo::InputError, in one line, for a missing or unreadable
-// file and for what trafo's model cannot express (separate vocabularies among them).
+// target_vocab.json and tokenizer_config.json when there. trafo::InputError, in one line, for a
+// missing or unreadable file, a config the weights disagree with, and what trafo's model cannot
+// express.
 checkpoint::Checkpoint import_marian(const std::filesystem::path& folder);
 
 }  // namespace trafo::deploy
