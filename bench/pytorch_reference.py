@@ -165,9 +165,31 @@ class Seq2Seq(nn.Module):
         return self.logits(hidden)
 
 
+class MarianReference(nn.Module):
+    """--model marian: transformers' MarianMTModel as OPUS-MT has it (one embedding shared by both
+    stacks and the output, final_logits_bias a buffer), post-norm with sines and cosines in halves,
+    as a transformers user fine-tunes it; the batches' pad id is its pad_token_id."""
+
+    def __init__(self, c):
+        super().__init__()
+        from transformers import MarianConfig, MarianMTModel
+        config = MarianConfig(vocab_size=c["vocab_size"], decoder_vocab_size=c["vocab_size"], d_model=c["d_model"],
+                              encoder_layers=c["encoder_layers"], decoder_layers=c["decoder_layers"],
+                              encoder_attention_heads=c["heads"], decoder_attention_heads=c["heads"],
+                              encoder_ffn_dim=c["d_ff"], decoder_ffn_dim=c["d_ff"],
+                              activation_function=c["activation"], max_position_embeddings=c["max_positions"],
+                              dropout=c["dropout"], attention_dropout=0.0, activation_dropout=0.0,
+                              pad_token_id=PAD, eos_token_id=EOS, decoder_start_token_id=PAD,
+                              scale_embedding=True, share_encoder_decoder_embeddings=True)
+        self.model = MarianMTModel(config)
+
+    def forward(self, src, tgt_in):
+        return self.model(input_ids=src, attention_mask=src.ne(PAD), decoder_input_ids=tgt_in).logits
+
+
 def make_model(c, seed, device="cpu"):
     torch.manual_seed(seed)
-    return Seq2Seq(c).to(device)
+    return (MarianReference(c) if c.get("model") == "marian" else Seq2Seq(c)).to(device)
 
 
 # ---- training ----
@@ -176,7 +198,9 @@ def make_training_step(c, bf16, seed, device):
     """One step as a PyTorch user writes it; returns the smoothed loss per target token."""
     model = make_model(c, seed, device)
     model.train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    # transformers' Trainer uses AdamW, with no weight decay by default: Adam's update.
+    kind = torch.optim.AdamW if c.get("model") == "marian" else torch.optim.Adam
+    optimizer = kind(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.0)
 
     def step(batch):
         src, tgt_in, tgt_out, pairs = batch
@@ -504,6 +528,9 @@ def parse_args(argv):
     p.add_argument("--fingerprint", action="store_true",
                    help="print the synthetic batches' and sentences' shapes and id sums as one JSON line, then exit "
                         "(tests/bench_test.cpp compares them with trafo's)")
+    p.add_argument("--model", choices=["torch", "marian"], default="torch",
+                   help="torch: torch.nn.Transformer as written above; marian: transformers' MarianMTModel "
+                        "(training only: give --decode-sentences 0)")
     p.add_argument("--check", action="store_true",
                    help="check that the cached decoder agrees with the recomputing one, then exit")
     defaults = {"vocab-size": 8000, "d-model": 256, "heads": 4, "encoder-layers": 3, "decoder-layers": 3,
@@ -522,6 +549,9 @@ def parse_args(argv):
         if getattr(args, attr) is None:
             setattr(args, attr, from_file.get(key, defaults.get(key, 0)))
     config = {key.replace("-", "_"): getattr(args, key.replace("-", "_")) for key in defaults}
+    config["model"] = args.model
+    if args.model == "marian" and args.decode_sentences > 0:
+        p.error("--model marian measures training only: give --decode-sentences 0")
     return args, config
 
 

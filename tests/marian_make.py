@@ -3,7 +3,7 @@ transformers (PyPI, in .venv): a SentencePiece model per side trained on the giv
 vocab.json over both (eos 0, unk 1, pad last, decoding from pad), saved by save_pretrained and by
 MarianTokenizer's own save. Nothing is downloaded.
 
-    marian_make.py FOLDER SOURCE_TEXT TARGET_TEXT ACTIVATION SEED WEIGHTS [--codes] [--tied] [--separate]
+    marian_make.py FOLDER SOURCE_TEXT TARGET_TEXT ACTIVATION SEED WEIGHTS [--codes] [--tied] [--separate] [--opus-shape]
 
 WEIGHTS: safetensors or bin (pytorch_model.bin). --codes adds the language codes >>deu<< and >>fra<<
 to the vocabulary, as a multilingual OPUS-MT model has them. --tied keeps final_logits_bias zero (the
@@ -11,7 +11,9 @@ three matrices are one); otherwise it is random, as OPUS-MT's is, with unk and p
 (a trained model never predicts them; CTranslate2, unlike trafo and transformers, does not ban pad).
 --separate gives each side its own vocabulary (vocab.json and target_vocab.json, separate_vocabs,
 share_encoder_decoder_embeddings false); transformers needs pad's id inside the source vocabulary,
-so give it a SEED whose source vocabulary is the longer (5).
+so give it a SEED whose source vocabulary is the longer (5). --opus-shape makes OPUS-MT's size for
+benchmarks (bench/marian_finetune.sh): d_model 512, 6+6 layers, 8 heads, d_ff 2048, SentencePiece
+models of 8,000 pieces, and the vocabulary filled up to 58,101 pieces with ones no text gives.
 
 The weights are drawn wider than transformers' initialisation, so that the logits of a random model
 are far apart and greedy decoding does not hang on ties that float rounding could break either way.
@@ -31,8 +33,9 @@ from transformers import GenerationConfig, MarianConfig, MarianMTModel, MarianTo
 SPECIALS = {"<unk>", "<s>", "</s>", "<pad>"}
 
 
-def train_spm(text, prefix, seed):
-    spm.SentencePieceTrainer.train(input=text, model_prefix=prefix, vocab_size=250 + 20 * (seed % 3),
+def train_spm(text, prefix, seed, size=None):
+    spm.SentencePieceTrainer.train(input=text, model_prefix=prefix, vocab_size=size or 250 + 20 * (seed % 3),
+                                   hard_vocab_limit=size is None,
                                    model_type="unigram", character_coverage=1.0, minloglevel=2,
                                    num_threads=1)
     return prefix + ".model"
@@ -41,12 +44,12 @@ def train_spm(text, prefix, seed):
 def main():
     warnings.filterwarnings("ignore")
     folder, source_text, target_text, activation, seed, weights = sys.argv[1:7]
-    codes, tied, separate = ("--" + flag in sys.argv[7:] for flag in ("codes", "tied", "separate"))
+    codes, tied, separate, opus = ("--" + flag in sys.argv[7:] for flag in ("codes", "tied", "separate", "opus-shape"))
     seed = int(seed)
     torch.manual_seed(seed)
     work = tempfile.mkdtemp()
-    source_spm = train_spm(source_text, os.path.join(work, "source"), seed)
-    target_spm = train_spm(target_text, os.path.join(work, "target"), seed + 1)
+    source_spm = train_spm(source_text, os.path.join(work, "source"), seed, 8000 if opus else None)
+    target_spm = train_spm(target_text, os.path.join(work, "target"), seed + 1, 8000 if opus else None)
 
     # OPUS-MT's layout: eos 0, unk 1, the pieces (of both models where the vocabulary is shared), pad last.
     def vocabulary(model_files, with_codes):
@@ -57,6 +60,8 @@ def main():
                 piece = processor.id_to_piece(i)
                 if piece not in SPECIALS and piece not in pieces:
                     pieces.append(piece)
+        if opus:  # OPUS-MT's 58,101 pieces, pad included
+            pieces += [f"\u2581unused{i}" for i in range(58100 - len(pieces))]
         return pieces + ["<pad>"]
 
     def written(pieces, name):
@@ -74,9 +79,11 @@ def main():
 
     size, target_size = len(pieces), len(target_pieces)
     pad = target_size - 1
-    config = MarianConfig(vocab_size=size, decoder_vocab_size=target_size, d_model=32, encoder_layers=2, decoder_layers=2,
-                          encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
-                          decoder_ffn_dim=64, activation_function=activation, max_position_embeddings=1024,
+    d, layers, heads, ffn = (512, 6, 8, 2048) if opus else (32, 2, 4, 64)
+    config = MarianConfig(vocab_size=size, decoder_vocab_size=target_size, d_model=d, encoder_layers=layers,
+                          decoder_layers=layers, encoder_attention_heads=heads, decoder_attention_heads=heads,
+                          encoder_ffn_dim=ffn, decoder_ffn_dim=ffn, activation_function=activation,
+                          max_position_embeddings=512 if opus else 1024,
                           pad_token_id=pad, eos_token_id=0, decoder_start_token_id=pad, forced_eos_token_id=0,
                           scale_embedding=True, share_encoder_decoder_embeddings=not separate,
                           tie_word_embeddings=not separate, dropout=0.1)

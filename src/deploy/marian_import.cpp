@@ -81,6 +81,7 @@ class StateDict {
       : weights_(std::move(weights)), folder_(std::move(folder)) {}
 
   bool has(const std::string& name) const { return find(name) != nullptr; }
+  void drop_inputs() { weights_.clear(); }  // once `out` holds what is needed of them
   // `name` with or without the "model." prefix (MarianMTModel's or MarianModel's state dict).
   const at::Tensor& get(const std::string& name) const {
     if (const auto* tensor = find(name)) return *tensor;
@@ -343,6 +344,7 @@ checkpoint::Checkpoint import_marian(const fs::path& folder) {
   dict.out["target_embedding.embedding.weight"] = reordered(target_embedding, target, c.vocab_size);
   dict.out["output_projection.weight"] = reordered(output, target, c.vocab_size);
   dict.out["output_projection.bias"] = output_bias;
+  dict.drop_inputs();
   model::validate(c);
 
   // Into a model of the config (its buffers, the position table, are its own), checking every shape.
@@ -355,6 +357,7 @@ checkpoint::Checkpoint import_marian(const fs::path& folder) {
       throw InputError(folder.string() + ": the weight for " + parameter.key() + " has the wrong shape");
     }
     parameter.value().copy_(found->second);
+    dict.out.erase(found);  // memory: the model's copy is the one kept
   }
 
   checkpoint::Checkpoint result;
