@@ -145,6 +145,17 @@ TEST_F(MarianImport, EveryCommandThatTakesACheckpointTakesAnImportedOne) {
   run("average " + quoted(checkpoint) + " " + quoted(checkpoint) + " --out " + quoted(averaged) + " --force");
   EXPECT_EQ(run("translate --checkpoint " + quoted(averaged) + kFp32 + " --input " + quoted(tagged)), with_codes);
 
+  // An older repository's pytorch_model.bin, saved before PyTorch 1.6 (no zip), imports the same.
+  const auto legacy = *dir_ / "relu-codes-legacy";
+  fs::remove_all(legacy);
+  fs::copy(*dir_ / "relu-codes", legacy);
+  const auto resaved = run_command(std::string("'") + TRAFO_PYTHON + "' -c 'import torch; p = \"" +
+                                   (legacy / "pytorch_model.bin").string() +
+                                   "\"; torch.save(torch.load(p, weights_only=True), p, "
+                                   "_use_new_zipfile_serialization=False)'");
+  ASSERT_EQ(resaved.exit_code, 0) << resaved.errors;
+  EXPECT_EQ(run(translate_with(import(legacy)) + quoted(tagged)), with_codes);
+
   // CTranslate2 runs the export (source.spm, target.spm, the reordered vocabulary, or a vocabulary
   // per side) as trafo does.
   for (const auto& model : {checkpoint, import(make("swish-separate", "swish 5 safetensors --separate --codes"))}) {
@@ -184,11 +195,26 @@ TEST_F(MarianImport, AFineTunedImportedModelKeepsItsVocabularyAndExportsBack) {
   // Resuming the fine-tuning run continues it (its run record holds the imported model's options).
   const auto resumed = run_trafo("train --run-dir " + quoted(run_dir) + " --max-steps 35 --threads 1");
   EXPECT_EQ(resumed.exit_code, 0) << resumed.errors;
+
+  // A multilingual model's language code is a corpus tag: its corpus's sources start with it.
+  const auto multilingual = import(make("relu-codes", "relu 2 bin --codes"));
+  const auto toy = *dir_ / "toy";
+  const auto tagged_run = *dir_ / "fine-tuned-tagged";
+  const auto tagged = run_trafo("train --init-from " + quoted(multilingual) + " --data-dir " + quoted(toy) +
+                                " --src-lang en --tgt-lang de --corpus " + quoted(toy / "train.en") + "," +
+                                quoted(toy / "train.de") + ",1,'>>deu<<' --run-dir " + quoted(tagged_run) +
+                                " --threads 1 --max-steps 5 --valid-every 5 --early-stopping 0");
+  ASSERT_EQ(tagged.exit_code, 0) << tagged.errors;
+  const auto translated = run_trafo("translate --checkpoint " + quoted(tagged_run / "checkpoint-last.pt") + kFp32 +
+                                    " --tag '>>deu<<' --input " + quoted(toy / "test.en"));
+  EXPECT_EQ(translated.exit_code, 0) << translated.errors;
+  EXPECT_EQ(lines_of(translated.output).size(), 10u);
 }
 
 TEST_F(MarianImport, WhatTrafoCannotReadOrExpressIsRefusedInOneLine) {
   TRAFO_REQUIRE_PYTHON_MODULE("transformers");
   const auto good = make("swish-tied", "swish 1 safetensors --tied");
+  const auto with_bin = make("relu-codes", "relu 2 bin --codes");
   const auto variant = [&](const std::string& name, const std::function<void(const fs::path&)>& change) {
     const auto folder = *dir_ / ("bad-" + name);
     fs::remove_all(folder);
@@ -203,13 +229,15 @@ TEST_F(MarianImport, WhatTrafoCannotReadOrExpressIsRefusedInOneLine) {
       write_text(folder / "config.json", config.dump());
     };
   };
-  // A pytorch_model.bin written by torch.save (zip form) holding `object` (Python).
-  const auto pickled = [&](const std::string& object) {
-    return [object](const fs::path& folder) {
+  // A pytorch_model.bin written by torch.save holding `object` (Python), with its `options`
+  // (", _use_new_zipfile_serialization=False": the form before PyTorch 1.6).
+  const auto pickled = [&](const std::string& object, const std::string& options = "") {
+    return [object, options](const fs::path& folder) {
       fs::remove(folder / "model.safetensors");
       const auto saved = run_command(std::string("'") + TRAFO_PYTHON + "' -c 'import os, torch\nclass Evil:\n"
                                      "    def __reduce__(self): return (os.system, (\"touch " + (folder / "ran").string() +
-                                     "\",))\ntorch.save(" + object + ", \"" + (folder / "pytorch_model.bin").string() + "\")'");
+                                     "\",))\ntorch.save(" + object + ", \"" + (folder / "pytorch_model.bin").string() + "\"" +
+                                     options + ")'");
       ASSERT_EQ(saved.exit_code, 0) << saved.errors;
     };
   };
@@ -218,6 +246,15 @@ TEST_F(MarianImport, WhatTrafoCannotReadOrExpressIsRefusedInOneLine) {
       {variant("d-model", with_config("d_model", 64)), "shape does not match config.json"},
       {variant("list", pickled("[torch.zeros(2)]")), "holds no dict of tensors"},
       {variant("code", pickled("{\"x\": Evil()}")), "no state dict LibTorch reads (Unpickler found unknown type"},
+      {variant("legacy-code", pickled("{\"x\": Evil()}", ", _use_new_zipfile_serialization=False")),
+       "it names the class posix.system"},
+      {variant("legacy-truncated",
+               [&](const fs::path& f) {
+                 pickled("dict(torch.load(\"" + (with_bin / "pytorch_model.bin").string() +
+                         "\", weights_only=True))", ", _use_new_zipfile_serialization=False")(f);
+                 fs::resize_file(f / "pytorch_model.bin", fs::file_size(f / "pytorch_model.bin") / 2);
+               }),
+       "ends early (truncated)"},
       {variant("activation", with_config("activation_function", "tanh")), "activation_function 'tanh'"},
       {variant("type", with_config("model_type", "bart")), "not 'marian'"},
       {variant("no-vocab", [](const fs::path& f) { fs::remove(f / "vocab.json"); }), "vocab.json"},

@@ -8,6 +8,7 @@
 #include <torch/serialize.h>
 #include <torch/torch.h>
 
+#include "torch_legacy.h"
 #include "trafo/checkpoint/safetensors.h"
 #include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
@@ -37,6 +38,14 @@ T value_of(const json& config, const char* key, T fallback, const fs::path& path
   }
 }
 
+// `weights` with every floating-point tensor as contiguous float32.
+std::map<std::string, at::Tensor> float32(std::map<std::string, at::Tensor> weights) {
+  for (auto& [name, tensor] : weights) {
+    if (tensor.is_floating_point()) tensor = tensor.to(torch::kFloat32).contiguous();
+  }
+  return weights;
+}
+
 // The folder's weights as float32, under their state-dict names.
 std::map<std::string, at::Tensor> read_weights(const fs::path& folder) {
   std::map<std::string, at::Tensor> weights;
@@ -49,9 +58,10 @@ std::map<std::string, at::Tensor> read_weights(const fs::path& folder) {
   } else if (fs::exists(folder / "pytorch_model.bin", error)) {
     const auto path = folder / "pytorch_model.bin";
     const auto bytes = util::read_file(path);
+    if (is_legacy_torch_save(bytes)) return float32(read_legacy_state_dict(bytes, path.string()));
     if (bytes.rfind("PK\x03\x04", 0) != 0) {  // torch.save's zip form starts as every zip file does
-      throw InputError(path.string() + " is not in torch.save's zip form (PyTorch 1.6 and later), the one trafo "
-                       "reads: take the repository's model.safetensors instead");
+      throw InputError(path.string() + " is in neither of torch.save's forms (a zip file, or before PyTorch 1.6 "
+                       "five pickles and the storages)");
     }
     c10::IValue loaded;
     try {
@@ -67,11 +77,7 @@ std::map<std::string, at::Tensor> read_weights(const fs::path& folder) {
   } else {
     throw InputError(folder.string() + " holds neither model.safetensors nor pytorch_model.bin");
   }
-  for (auto& [name, tensor] : weights) {
-    if (!tensor.is_floating_point()) continue;
-    tensor = tensor.to(torch::kFloat32).contiguous();
-  }
-  return weights;
+  return float32(std::move(weights));
 }
 
 // The MarianMT state dict, read by trafo's names.

@@ -18,9 +18,10 @@
 
 namespace trafo::deploy {
 
-// Reads config.json, the weights (model.safetensors, else pytorch_model.bin, read by LibTorch's
-// unpickler, which builds tensors and dicts and runs no code), vocab.json, source.spm, target.spm
-// target_vocab.json and tokenizer_config.json when there. trafo::InputError, in one line, for a
+// Reads config.json, the weights (model.safetensors, else pytorch_model.bin: torch.save's zip form
+// through LibTorch's unpickler, the form before PyTorch 1.6 through torch_legacy.h's; neither runs
+// code), vocab.json, source.spm, target.spm and, when there, target_vocab.json and
+// tokenizer_config.json. trafo::InputError, in one line, for a
 // missing or unreadable file, a config the weights disagree with, and what trafo's model cannot
 // express.
 checkpoint::Checkpoint import_marian(const std::filesystem::path& folder);
