@@ -333,6 +333,67 @@ TEST(Positions, HalvesAreTheInterleavedColumnsWithTheSinesFirstAsMarianMT) {
 
 // --attention-dropout and --activation-dropout: each drops where it says, in training only; unset
 // (-1), each follows --dropout, as every place did before they were options.
+// LayerDrop (Fan et al. 2019): in training, each layer is skipped with its stack's rate, drawn from
+// the CPU generator at each call; in eval mode never. A skipped encoder layer leaves the output what
+// the other layers alone make of it.
+TEST(Dropout, LayerDropSkipsWholeLayersInTrainingOnly) {
+  const auto src = torch::tensor({{4, 5, 6, 7, 3}}, torch::kLong);
+  const auto tgt = torch::tensor({{2, 8, 9, 10}}, torch::kLong);
+  ModelConfig c = tiny_config();
+  c.encoder_layerdrop = 0.2;  // each call keeps every layer with probability 0.8^layers
+  c.decoder_layerdrop = 0.2;
+  torch::manual_seed(4);
+  Transformer model(c);
+  model->eval();
+  const auto evaluated = model(src, tgt);
+  ModelConfig plain = c;
+  plain.encoder_layerdrop = plain.decoder_layerdrop = 0.0;
+  torch::manual_seed(4);
+  Transformer same(plain);  // the same weights
+  same->eval();
+  EXPECT_TRUE(torch::equal(same(src, tgt), evaluated));  // eval mode: no layer is ever skipped
+
+  // Training with the rates of the config, dropout off: whole layers go in some calls and none in
+  // others (the seeds fix which), and a call that skips every encoder layer gives the embeddings
+  // alone after the norm.
+  model->train();
+  int differing = 0;
+  for (uint64_t seed = 0; seed < 16; ++seed) {
+    torch::manual_seed(seed);
+    const auto trained = model(src, tgt);
+    torch::manual_seed(seed);
+    EXPECT_TRUE(torch::equal(model(src, tgt), trained)) << "seeded draws repeat";
+    differing += !torch::allclose(trained, evaluated, 1e-6, 1e-6);
+  }
+  EXPECT_GT(differing, 0);
+  EXPECT_LT(differing, 16);
+
+  ModelConfig all = tiny_config();
+  all.encoder_layerdrop = 0.999999;
+  torch::manual_seed(5);
+  Transformer skipping(all);
+  skipping->train();
+  const auto memory = skipping->encode(src);
+  auto embedded = skipping->positions->embed(skipping->source_embedding(src), 0);
+  if (skipping->encoder_norm) embedded = skipping->encoder_norm(embedded);
+  EXPECT_TRUE(torch::allclose(memory, embedded, 1e-6, 1e-6));
+
+  // A training knob stored with the model (version 4; older configs read 0), no part of its shape.
+  const auto read = model_config_from_json(to_json(c));
+  EXPECT_EQ(read.encoder_layerdrop, 0.2);
+  EXPECT_EQ(read.decoder_layerdrop, 0.2);
+  auto older = to_json(tiny_config());
+  older["version"] = 3;
+  older.erase("encoder_layerdrop");
+  older.erase("decoder_layerdrop");
+  EXPECT_EQ(model_config_from_json(older).decoder_layerdrop, 0.0);
+  EXPECT_EQ(describe_differences(c, tiny_config()), "");
+  for (const double refused : {1.0, -0.1, std::nan("")}) {
+    c.decoder_layerdrop = refused;
+    EXPECT_THROW(validate(c), InputError) << refused;
+  }
+}
+
 TEST(Dropout, AttentionAndActivationRatesDropWhereTheySay) {
   ModelConfig config = tiny_config();
   EXPECT_EQ(attention_dropout_rate(config), 0.0);

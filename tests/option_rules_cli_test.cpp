@@ -120,21 +120,28 @@ TEST_F(OptionRules, TheDropoutGivenIsTheDropoutTrainedWith) {
 
 // --attention-dropout and --activation-dropout are knobs as --dropout is: the ones given are taken at
 // --init-from and at a resume, where one left out is the run's.
-TEST_F(OptionRules, AttentionAndActivationDropoutAreKnobsAsDropoutIs) {
+TEST_F(OptionRules, AttentionAndActivationDropoutAndLayerDropAreKnobsAsDropoutIs) {
   const auto tuned = run_trafo(run("knobs") + " --init-from " + quoted(initial()) +
-                               " --attention-dropout 0.3 --activation-dropout 0.2 --max-steps 1 --valid-every 0");
+                               " --attention-dropout 0.3 --activation-dropout 0.2 --encoder-layerdrop 0.25"
+                               " --decoder-layerdrop 0.15 --max-steps 1 --valid-every 0");
   ASSERT_EQ(tuned.exit_code, 0) << tuned.errors;
   const auto written = read_text(folder("knobs") / "config.toml");
   EXPECT_NE(written.find("attention-dropout=0.3"), std::string::npos) << written;
+  EXPECT_NE(written.find("encoder-layerdrop=0.25"), std::string::npos) << written;
   auto saved = checkpoint::load(folder("knobs") / "checkpoint-last.pt", false);
   EXPECT_EQ(saved.model_config.attention_dropout, 0.3);
   EXPECT_EQ(saved.model_config.activation_dropout, 0.2);
-  const auto resumed = run_trafo(resume("knobs") + " --attention-dropout 0.1 --max-steps 2 --valid-every 0");
+  EXPECT_EQ(saved.model_config.encoder_layerdrop, 0.25);
+  EXPECT_EQ(saved.model_config.decoder_layerdrop, 0.15);
+  const auto resumed = run_trafo(resume("knobs") +
+                                 " --attention-dropout 0.1 --decoder-layerdrop 0.05 --max-steps 2 --valid-every 0");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.errors;
   EXPECT_NE(resumed.errors.find("resuming from"), std::string::npos) << resumed.errors;
   saved = checkpoint::load(folder("knobs") / "checkpoint-last.pt", false);
   EXPECT_EQ(saved.model_config.attention_dropout, 0.1);
   EXPECT_EQ(saved.model_config.activation_dropout, 0.2);
+  EXPECT_EQ(saved.model_config.encoder_layerdrop, 0.25);
+  EXPECT_EQ(saved.model_config.decoder_layerdrop, 0.05);
 }
 
 TEST_F(OptionRules, AResumeTakesTheRunsValuesOfTheDefiningOptionsLeftOut) {

@@ -192,7 +192,8 @@ TEST(WordDropout, ReplacesOrdinaryPiecesByUnkAtItsRateAndNothingElse) {
 
 // Word dropout draws from the generator a checkpoint saves: a resumed run still reaches the weights
 // of an uninterrupted one.
-TEST(Trainer, AResumedRunWithWordDropoutReachesTheSameWeights) {
+// Word dropout and layer-drop draw from the generator checkpoints keep.
+TEST(Trainer, AResumedRunWithWordDropoutAndLayerDropReachesTheSameWeights) {
   const auto data = make_temp_dir("word-dropout-data");
   trafo::testing::write_synthetic_corpus(data, "train", 120, 1);
   trafo::testing::write_synthetic_corpus(data, "dev", 10, 2);
@@ -201,6 +202,8 @@ TEST(Trainer, AResumedRunWithWordDropoutReachesTheSameWeights) {
     auto c = tiny_training(data, run);
     c.src_word_dropout = 0.2;
     c.tgt_word_dropout = 0.2;
+    c.model.encoder_layerdrop = 0.3;
+    c.model.decoder_layerdrop = 0.3;
     return c;
   };
   auto whole = with_word_dropout(root / "whole");
@@ -221,7 +224,7 @@ TEST(Trainer, AResumedRunWithWordDropoutReachesTheSameWeights) {
   for (const auto& [name, tensor] : a.weights) EXPECT_TRUE(torch::equal(tensor, b.weights.at(name))) << name;
   const auto& embedding = a.weights.at("source_embedding.embedding.weight");
   EXPECT_FALSE(torch::equal(embedding, c.weights.at("source_embedding.embedding.weight")))
-      << "word dropout changed nothing";
+      << "word dropout and layer-drop changed nothing";
 }
 
 TEST(Trainer, RefusesToResumeARunWithAnotherModel) {

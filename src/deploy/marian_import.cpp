@@ -150,6 +150,8 @@ model::ModelConfig model_config(const json& config, const fs::path& path) {
   c.dropout = value_of<double>(config, "dropout", 0.1, path);
   c.attention_dropout = value_of<double>(config, "attention_dropout", 0.0, path);
   c.activation_dropout = value_of<double>(config, "activation_dropout", 0.0, path);
+  c.encoder_layerdrop = value_of<double>(config, "encoder_layerdrop", 0.0, path);
+  c.decoder_layerdrop = value_of<double>(config, "decoder_layerdrop", 0.0, path);
   c.norm = "post";
   c.positions = "sinusoidal-halves";
   const auto activation = value_of<std::string>(config, "activation_function", "swish", path);

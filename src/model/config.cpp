@@ -59,6 +59,8 @@ void validate(const ModelConfig& c) {
   const auto rate_or_unset = [](double rate) { return rate == -1.0 || (rate >= 0.0 && rate < 1.0); };
   require(rate_or_unset(c.attention_dropout), "attention-dropout must be in [0, 1), or -1 for dropout's");
   require(rate_or_unset(c.activation_dropout), "activation-dropout must be in [0, 1), or -1 for dropout's");
+  require(c.encoder_layerdrop >= 0.0 && c.encoder_layerdrop < 1.0, "encoder-layerdrop must be in [0, 1)");
+  require(c.decoder_layerdrop >= 0.0 && c.decoder_layerdrop < 1.0, "decoder-layerdrop must be in [0, 1)");
   activation_of(c);
   norm_position(c);
   position_kind(c.positions);
@@ -77,13 +79,16 @@ double activation_dropout_rate(const ModelConfig& c) {
 }
 
 bool is_dropout_key(const std::string& json_key) {
-  return json_key == "dropout" || json_key == "attention_dropout" || json_key == "activation_dropout";
+  return json_key == "dropout" || json_key == "attention_dropout" || json_key == "activation_dropout" ||
+         json_key == "encoder_layerdrop" || json_key == "decoder_layerdrop";
 }
 
 void take_dropout_rates(ModelConfig& to, const ModelConfig& from) {
   to.dropout = from.dropout;
   to.attention_dropout = from.attention_dropout;
   to.activation_dropout = from.activation_dropout;
+  to.encoder_layerdrop = from.encoder_layerdrop;
+  to.decoder_layerdrop = from.decoder_layerdrop;
 }
 
 nlohmann::json to_json(const ModelConfig& c) {
@@ -93,6 +98,7 @@ nlohmann::json to_json(const ModelConfig& c) {
           {"decoder_layers", c.decoder_layers}, {"d_ff", c.d_ff},
           {"dropout", c.dropout},       {"activation", c.activation},
           {"attention_dropout", c.attention_dropout}, {"activation_dropout", c.activation_dropout},
+          {"encoder_layerdrop", c.encoder_layerdrop}, {"decoder_layerdrop", c.decoder_layerdrop},
           {"norm", c.norm},             {"tie_embeddings", c.tie_embeddings},
           {"max_positions", c.max_positions}, {"positions", c.positions}, {"pad_id", c.pad_id}};
 }
@@ -120,6 +126,8 @@ ModelConfig model_config_from_json(const nlohmann::json& j) {
     read("dropout", c.dropout);
     read("attention_dropout", c.attention_dropout);
     read("activation_dropout", c.activation_dropout);
+    read("encoder_layerdrop", c.encoder_layerdrop);
+    read("decoder_layerdrop", c.decoder_layerdrop);
     read("activation", c.activation);
     read("norm", c.norm);
     read("tie_embeddings", c.tie_embeddings);

@@ -85,10 +85,18 @@ void TransformerImpl::initialize() {
   }
 }
 
+bool TransformerImpl::skipped(double layerdrop) const {
+  // One draw per layer and step from the CPU's default generator, which checkpoints keep: a resumed
+  // run skips the layers an uninterrupted one would.
+  return layerdrop > 0.0 && is_training() && torch::rand({}, torch::kDouble).item<double>() < layerdrop;
+}
+
 torch::Tensor TransformerImpl::encode(const torch::Tensor& src) {
   const auto src_mask = source_mask(src);
   auto x = embedding_dropout(positions->embed(source_embedding(src), 0));  // [B,S,d]
-  for (const auto& layer : *encoder_layers) x = layer->as<EncoderLayer>()->forward(x, src_mask);
+  for (const auto& layer : *encoder_layers) {
+    if (!skipped(config_.encoder_layerdrop)) x = layer->as<EncoderLayer>()->forward(x, src_mask);
+  }
   return encoder_norm ? encoder_norm(x) : x;
 }
 
@@ -103,6 +111,7 @@ torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const torch::
   }
   auto x = embedding_dropout(positions->embed(target_embedding(tgt_in), offset));  // [B,T,d]
   for (size_t i = 0; i < decoder_layers->size(); ++i) {
+    if (cache == nullptr && skipped(config_.decoder_layerdrop)) continue;
     auto* self_cache = cache != nullptr ? &cache->self_attention[i] : nullptr;
     auto* cross_cache = cache != nullptr ? &cache->cross_attention[i] : nullptr;
     x = decoder_layers[i]->as<DecoderLayer>()->forward(x, memory, self_mask, src_mask, self_cache, cross_cache);

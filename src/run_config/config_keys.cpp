@@ -55,6 +55,8 @@ const std::vector<ConfigKey> kKeys = {
     {"dropout", "Model", "dropout rate of embeddings and sublayer outputs, and of attention weights and feed-forward activations unless set below", TRAFO_MEMBER(model.dropout)},
     {"attention-dropout", "Model", "dropout rate of attention weights; -1: --dropout's", TRAFO_MEMBER(model.attention_dropout)},
     {"activation-dropout", "Model", "dropout rate of the feed-forward inner activations; -1: --dropout's", TRAFO_MEMBER(model.activation_dropout)},
+    {"encoder-layerdrop", "Model", "share of encoder layers skipped at each training step (LayerDrop; 0: off)", TRAFO_MEMBER(model.encoder_layerdrop)},
+    {"decoder-layerdrop", "Model", "share of decoder layers skipped at each training step (LayerDrop; 0: off)", TRAFO_MEMBER(model.decoder_layerdrop)},
     {"activation", "Model", "feed-forward activation: relu, gelu or swish (SiLU, x * sigmoid(x), as OPUS-MT's MarianMT models)", TRAFO_MEMBER(model.activation)},
     {"norm", "Model", "pre or post (LayerNorm position)", TRAFO_MEMBER(model.norm)},
     {"tie-embeddings", "Model", "share source, target and output embeddings", TRAFO_MEMBER(model.tie_embeddings)},

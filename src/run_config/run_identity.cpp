@@ -24,7 +24,8 @@ bool in_group(const ConfigKey& key, std::initializer_list<const char*> groups) {
 
 // The dropout rates: training knobs in the Model group, which a resume or a fine-tuning may change.
 bool is_dropout_option(const std::string& name) {
-  return name == "dropout" || name == "attention-dropout" || name == "activation-dropout";
+  return name == "dropout" || name == "attention-dropout" || name == "activation-dropout" ||
+         name == "encoder-layerdrop" || name == "decoder-layerdrop";
 }
 
 bool defines_run(const ConfigKey& key) {
@@ -160,6 +161,8 @@ void take_initial_options(TrainConfig& c, const TrainConfig& theirs, const model
   if (was_given(c, "dropout")) c.model.dropout = asked.dropout;
   if (was_given(c, "attention-dropout")) c.model.attention_dropout = asked.attention_dropout;
   if (was_given(c, "activation-dropout")) c.model.activation_dropout = asked.activation_dropout;
+  if (was_given(c, "encoder-layerdrop")) c.model.encoder_layerdrop = asked.encoder_layerdrop;
+  if (was_given(c, "decoder-layerdrop")) c.model.decoder_layerdrop = asked.decoder_layerdrop;
 }
 
 TrainConfig read_run_config(const std::string& text, const std::string& where) {

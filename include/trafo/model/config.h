@@ -22,6 +22,8 @@ struct ModelConfig {
   double dropout = 0.1;            // embeddings, sublayer outputs; attention weights and FFN inner unless set below
   double attention_dropout = -1.0;   // attention weights; -1: as dropout
   double activation_dropout = -1.0;  // feed-forward inner activations; -1: as dropout
+  double encoder_layerdrop = 0.0;    // share of encoder layers skipped at each training step (LayerDrop)
+  double decoder_layerdrop = 0.0;    // the same for decoder layers
   std::string activation = "relu"; // feed-forward activation: relu | gelu | swish (SiLU)
   std::string norm = "pre";        // residual LayerNorm position: pre | post
   bool tie_embeddings = true;      // one matrix for source, target and output embeddings
@@ -52,8 +54,8 @@ Activation activation_of(const ModelConfig& config);
 double attention_dropout_rate(const ModelConfig& config);
 double activation_dropout_rate(const ModelConfig& config);
 
-// The dropout rates are training knobs, not part of the model: a resume or a fine-tuning may change
-// them. Whether `json_key` (a to_json key) is one; and `to` with `from`'s rates.
+// The dropout rates (layer-drop's among them) are training knobs, not part of the model: a resume or a
+// fine-tuning may change them. Whether `json_key` (a to_json key) is one; and `to` with `from`'s rates.
 bool is_dropout_key(const std::string& json_key);
 void take_dropout_rates(ModelConfig& to, const ModelConfig& from);
 
@@ -62,7 +64,7 @@ void validate(const ModelConfig& config);
 
 // The version of the JSON form; a key added to ModelConfig raises it, and its default must be what
 // models before it did, so that older checkpoints still load.
-inline constexpr int64_t kModelConfigVersion = 3;  // 2: positions; 3: attention and activation dropout
+inline constexpr int64_t kModelConfigVersion = 4;  // 2: positions; 3: attention, activation dropout; 4: layer-drop
 
 nlohmann::json to_json(const ModelConfig& config);
 // Keys the JSON lacks keep ModelConfig's defaults; a version above kModelConfigVersion, a value of the

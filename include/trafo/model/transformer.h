@@ -59,7 +59,8 @@ class TransformerImpl : public torch::nn::Module, public PackedWeightOwner {
   // The output projection [V,d]: the shared embedding when tied. Its bias [V]: undefined when tied.
   const torch::Tensor& output_weight() const;
   torch::Tensor output_bias() const;
-  // src [B,S], tgt_in [B,T] -> logits [B,T,V]
+  // src [B,S], tgt_in [B,T] -> logits [B,T,V]. In training, encode and decode skip each layer with
+  // the config's layer-drop rate (Fan et al. 2019), drawn afresh at each call; never in eval mode.
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in);
 
   DecoderCache make_cache() const;
@@ -83,6 +84,7 @@ class TransformerImpl : public torch::nn::Module, public PackedWeightOwner {
   Dropout embedding_dropout{nullptr};
 
  private:
+  bool skipped(double layerdrop) const;  // whether a layer is left out of this training step
   void initialize();
   ModelConfig config_;
   bool packed_inference_ = true;

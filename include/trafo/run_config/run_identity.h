@@ -12,7 +12,7 @@
 namespace trafo::run_config {
 
 // The keys of the groups Data, Vocabulary and Model define a run, except the dropout rates (--dropout,
-// --attention-dropout, --activation-dropout: training knobs);
+// --attention-dropout, --activation-dropout, --encoder-layerdrop, --decoder-layerdrop: training knobs);
 // data-dir and the four file keys are compared as the files they resolve to.
 // One entry per defining option whose values differ: `src-lang "en" vs "de"` (a's value first).
 std::vector<std::string> run_differences(const TrainConfig& a, const TrainConfig& b);
