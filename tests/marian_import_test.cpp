@@ -244,6 +244,7 @@ TEST_F(MarianImport, WhatTrafoCannotReadOrExpressIsRefusedInOneLine) {
   const std::vector<std::pair<fs::path, std::string>> cases = {
       {variant("decoder-vocab", with_config("decoder_vocab_size", 100)), "there is no target_vocab.json"},
       {variant("d-model", with_config("d_model", 64)), "shape does not match config.json"},
+      {variant("vocab-size", with_config("vocab_size", 1000000000000LL)), "vocab_size 1000000000000 is not in"},
       {variant("list", pickled("[torch.zeros(2)]")), "holds no dict of tensors"},
       {variant("code", pickled("{\"x\": Evil()}")), "no state dict LibTorch reads (Unpickler found unknown type"},
       {variant("legacy-code", pickled("{\"x\": Evil()}", ", _use_new_zipfile_serialization=False")),

@@ -141,6 +141,10 @@ model::ModelConfig model_config(const json& config, const fs::path& path) {
   };
   model::ModelConfig c;
   c.vocab_size = number("vocab_size");
+  if (c.vocab_size < 5 || c.vocab_size >= model::kMaxVocabSize) {  // before tables of that size are made
+    throw InputError(path.string() + ": vocab_size " + std::to_string(c.vocab_size) + " is not in 5 .. " +
+                     std::to_string(model::kMaxVocabSize - 1));
+  }
   c.d_model = number("d_model");
   c.heads = number("encoder_attention_heads");
   c.encoder_layers = number("encoder_layers");
@@ -268,6 +272,10 @@ checkpoint::Checkpoint import_marian(const fs::path& folder) {
   const auto source_path = folder / "vocab.json", target_path = separate ? folder / "target_vocab.json" : source_path;
   const auto source_vocab = read_json(source_path), target_vocab = separate ? read_json(target_path) : source_vocab;
   const int64_t target_size = value_of<int64_t>(config, "decoder_vocab_size", c.vocab_size, config_path);
+  if (target_size < 5 || target_size >= model::kMaxVocabSize) {
+    throw InputError(config_path.string() + ": decoder_vocab_size " + std::to_string(target_size) + " is not in 5 .. " +
+                     std::to_string(model::kMaxVocabSize - 1));
+  }
   if (!separate && target_size != c.vocab_size) {
     throw InputError(config_path.string() + ": decoder_vocab_size " + std::to_string(target_size) + " is not vocab_size " +
                      std::to_string(c.vocab_size) + ", and there is no target_vocab.json");
