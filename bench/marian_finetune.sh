@@ -41,7 +41,12 @@ echo "making the OPUS-MT-shaped MarianMT folder..." >&2
 "$trafo" toy-corpus --out "$out/text" --train 20000 --dev 10 --test 10 >/dev/null 2>&1
 "$python" "$root/tests/marian_make.py" "$out/opus" "$out/text/train.en" "$out/text/train.de" swish 1 safetensors \
   --opus-shape >/dev/null
-/usr/bin/time -f "%e %M" -o "$out/import.time" "$trafo" import --from "$out/opus" --out "$out/opus.pt" 2>/dev/null
+# Wall seconds and peak RSS (KiB) of the import, as the child's resource usage gives them.
+"$python" -c 'import resource, subprocess, sys, time
+started = time.time()
+subprocess.run(sys.argv[2:], check=True, stderr=subprocess.DEVNULL)
+open(sys.argv[1], "w").write(f"{time.time() - started} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}")' \
+  "$out/import.time" "$trafo" import --from "$out/opus" --out "$out/opus.pt"
 
 shape=(--vocab-size 58101 --d-model 512 --heads 8 --encoder-layers 6 --decoder-layers 6 --d-ff 2048
        --activation swish --max-positions 512 --dropout 0.1)
