@@ -5,11 +5,9 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <torch/serialize.h>
 #include <torch/torch.h>
 
-#include "torch_legacy.h"
-#include "trafo/checkpoint/safetensors.h"
+#include "state_dict_files.h"
 #include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
 #include "trafo/util/files.h"
@@ -38,48 +36,6 @@ T value_of(const json& config, const char* key, T fallback, const fs::path& path
   }
 }
 
-// `weights` with every floating-point tensor as contiguous float32.
-std::map<std::string, at::Tensor> float32(std::map<std::string, at::Tensor> weights) {
-  for (auto& [name, tensor] : weights) {
-    if (tensor.is_floating_point()) tensor = tensor.to(torch::kFloat32).contiguous();
-  }
-  return weights;
-}
-
-// The folder's weights as float32, under their state-dict names.
-std::map<std::string, at::Tensor> read_weights(const fs::path& folder) {
-  std::map<std::string, at::Tensor> weights;
-  std::error_code error;
-  if (fs::exists(folder / "model.safetensors", error)) {
-    for (auto& [name, tensor] :
-         checkpoint::read_safetensors(folder / "model.safetensors", checkpoint::Writer::kOther).tensors) {
-      weights[name] = tensor;
-    }
-  } else if (fs::exists(folder / "pytorch_model.bin", error)) {
-    const auto path = folder / "pytorch_model.bin";
-    const auto bytes = util::read_file(path);
-    if (is_legacy_torch_save(bytes)) return float32(read_legacy_state_dict(bytes, path.string()));
-    if (bytes.rfind("PK\x03\x04", 0) != 0) {  // torch.save's zip form starts as every zip file does
-      throw InputError(path.string() + " is in neither of torch.save's forms (a zip file, or before PyTorch 1.6 "
-                       "five pickles and the storages)");
-    }
-    c10::IValue loaded;
-    try {
-      loaded = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
-    } catch (const c10::Error& e) {
-      throw InputError(path.string() + " is no state dict LibTorch reads (" + e.what_without_backtrace() + ")");
-    }
-    if (!loaded.isGenericDict()) throw InputError(path.string() + " holds no dict of tensors");
-    for (const auto& entry : loaded.toGenericDict()) {
-      if (!entry.key().isString() || !entry.value().isTensor()) continue;
-      weights[entry.key().toStringRef()] = entry.value().toTensor();
-    }
-  } else {
-    throw InputError(folder.string() + " holds neither model.safetensors nor pytorch_model.bin");
-  }
-  return float32(std::move(weights));
-}
-
 // The MarianMT state dict, read by trafo's names.
 class StateDict {
  public:
@@ -93,7 +49,6 @@ class StateDict {
     if (const auto* tensor = find(name)) return *tensor;
     throw InputError(folder_.string() + ": the weights lack " + name);
   }
-  at::Tensor linear_weight(const std::string& name) const { return get(name + ".weight"); }
 
   // Sets trafo's `to`.weight and .bias from HF's projections `from` (concatenated along the output).
   void linear(const std::string& to, const std::vector<std::string>& from) {
@@ -306,7 +261,7 @@ checkpoint::Checkpoint import_marian(const fs::path& folder) {
   grow(target, rows);
   c.vocab_size = static_cast<int64_t>(rows);
 
-  StateDict dict(read_weights(folder), folder);
+  StateDict dict(read_state_dict(folder), folder);
   for (int64_t i = 0; i < c.encoder_layers; ++i) {
     self_attention_and_feed_forward(dict, "encoder_layers." + std::to_string(i),
                                     "encoder.layers." + std::to_string(i), "attention_residual");
