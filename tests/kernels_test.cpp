@@ -178,6 +178,40 @@ TEST(CpuKernels, StepAttentionVariantsAgree) {
   }
 }
 
+// Rows that joined a running batch late (continuous batching) read their keys from their start:
+// each row gets the bits it gets alone with only those keys, on either variant; ops::attention's
+// other paths mask the positions before the start instead.
+TEST(CpuKernels, StepAttentionRowsStartWhereTheirKeysBegin) {
+  torch::manual_seed(33);
+  torch::NoGradGuard no_grad;
+  const std::vector<int64_t> starts = {0, 5, 36, 17, 20};
+  for (const int64_t d_k : {24, 64}) {
+    const auto q = torch::randn({5, 4, 1, d_k});
+    const auto k = torch::randn({5, 4, 37, d_k});
+    const auto v = torch::randn({5, 4, 37, d_k});
+    for (const Isa isa : {Isa::avx2, Isa::avx512}) {
+      const ops::ForcedIsa forced(isa);
+      if (ops::cpu_isa() == Isa::none) continue;
+      const auto together = ops::step_attention(q, k, v, torch::Tensor(), &starts);  // [5,1,4·d_k]
+      for (int64_t b = 0; b < 5; ++b) {
+        const int64_t start = starts[static_cast<size_t>(b)];
+        const auto alone = ops::step_attention(q.narrow(0, b, 1), k.narrow(0, b, 1).narrow(2, start, 37 - start),
+                                               v.narrow(0, b, 1).narrow(2, start, 37 - start), torch::Tensor());
+        EXPECT_TRUE(torch::equal(together.narrow(0, b, 1), alone)) << d_k << " row " << b << " " << ops::isa_name(isa);
+      }
+      ops::AttentionCall call;
+      call.cached_step = true;
+      call.fused = false;
+      call.starts = &starts;
+      torch::Tensor weights;
+      call.weights = &weights;  // the explicit maths, with the starts as a mask
+      const auto masked = ops::attention(q, k, v, torch::Tensor(), call);
+      EXPECT_TRUE(torch::allclose(masked, together, 1e-5, 1e-5)) << d_k;
+      EXPECT_EQ(weights.narrow(3, 0, 17).select(0, 3).abs().sum().item<float>(), 0.0f);  // row 3 starts at 17
+    }
+  }
+}
+
 // Under bf16 autocast the kernel takes bf16 q, k and v (a decoding step's projections and cache)
 // and gives the bf16 context: the fp32 attention of the same bf16 values, rounded once.
 TEST(CpuKernels, StepAttentionTakesBf16UnderAutocast) {

@@ -200,6 +200,40 @@ def case_equal():
     for j, item in enumerate(answer["scores"]):
         assert abs(item["log_prob"] - float(scores[j])) < 1e-3, (j, item, scores[j])
 
+    # Greedy requests (the continuous batch) and beam, tagged and sampled ones (batches of their own)
+    # at once: each kind waits for its turn, and every answer is still the offline one.
+    beamed = offline(lines[:20], "--beam", "4")
+    mixed, mixed_failures = {}, []
+
+    def mixed_client(i):
+        try:
+            j = i % 20
+            kind = i % 4
+            if kind == 0:
+                mixed[i] = (post(server, "/v1/translate", {"text": [lines[j]], "source": "en", "target": "de", "beam": 4})
+                            ["translations"][0]["text"], beamed[j])
+            elif kind == 1:
+                mixed[i] = (post(server, "/v1/translate", {"text": [lines[j % 10]], "source": "en", "target": "de",
+                                                           "tag": "<bt>"})["translations"][0]["text"], tagged[j % 10])
+            elif kind == 2:
+                mixed[i] = (post(server, "/v1/translate", {"text": lines[:20], "source": "en", "target": "de",
+                                                           "sampling_topk": 0, "seed": 7})["translations"][j]["text"],
+                            sampled[j])
+            else:
+                mixed[i] = (post(server, "/translate", {"q": lines[j], "source": "en", "target": "de"})["translatedText"],
+                            expected[j])
+        except Exception as error:  # noqa: BLE001 - reported below
+            mixed_failures.append("client %d: %r" % (i, error))
+
+    mixed_clients = [threading.Thread(target=mixed_client, args=(i,)) for i in range(48)]
+    for c in mixed_clients:
+        c.start()
+    for c in mixed_clients:
+        c.join()
+    assert not mixed_failures, mixed_failures
+    for i, (served, wanted) in mixed.items():
+        assert served == wanted, "client %d (kind %d): served %r, offline %r" % (i, i % 4, served, wanted)
+
     languages = LibreTranslateAPI(server.url).languages()
     assert languages == [{"code": "en", "name": "en", "targets": ["de"]}], languages
     server.stop()

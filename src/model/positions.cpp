@@ -32,6 +32,10 @@ torch::Tensor SinusoidalPositionsImpl::embed(const torch::Tensor& x, int64_t off
   return x + table_.narrow(0, offset, length).to(x.dtype());  // [B,T,d]
 }
 
+torch::Tensor SinusoidalPositionsImpl::embed_rows(const torch::Tensor& x, const torch::Tensor& positions) {
+  return x + table_.index_select(0, positions).unsqueeze(1).to(x.dtype());  // [B,1,d]
+}
+
 const std::vector<PositionKind>& position_kinds() {
   static const std::vector<PositionKind> kinds = {
       {"sinusoidal",

@@ -1,5 +1,6 @@
 #include "trafo/model/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <torch/torch.h>
@@ -22,6 +23,14 @@ torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
 void DecoderCache::select(const torch::Tensor& index) {
   for (auto& cache : self_attention) cache.select(index);
   for (auto& cache : cross_attention) cache.select(index);
+}
+
+void DecoderCache::drop_unread() {
+  if (self_attention.empty() || self_attention.front().starts.empty()) return;
+  const auto& starts = self_attention.front().starts;
+  const int64_t unread = *std::min_element(starts.begin(), starts.end());
+  for (auto& cache : self_attention) cache.drop_front(unread);
+  length -= unread;
 }
 
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
@@ -109,7 +118,19 @@ torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const torch::
   if (steps > 1) {
     self_mask = causal_mask(offset + steps, tgt_in.device()).narrow(2, offset, steps);  // [1,1,T,offset+T]
   }
-  auto x = embedding_dropout(positions->embed(target_embedding(tgt_in), offset));  // [B,T,d]
+  const std::vector<int64_t>* starts = cache != nullptr && !cache->self_attention.empty() &&
+                                               !cache->self_attention.front().starts.empty()
+                                           ? &cache->self_attention.front().starts
+                                           : nullptr;
+  torch::Tensor x = target_embedding(tgt_in);  // [B,T,d]
+  if (starts != nullptr) {  // rows that joined late count their positions from their own start
+    std::vector<int64_t> rows;
+    for (const int64_t start : *starts) rows.push_back(offset - start);
+    x = positions->embed_rows(x, torch::tensor(rows, torch::kLong).to(tgt_in.device()));
+  } else {
+    x = positions->embed(x, offset);
+  }
+  x = embedding_dropout(x);
   for (size_t i = 0; i < decoder_layers->size(); ++i) {
     if (cache == nullptr && skipped(config_.decoder_layerdrop)) continue;
     auto* self_cache = cache != nullptr ? &cache->self_attention[i] : nullptr;
@@ -137,6 +158,20 @@ torch::Tensor TransformerImpl::output_bias() const {
 torch::Tensor TransformerImpl::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {
   const auto memory = encode(src);
   return output_logits(decode(tgt_in, memory, source_mask(src)));
+}
+
+void TransformerImpl::join(DecoderCache& cache, const torch::Tensor& memory, const std::vector<int64_t>& reuse) {
+  const auto reused = static_cast<int64_t>(reuse.size());
+  const int64_t added = memory.size(0) - reused;
+  for (size_t i = 0; i < decoder_layers->size(); ++i) {
+    auto [keys, values] = decoder_layers[i]->as<DecoderLayer>()->cross_attention->memory_keys_values(memory);
+    cache.cross_attention[i].put_rows(reuse, keys.narrow(0, 0, reused), values.narrow(0, 0, reused));
+    cache.self_attention[i].restart_rows(reuse);
+    if (added > 0) {
+      cache.cross_attention[i].add_rows(keys.narrow(0, reused, added), values.narrow(0, reused, added));
+      cache.self_attention[i].add_rows(added);
+    }
+  }
 }
 
 DecoderCache TransformerImpl::make_cache() const {

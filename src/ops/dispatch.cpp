@@ -55,7 +55,14 @@ at::Tensor plain_attention(const at::Tensor& q, const at::Tensor& k, const at::T
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
                      const AttentionCall& call) {
   if (call.cached_step && q.size(2) == 1 && call.weights == nullptr && step_attention_applies(q, k, v, mask)) {
-    return step_attention(q, k, v, mask);  // [B,1,h·d_k]
+    return step_attention(q, k, v, mask, call.starts);  // [B,1,h·d_k]
+  }
+  if (call.starts != nullptr && !call.starts->empty()) {  // the positions before a row's start are masked
+    const auto starts = torch::tensor(*call.starts, torch::kLong).to(k.device()).view({-1, 1, 1, 1});
+    const auto from_start = torch::arange(k.size(2), starts.options()).view({1, 1, 1, -1}).ge(starts);  // [B,1,1,T]
+    AttentionCall masked = call;
+    masked.starts = nullptr;
+    return attention(q, k, v, mask.defined() ? mask.logical_and(from_start) : from_start, masked);
   }
   // SDPA with dropout on the CPU runs its math path with a serial Bernoulli mask: where the hashed
   // mask applies the plain path is the same math with it (under bf16 autocast q is bf16 and SDPA

@@ -18,7 +18,8 @@ namespace trafo::ops {
 namespace {
 
 // Where the tensors of one call lie, in floats: q [B,h,d_k], k and v [B,h,T,d_k] with d_k
-// contiguous, mask [B,T] contiguous (true: may attend) or null, out [B,h·d_k] contiguous.
+// contiguous, mask [B,T] contiguous (true: may attend) or null, starts [B] (row b's keys begin at
+// position starts[b]) or null, out [B,h·d_k] contiguous.
 struct Shape {
   int64_t heads, length, d_k;
   int64_t q_batch, q_head;          // strides of q
@@ -33,25 +34,29 @@ struct Shape {
 // d_k a multiple of S::kLanes. T: float, or uint16_t for bf16 (widened on load, the scores,
 // weights and context in fp32, the output rounded once).
 template <typename S, typename T>
-TRAFO_INLINE_LOOP void step_rows_loop(const T* q, const T* k, const T* v, const bool* mask, T* out, const Shape& s,
-                                      int64_t begin, int64_t end) {
+TRAFO_INLINE_LOOP void step_rows_loop(const T* q, const T* k, const T* v, const bool* mask, const int64_t* starts,
+                                      T* out, const Shape& s, int64_t begin, int64_t end) {
   using V = typename S::V;
   constexpr int64_t lanes = S::kLanes;
   const float minus_infinity = -std::numeric_limits<float>::infinity();
-  const int64_t padded = (s.length + lanes - 1) / lanes * lanes;
-  std::vector<float> weights(static_cast<size_t>(padded));
+  std::vector<float> weights(static_cast<size_t>((s.length + lanes - 1) / lanes * lanes));
   for (int64_t row = begin; row < end; ++row) {
     const int64_t b = row / s.heads, h = row % s.heads;
+    // A row that starts late reads its own keys from position 0, as a batch of its own would: the
+    // same lanes hold the same scores, so the sums run in the same order.
+    const int64_t start = starts != nullptr ? starts[b] : 0;
+    const int64_t length = s.length - start;
+    const int64_t padded = (length + lanes - 1) / lanes * lanes;
     const T* q_row = q + b * s.q_batch + h * s.q_head;
-    const T* k_row = k + b * s.k_batch + h * s.k_head;
-    const T* v_row = v + b * s.v_batch + h * s.v_head;
-    const bool* mask_row = mask != nullptr ? mask + b * s.length : nullptr;
+    const T* k_row = k + b * s.k_batch + h * s.k_head + start * s.k_time;
+    const T* v_row = v + b * s.v_batch + h * s.v_head + start * s.v_time;
+    const bool* mask_row = mask != nullptr ? mask + b * s.length + start : nullptr;
     T* out_row = out + row * s.d_k;
 
     // scores: q·k_t · scale, −∞ where masked and past the end
     for (int64_t t = 0; t < padded; ++t) {
       float score = minus_infinity;
-      if (t < s.length && (mask_row == nullptr || mask_row[t])) {
+      if (t < length && (mask_row == nullptr || mask_row[t])) {
         const T* k_t = k_row + t * s.k_time;
         V dot = S::mul(S::load(q_row), S::load(k_t));
         for (int64_t j = lanes; j < s.d_k; j += lanes) dot = S::fmadd(S::load(q_row + j), S::load(k_t + j), dot);
@@ -77,7 +82,7 @@ TRAFO_INLINE_LOOP void step_rows_loop(const T* q, const T* k, const T* v, const 
     // context: Σ_t weight_t v_t / Σ_t weight_t
     alignas(64) float context[256];
     for (int64_t j = 0; j < s.d_k; j += lanes) S::store(context + j, S::zero());
-    for (int64_t t = 0; t < s.length; ++t) {
+    for (int64_t t = 0; t < length; ++t) {
       if (weights[t] == 0.0f) continue;
       const V w = S::set(weights[t]);
       const T* v_t = v_row + t * s.v_time;
@@ -89,37 +94,37 @@ TRAFO_INLINE_LOOP void step_rows_loop(const T* q, const T* k, const T* v, const 
 }
 
 template <typename T>
-TRAFO_AVX2_FMA void step_rows_avx2(const T* q, const T* k, const T* v, const bool* mask, T* out, const Shape& s,
-                                   int64_t begin, int64_t end) {
-  step_rows_loop<Avx2>(q, k, v, mask, out, s, begin, end);
+TRAFO_AVX2_FMA void step_rows_avx2(const T* q, const T* k, const T* v, const bool* mask, const int64_t* starts, T* out,
+                                   const Shape& s, int64_t begin, int64_t end) {
+  step_rows_loop<Avx2>(q, k, v, mask, starts, out, s, begin, end);
 }
 
 template <typename T>
-TRAFO_AVX512 void step_rows_avx512(const T* q, const T* k, const T* v, const bool* mask, T* out, const Shape& s,
-                                   int64_t begin, int64_t end) {
-  step_rows_loop<Avx512>(q, k, v, mask, out, s, begin, end);
+TRAFO_AVX512 void step_rows_avx512(const T* q, const T* k, const T* v, const bool* mask, const int64_t* starts,
+                                   T* out, const Shape& s, int64_t begin, int64_t end) {
+  step_rows_loop<Avx512>(q, k, v, mask, starts, out, s, begin, end);
 }
 
 #else  // not x86-64: cpu_isa() is none, callers take at::scaled_dot_product_attention
 
 template <typename T>
-void step_rows_avx2(const T*, const T*, const T*, const bool*, T*, const Shape&, int64_t, int64_t) {}
+void step_rows_avx2(const T*, const T*, const T*, const bool*, const int64_t*, T*, const Shape&, int64_t, int64_t) {}
 template <typename T>
-void step_rows_avx512(const T*, const T*, const T*, const bool*, T*, const Shape&, int64_t, int64_t) {}
+void step_rows_avx512(const T*, const T*, const T*, const bool*, const int64_t*, T*, const Shape&, int64_t, int64_t) {}
 
 #endif
 
 // Every row and head of one call, on all threads, T the elements' type (elements.h).
 template <typename T>
-void run_rows(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const bool* mask, const at::Tensor& out,
-              const Shape& shape, Isa isa) {
+void run_rows(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const bool* mask, const int64_t* starts,
+              const at::Tensor& out, const Shape& shape, Isa isa) {
   const T* q_data = elements<T>(q);
   const T* k_data = elements<T>(k);
   const T* v_data = elements<T>(v);
   T* out_data = elements<T>(out);
   at::parallel_for(0, q.size(0) * shape.heads, 8, [&](int64_t begin, int64_t end) {
-    (isa == Isa::avx512 ? step_rows_avx512<T> : step_rows_avx2<T>)(q_data, k_data, v_data, mask, out_data, shape,
-                                                                    begin, end);
+    (isa == Isa::avx512 ? step_rows_avx512<T> : step_rows_avx2<T>)(q_data, k_data, v_data, mask, starts, out_data,
+                                                                    shape, begin, end);
   });
 }
 
@@ -140,7 +145,8 @@ bool step_attention_applies(const at::Tensor& q, const at::Tensor& k, const at::
   return q.size(3) % 8 == 0 && q.size(3) <= 256;
 }
 
-at::Tensor step_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask) {
+at::Tensor step_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
+                          const std::vector<int64_t>* starts) {
   // zmm rows where d_k fills them (a d_k of 8 · odd stays on ymm)
   const Isa isa = cpu_isa() == Isa::avx512 && q.size(3) % 16 == 0 ? Isa::avx512 : Isa::avx2;
   note_run(Kernel::step_attention, isa);
@@ -152,10 +158,11 @@ at::Tensor step_attention(const at::Tensor& q, const at::Tensor& k, const at::Te
                     v.stride(0), v.stride(1), v.stride(2), static_cast<float>(1.0 / std::sqrt(d_k))};
   auto context = at::empty({batch, 1, heads * d_k}, q.options());
   const bool* mask_data = mask_rows.defined() ? mask_rows.data_ptr<bool>() : nullptr;
+  const int64_t* start_data = starts != nullptr && !starts->empty() ? starts->data() : nullptr;
   if (q.scalar_type() == at::kBFloat16) {
-    run_rows<uint16_t>(q, k, v, mask_data, context, shape, isa);
+    run_rows<uint16_t>(q, k, v, mask_data, start_data, context, shape, isa);
   } else {
-    run_rows<float>(q, k, v, mask_data, context, shape, isa);
+    run_rows<float>(q, k, v, mask_data, start_data, context, shape, isa);
   }
   return context;
 }

@@ -64,7 +64,7 @@ class Metrics {
       out << "trafo_request_seconds_sum{endpoint=\"" << endpoint << "\"} " << latency_sum_.at(endpoint) << '\n';
       out << "trafo_request_seconds_count{endpoint=\"" << endpoint << "\"} " << cumulative << '\n';
     }
-    out << "# HELP trafo_batch_sentences Sentences per decoding batch.\n"
+    out << "# HELP trafo_batch_sentences Sentences per decoding batch, or per step of the continuous batch.\n"
            "# TYPE trafo_batch_sentences histogram\n";
     int64_t cumulative = 0, total = 0;
     for (const int64_t bound : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512}) {

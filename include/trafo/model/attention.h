@@ -2,6 +2,10 @@
 // with a KV cache for step-wise decoding (docs/design.md "Attention").
 #pragma once
 
+#include <cstdint>
+#include <utility>
+#include <vector>
+
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
@@ -16,12 +20,26 @@ class AttentionCache {
  public:
   torch::Tensor keys;    // [B,h,T,d_k]
   torch::Tensor values;  // [B,h,T,d_k]
+  // Decoder self-attention whose rows joined a running batch at different steps (continuous
+  // batching): row b's keys are positions starts[b] .. T-1. Empty: every row's begin at 0.
+  std::vector<int64_t> starts;
   bool empty() const { return !keys.defined(); }
   // Keeps the batch rows in `index` (beam reordering, dropping finished sentences).
   void select(const torch::Tensor& index);
   // Puts k, v [B,h,steps,d_k] after the positions cached. keys and values are views of a storage
   // that doubles when full, so a step copies its own keys, not the whole cache.
   void append(const torch::Tensor& k, const torch::Tensor& v);
+
+  // Continuous batching. Self-attention: `count` rows with no keys yet join, or rows `rows` (of
+  // finished sentences) start again; their keys begin at the next position.
+  void add_rows(int64_t count);
+  void restart_rows(const std::vector<int64_t>& rows);
+  // Cross-attention: rows with keys and values k, v [B2,h,S2,d_k] join, or take the places of rows
+  // `rows` (one per row of k); the shorter source length is padded with zeros (the mask hides them).
+  void add_rows(const torch::Tensor& k, const torch::Tensor& v);
+  void put_rows(const std::vector<int64_t>& rows, const torch::Tensor& k, const torch::Tensor& v);
+  // Self-attention: forgets positions 0 .. count-1, which no row reads (count ≤ every start).
+  void drop_front(int64_t count);
 
  private:
   torch::Tensor key_storage_, value_storage_;  // [B,h,capacity,d_k]; undefined when keys were set directly
@@ -44,6 +62,9 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   // [B,1,Tq,Tk] (undefined: attend everywhere), cache: see AttentionCache. Returns [B,Tq,d].
   torch::Tensor forward(const torch::Tensor& query, const torch::Tensor& memory, const torch::Tensor& mask,
                         AttentionCache* cache = nullptr);
+
+  // Cross-attention: the keys and values [B,h,S,d_k] of encoder memory [B,S,d].
+  std::pair<torch::Tensor, torch::Tensor> memory_keys_values(const torch::Tensor& memory);
 
   // Selects the plain path and keeps its weights [B,h,Tq,Tk] in last_weights().
   void set_keep_weights(bool keep) { keep_weights_ = keep; }

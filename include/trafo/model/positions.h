@@ -19,6 +19,8 @@ class PositionEncodingImpl : public torch::nn::Module {
  public:
   // x [B,T,d] of positions offset .. offset+T-1 -> x with the positions encoded: [B,T,d].
   virtual torch::Tensor embed(const torch::Tensor& x, int64_t offset) = 0;
+  // x [B,1,d] of positions[b] per row (a long tensor [B]) -> x with the positions encoded.
+  virtual torch::Tensor embed_rows(const torch::Tensor& x, const torch::Tensor& positions) = 0;
 };
 
 // PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(...), added to the embeddings (Vaswani et al.
@@ -29,6 +31,7 @@ class SinusoidalPositionsImpl final : public PositionEncodingImpl {
  public:
   SinusoidalPositionsImpl(int64_t max_positions, int64_t d_model, bool halves);
   torch::Tensor embed(const torch::Tensor& x, int64_t offset) override;
+  torch::Tensor embed_rows(const torch::Tensor& x, const torch::Tensor& positions) override;
 
  private:
   torch::Tensor table_;  // [max_positions, d]

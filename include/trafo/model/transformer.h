@@ -28,8 +28,10 @@ TORCH_MODULE(EncoderLayer);
 struct DecoderCache {
   std::vector<AttentionCache> self_attention;
   std::vector<AttentionCache> cross_attention;
-  int64_t length = 0;  // target positions already decoded
+  int64_t length = 0;  // target positions already decoded (by the oldest rows, when rows joined late)
   void select(const torch::Tensor& index);  // keep batch rows `index`
+  // Continuous batching: forgets the positions before every row's start (AttentionCache::starts).
+  void drop_unread();
 };
 
 class DecoderLayerImpl : public torch::nn::Module {
@@ -64,6 +66,11 @@ class TransformerImpl : public torch::nn::Module, public PackedWeightOwner {
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in);
 
   DecoderCache make_cache() const;
+  // Continuous batching: the sentences of encoder memory [B2,S,d] join `cache`, with their
+  // cross-attention keys and values: sentence i < reuse.size() in the place of row reuse[i] (a
+  // finished one), the others as new rows after the last. decode() then takes tokens for every
+  // row, and each row's positions count from the step it joined.
+  void join(DecoderCache& cache, const torch::Tensor& memory, const std::vector<int64_t>& reuse);
   int64_t parameter_count() const;
   torch::Tensor source_mask(const torch::Tensor& src) const { return padding_mask(src, config_.pad_id); }
   const ModelConfig& config() const { return config_; }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -41,6 +42,8 @@ struct AttentionCall {
   bool cached_step = false;       // one query per row over a KV cache (a decoding step)
   bool fused = true;              // false: the explicit maths (tests compare the paths)
   at::Tensor* weights = nullptr;  // keep the weights [B,h,Tq,Tk] here (the explicit maths)
+  // A cached step whose rows joined at different steps: row b's keys begin at (*starts)[b].
+  const std::vector<int64_t>* starts = nullptr;
 };
 
 // Attention as above, heads merged: [B,Tq,h·d_k]. The one-query kernel for a cached step where

@@ -3,6 +3,9 @@
 // arithmetic (two BLAS calls per row and head).
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include <ATen/core/Tensor.h>
 
 namespace trafo::ops {
@@ -15,7 +18,11 @@ bool step_attention_applies(const at::Tensor& q, const at::Tensor& k, const at::
 
 // q [B,h,1,d_k], k and v [B,h,T,d_k], mask (true: may attend) -> context [B,1,h·d_k], the heads
 // merged: softmax_t(q·k_t / √d_k, masked t excluded) · v per row and head; a row with every
-// position masked gets zeros. Needs step_attention_applies.
-at::Tensor step_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask);
+// position masked gets zeros. `starts` (null or empty: all 0) gives each row b the first position
+// of its keys, starts[b] < T: the row attends to positions starts[b] .. T-1 and gets the bits it
+// would get alone with only those keys (a row that joined a running batch late). Needs
+// step_attention_applies.
+at::Tensor step_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
+                          const std::vector<int64_t>* starts = nullptr);
 
 }  // namespace trafo::ops

@@ -1,15 +1,20 @@
 // The translation service behind `trafo serve`, apart from HTTP: one model per direction, and one
 // decoding thread (the caller of run_decoder) that batches the sentences of concurrent requests together.
 //
-// Batching: requests wait in arrival order. Each batch takes the oldest request's direction and
-// decoding options, then one sentence at a time from every waiting request that shares them, in
-// turn, until the batch holds `batch_tokens` source pieces; the requests it took from go to the back
-// of the line. When the last batch held several sentences, a new batch first waits a moment (a tenth of
-// that batch's time, at most 10 ms) for that many more to arrive: closed-loop clients come back at
-// once, and their requests are then read while nothing decodes. So a short request is answered after at most one batch, however long the request
-// before it, and a sentence's translation never depends on what shared its batch (the Translator's
-// results are batch-independent). Sampling draws per sentence index: a sampling request is decoded
-// in runs of its own consecutive sentences, numbered as `trafo translate` numbers them.
+// Requests wait in arrival order; the oldest one's direction and decoding options decide what is
+// decoded next, and sentences are taken one at a time from every waiting request that shares them,
+// in turn, within `batch_tokens` source pieces; the requests taken from go to the back of the line.
+// - Greedy translation (the common case) runs as one continuous batch (decode/continuous.h): waiting
+//   sentences of its kind join it between two steps while its budget lasts, and each leaves it the
+//   step it finishes, its request answered as soon as its last sentence is. A request of another
+//   kind at the front of the line stops sentences joining; the batch drains, and that request is next.
+// - Beams, sampling, alignments and scores run as batches of their own. When the last batch held
+//   several sentences, a new one first waits a moment (a tenth of that batch's time, at most 10 ms)
+//   for that many more to arrive: closed-loop clients come back at once.
+// So a short request is answered within a batch or a few steps, however long the request before
+// it, and a sentence's translation never depends on what shared its batch (the decoders' results
+// are batch-independent). Sampling draws per sentence index: a sampling request is decoded in runs
+// of its own consecutive sentences, numbered as `trafo translate` numbers them.
 #pragma once
 
 #include <chrono>
@@ -24,6 +29,7 @@
 #include <vector>
 
 #include "trafo/data/tokenizer.h"
+#include "trafo/decode/continuous.h"
 #include "trafo/decode/translator.h"
 #include "trafo/eval/pair_scores.h"
 #include "trafo/model/transformer.h"
@@ -96,18 +102,34 @@ class Service {
 
  private:
   struct Pending;
-  void decode_batch(const std::vector<std::pair<std::shared_ptr<Pending>, std::vector<size_t>>>& parts);
+  using Part = std::pair<std::shared_ptr<Pending>, std::vector<size_t>>;  // a job and sentences of it
+  // Takes sentences of the waiting jobs of `key`, one from each in turn, up to `budget` source
+  // pieces (the first always); the jobs that gave go to the back of the line. Under mutex_.
+  std::vector<Part> take(const std::string& key, int64_t budget);
+  // Greedy translation: the job's sentences join the continuous batch (decode/continuous.h).
+  static bool joins_running_batch(const Job& job);
+  // One step of the continuous batch, after `joining` joined it; the finished sentences go to their jobs.
+  void decode_step(const std::vector<Part>& joining);
+  // A batch of its own (beams, sampling, alignments, scores).
+  void decode_batch(const std::vector<Part>& parts);
+  // `pending` fails with `error`; what it still had waiting leaves the line. Under mutex_.
+  void fail(const std::shared_ptr<Pending>& pending, const std::exception_ptr& error);
 
   std::vector<Direction> directions_;
   int64_t max_queue_;
   mutable std::mutex mutex_;
-  std::condition_variable wake_;
+  std::condition_variable work_;  // the decoding thread waits on it for jobs
   std::deque<std::shared_ptr<Pending>> waiting_;
   bool stopping_ = false;
   ServiceStats stats_;
   int64_t last_batch_sentences_ = 0;
   int64_t queued_after_last_batch_ = 0;  // sentences waiting when it ended
   std::chrono::duration<double> last_batch_seconds_{0.0};
+  // The continuous batch: touched by the decoding thread only, but for continuous_key_.
+  std::unique_ptr<decode::ContinuousDecoder> continuous_;
+  std::string decoder_key_;     // the kind of job continuous_ was made for
+  std::string continuous_key_;  // the kind of job that may join the running batch (under mutex_)
+  std::map<int64_t, std::pair<std::shared_ptr<Pending>, size_t>> in_flight_;  // ticket -> job, sentence
 };
 
 }  // namespace trafo::serve
