@@ -17,11 +17,9 @@ namespace {
 // Sentences per encoder call: about this many source positions, padding included.
 constexpr int64_t kEncoderChunkTokens = 512;
 
-}  // namespace
-
-// In a batch the short sentences are padded to the longest, and the encoder's work in the toy
-// benchmark was 2.5x the real positions. Memory past a sentence's end is masked in cross-attention:
-// it is left at zero.
+// model->encode(src), a few sentences of similar length at a time. In a batch the short sentences
+// are padded to the longest, and the encoder's work in the toy benchmark was 2.5x the real
+// positions. Memory past a sentence's end is masked in cross-attention: it is left at zero.
 torch::Tensor encode_by_length(model::Transformer& model, const torch::Tensor& src) {
   const int64_t rows = src.size(0), width = src.size(1);
   const auto lengths = src.ne(model->config().pad_id).sum(1).cpu();  // [B]: one host sync per batch
@@ -46,6 +44,8 @@ torch::Tensor encode_by_length(model::Transformer& model, const torch::Tensor& s
   }
   return memory;
 }
+
+}  // namespace
 
 StepDecoder::Member::Member(model::Transformer model_, const torch::Tensor& src, const torch::Tensor& rows_of)
     : model(model_), packed(*model), cache(model->make_cache()) {

@@ -51,9 +51,6 @@ class StepDecoder {
   torch::Tensor not_eos_;      // [1,V] bool
 };
 
-// model->encode(src) for src [B,S], a few sentences of similar length at a time -> memory [B,S,d].
-torch::Tensor encode_by_length(model::Transformer& model, const torch::Tensor& src);
-
 // Host copies of small device tensors, one transfer: the step's single sync.
 torch::Tensor to_host(const std::vector<torch::Tensor>& tensors);
 
