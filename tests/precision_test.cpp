@@ -202,20 +202,6 @@ TEST_F(PrecisionRun, Bf16WhereItIsEmulatedRunsWithOneWarning) {
   EXPECT_EQ(warnings, 1u) << errors;
 }
 
-// This process and the commands it starts pose as a CPU with `flags` whose bf16 matmuls run
-// `speedup` times as fast as fp32 and whose bf16 decoding runs `decoding_speedup` times as fast,
-// until the object goes.
-struct PosedCpu {
-  PosedCpu(const std::string& flags, const std::string& speedup, const std::string& decoding_speedup) {
-    const std::string hooks =
-        "cpu_flags=" + flags + ",bf16_speedup=" + speedup + ",bf16_decoding_speedup=" + decoding_speedup;
-    ::setenv(kTestHooksSwitch, hooks.c_str(), 1);
-  }
-  ~PosedCpu() { ::unsetenv(kTestHooksSwitch); }
-  PosedCpu(const PosedCpu&) = delete;
-  PosedCpu& operator=(const PosedCpu&) = delete;
-};
-
 // A CPU that auto finds fast in bf16 (posed: this one may not be): training, its validation and a
 // fresh `trafo eval` all run in bf16, and the in-training figures equal the fresh eval's;
 // --precision fp32 still decodes in fp32.

@@ -2,6 +2,8 @@
 // `trafo eval` of its checkpoints.
 #pragma once
 
+#include <stdlib.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <sstream>
@@ -12,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_support.h"
+#include "trafo/test_hooks.h"
 
 namespace trafo::testing {
 
@@ -31,9 +34,24 @@ inline std::vector<std::string> lines_of(const std::string& text) {
 
 inline std::string quoted(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
 
+// This process and the commands it starts pose as a CPU with `flags` whose bf16 matmuls run
+// `speedup` times as fast as fp32 and whose bf16 decoding runs `decoding_speedup` times as fast,
+// until the object goes.
+struct PosedCpu {
+  PosedCpu(const std::string& flags, const std::string& speedup, const std::string& decoding_speedup) {
+    const std::string hooks =
+        "cpu_flags=" + flags + ",bf16_speedup=" + speedup + ",bf16_decoding_speedup=" + decoding_speedup;
+    ::setenv(kTestHooksSwitch, hooks.c_str(), 1);
+  }
+  ~PosedCpu() { ::unsetenv(kTestHooksSwitch); }
+  PosedCpu(const PosedCpu&) = delete;
+  PosedCpu& operator=(const PosedCpu&) = delete;
+};
+
 // Every `valid` event of RUN/metrics.jsonl must equal what a fresh `trafo eval` of RUN/checkpoint-STEP.pt
-// computes on DATA/dev.{en,de}: loss, BLEU, chrF and each hypothesis (the run logs a sample of every dev
-// sentence: --valid-samples at least the dev size). Returns the logged hypotheses of each validation.
+// with its default batches computes on DATA/dev.{en,de}: loss, BLEU, chrF and each hypothesis (the run
+// logs a sample of every dev sentence: --valid-samples at least the dev size). Returns the logged
+// hypotheses of each validation.
 inline std::vector<std::vector<std::string>> expect_validations_equal_fresh_evals(const std::filesystem::path& run,
                                                                                   const std::filesystem::path& data) {
   std::vector<std::vector<std::string>> hypotheses;
@@ -47,7 +65,7 @@ inline std::vector<std::vector<std::string>> expect_validations_equal_fresh_eval
     const auto output = run.parent_path() / ("hyp-" + std::to_string(step) + ".txt");
     const auto eval = run_trafo("eval --checkpoint " + quoted(run / ("checkpoint-" + std::to_string(step) + ".pt")) +
                                 " --src " + quoted(data / "dev.en") + " --ref " + quoted(data / "dev.de") +
-                                " --batch-tokens 256 --threads 1 --precision " + precision + " --json --output " + quoted(output));
+                                " --threads 1 --precision " + precision + " --json --output " + quoted(output));
     if (eval.exit_code != 0) {
       ADD_FAILURE() << "eval of step " << step << ": " << eval.errors;
       continue;

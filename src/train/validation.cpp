@@ -17,7 +17,7 @@ runtime::Precision pick_validation_precision(const TrainConfig& c, model::Transf
 std::optional<Validator> make_validator(const TrainConfig& c, const run_config::DataFiles& paths,
                                         const data::Tokenizer& tokenizer, bool main_rank, bool bf16) {
   if (!main_rank) return std::nullopt;
-  return Validator(paths.dev_src, paths.dev_tgt, tokenizer, c.batch_tokens, c.valid_max_sentences, c.valid_samples,
+  return Validator(paths.dev_src, paths.dev_tgt, tokenizer, c.valid_max_sentences, c.valid_samples,
                    c.model.max_positions, bf16, c.valid_tag.empty() ? -1 : tokenizer.reserved_id(c.valid_tag));
 }
 

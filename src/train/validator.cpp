@@ -6,10 +6,12 @@
 namespace trafo::train {
 namespace {
 
-eval::Evaluator greedy(int64_t batch_tokens, int64_t max_positions, bool bf16, int tag) {
+// `trafo eval`'s options by default, its batches included: in bf16 a sentence's last bits, and so a
+// near tie, can change with the sentences padded beside it, and the figures must equal a fresh eval's.
+eval::Evaluator greedy(int64_t max_positions, bool bf16, int tag) {
   decode::DecodeOptions options;
   options.source_tag = tag;
-  options.batch_tokens = std::max(batch_tokens, max_positions);  // every pair the model takes fits a batch
+  options.batch_tokens = std::max(options.batch_tokens, max_positions);  // every pair the model takes fits a batch
   options.bf16 = bf16;
   return eval::Evaluator(options);
 }
@@ -17,11 +19,11 @@ eval::Evaluator greedy(int64_t batch_tokens, int64_t max_positions, bool bf16, i
 }  // namespace
 
 Validator::Validator(const std::string& source_path, const std::string& target_path,
-                     const data::Tokenizer& tokenizer, int64_t batch_tokens, int64_t max_sentences, int64_t samples,
+                     const data::Tokenizer& tokenizer, int64_t max_sentences, int64_t samples,
                      int64_t max_positions, bool bf16, int tag)
     : tokenizer_(tokenizer),
       set_(eval::EvalSet::read(source_path, target_path, tokenizer, max_positions, max_sentences, tag)),
-      evaluator_(greedy(batch_tokens, max_positions, bf16, tag)),
+      evaluator_(greedy(max_positions, bf16, tag)),
       samples_(samples) {}
 
 ValidationResult Validator::run(model::Transformer& model) {

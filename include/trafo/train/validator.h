@@ -29,9 +29,9 @@ class Validator {
   // Reads the dev pair once; decodes at most `max_sentences` of it (0: all). Pairs longer than the
   // model's `max_positions` are left out of the loss (with a warning); their sources are cut for decoding.
   // `tag` (a corpus tag's piece, -1: none) goes before every source, as `trafo eval --tag` puts it.
+  // Batches are those of `trafo eval` with its default --batch-tokens, whatever the training budget.
   Validator(const std::string& source_path, const std::string& target_path, const data::Tokenizer& tokenizer,
-            int64_t batch_tokens, int64_t max_sentences, int64_t samples, int64_t max_positions, bool bf16 = false,
-            int tag = -1);
+            int64_t max_sentences, int64_t samples, int64_t max_positions, bool bf16 = false, int tag = -1);
   ValidationResult run(model::Transformer& model);
 
  private:
