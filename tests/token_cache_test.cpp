@@ -205,7 +205,7 @@ TEST(Windows, EveryPairOncePerEpochUnderTheBudgetWithOrdersThatDifferPerEpoch) {
   options.batch_tokens = 300;
   options.window_pairs = 4096;  // 5 windows
   options.prefetch = 0;
-  CorpusStream stream(corpus, options, 0, {});
+  CorpusStream stream({&corpus}, options, 0, {});
   EXPECT_EQ(stream.windows(), 5);
   std::vector<std::vector<int64_t>> epochs(2);
   BatchPosition at;
@@ -238,7 +238,7 @@ TEST(Windows, ACorpusInOneWindowIsPlannedAsAWholeEpoch) {
   options.batch_tokens = 200;
   options.prefetch = 0;
   const auto plan = plan_epoch(corpus, options, 3);
-  CorpusStream stream(corpus, options, 0, {3, 0});
+  CorpusStream stream({&corpus}, options, 0, {3, 0});
   BatchPosition at;
   for (const auto& batch : plan) EXPECT_EQ(stream.next(at), batch);
   EXPECT_EQ(at, (BatchPosition{3, static_cast<int64_t>(plan.size()) - 1}));
@@ -251,7 +251,7 @@ TEST(Windows, AResumeInALaterWindowGoesOnAsTheUninterruptedStream) {
   options.batch_tokens = 300;
   options.window_pairs = 4096;
   options.prefetch = 0;
-  CorpusStream whole(corpus, options, 0, {});
+  CorpusStream whole({&corpus}, options, 0, {});
   std::vector<std::pair<BatchPosition, std::vector<int64_t>>> served;
   BatchPosition at;
   while (served.size() < 1500) {
@@ -259,7 +259,7 @@ TEST(Windows, AResumeInALaterWindowGoesOnAsTheUninterruptedStream) {
     served.emplace_back(at, std::move(pairs));
   }
   for (const size_t from : {size_t{700}, size_t{1200}}) {  // mid-epoch, past the first window; next epoch
-    CorpusStream resumed(corpus, options, 0, served[from].first);
+    CorpusStream resumed({&corpus}, options, 0, served[from].first);
     for (size_t i = from; i < served.size(); ++i) {
       ASSERT_EQ(resumed.next(at), served[i].second) << from << " " << i;
       ASSERT_EQ(at, served[i].first);
@@ -276,7 +276,7 @@ TEST(Corpora, WeightsThreeToOneGiveSharesWithinTwoPercentAndAResumeIsExact) {
   options.seed = 9;
   std::vector<Batch> uninterrupted;
   {
-    Batcher batcher({&big, &small}, {3.0, 1.0}, options);
+    Batcher batcher(std::vector<const Corpus*>{&big, &small}, {3.0, 1.0}, options);
     for (int i = 0; i < 1000; ++i) uninterrupted.push_back(batcher.next());
   }
   int64_t pairs[2] = {0, 0};
@@ -291,7 +291,7 @@ TEST(Corpora, WeightsThreeToOneGiveSharesWithinTwoPercentAndAResumeIsExact) {
   EXPECT_GT(uninterrupted.back().next.corpora[1].epoch, 1) << "the small corpus goes round several times";
   // The draw is random, not a fixed pattern: another seed gives another sequence of corpora.
   options.seed = 10;
-  Batcher other({&big, &small}, {3.0, 1.0}, options);
+  Batcher other(std::vector<const Corpus*>{&big, &small}, {3.0, 1.0}, options);
   std::string a, b;
   for (int i = 0; i < 100; ++i) {
     a += static_cast<char>('0' + uninterrupted[i].corpus);
@@ -300,7 +300,7 @@ TEST(Corpora, WeightsThreeToOneGiveSharesWithinTwoPercentAndAResumeIsExact) {
   EXPECT_NE(a, b);
   options.seed = 9;
 
-  Batcher resumed({&big, &small}, {3.0, 1.0}, options, uninterrupted[399].next);
+  Batcher resumed(std::vector<const Corpus*>{&big, &small}, {3.0, 1.0}, options, uninterrupted[399].next);
   for (size_t i = 400; i < uninterrupted.size(); ++i) {
     const auto batch = resumed.next();
     ASSERT_EQ(batch.corpus, uninterrupted[i].corpus) << i;

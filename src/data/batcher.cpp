@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -96,18 +97,27 @@ std::vector<std::vector<int64_t>> plan_epoch(const Corpus& corpus, const Batcher
   return plan_batches(corpus, std::move(order), options, window_seed(options.seed, epoch, 0, 0), skipped_too_long);
 }
 
-CorpusStream::CorpusStream(const Corpus& corpus, const BatcherOptions& options, int stream, BatchPosition start)
-    : corpus_(corpus), options_(options), stream_(stream) {
-  const int64_t blocks = (corpus_.size() + kBlockPairs - 1) / kBlockPairs;
+CorpusStream::CorpusStream(Segmentations segmentations, const BatcherOptions& options, int stream, BatchPosition start)
+    : segmentations_(std::move(segmentations)), options_(options), stream_(stream) {
+  if (segmentations_.empty()) throw std::invalid_argument("a corpus stream needs a segmentation");
+  const Corpus& first_segmentation = *segmentations_.front();
+  for (const Corpus* segmentation : segmentations_) {
+    if (segmentation->size() != first_segmentation.size()) {
+      throw std::invalid_argument("the segmentations of a corpus hold different numbers of pairs");
+    }
+  }
+  const int64_t blocks = (first_segmentation.size() + kBlockPairs - 1) / kBlockPairs;
   const int64_t blocks_per_window = std::max<int64_t>(1, options_.window_pairs / kBlockPairs);
   windows_ = (blocks + blocks_per_window - 1) / blocks_per_window;
-  // Pairs too long for the budget alone, counted once, a block at a time.
-  for (int64_t first = 0; first < corpus_.size(); first += kBlockPairs) {
-    const int64_t last = std::min(corpus_.size(), first + kBlockPairs);
-    for (int64_t i = first; i < last; ++i) skipped_too_long_ += padded_width(corpus_, i) > options_.batch_tokens;
-    if (windows_ > 1) corpus_.release(first, last);
+  // Pairs too long for the budget alone (in the first segmentation), counted once, a block at a time.
+  for (int64_t first = 0; first < first_segmentation.size(); first += kBlockPairs) {
+    const int64_t last = std::min(first_segmentation.size(), first + kBlockPairs);
+    for (int64_t i = first; i < last; ++i) {
+      skipped_too_long_ += padded_width(first_segmentation, i) > options_.batch_tokens;
+    }
+    if (windows_ > 1) first_segmentation.release(first, last);
   }
-  if (skipped_too_long_ == corpus_.size()) {
+  if (skipped_too_long_ == first_segmentation.size()) {
     throw InputError("no sentence pair fits into --batch-tokens " + std::to_string(options_.batch_tokens));
   }
   start_epoch(start.epoch);
@@ -135,7 +145,7 @@ CorpusStream::CorpusStream(const Corpus& corpus, const BatcherOptions& options, 
 void CorpusStream::start_epoch(int64_t epoch) {
   epoch_ = epoch;
   index_ = 0;
-  const int64_t blocks = (corpus_.size() + kBlockPairs - 1) / kBlockPairs;
+  const int64_t blocks = (corpus(epoch_).size() + kBlockPairs - 1) / kBlockPairs;
   blocks_.resize(static_cast<size_t>(blocks));
   std::iota(blocks_.begin(), blocks_.end(), 0);
   if (options_.shuffle && windows_ > 1) {
@@ -150,14 +160,15 @@ void CorpusStream::plan_window(int64_t window) {
   in_window_ = 0;
   const int64_t blocks_per_window = std::max<int64_t>(1, options_.window_pairs / kBlockPairs);
   std::vector<int64_t> order;
+  const Corpus& pairs = corpus(epoch_);
   const auto first = static_cast<size_t>(window * blocks_per_window);
   const auto last = std::min(blocks_.size(), first + static_cast<size_t>(blocks_per_window));
   for (size_t b = first; b < last; ++b) {
-    for (int64_t i = blocks_[b] * kBlockPairs; i < std::min(corpus_.size(), (blocks_[b] + 1) * kBlockPairs); ++i) {
+    for (int64_t i = blocks_[b] * kBlockPairs; i < std::min(pairs.size(), (blocks_[b] + 1) * kBlockPairs); ++i) {
       order.push_back(i);
     }
   }
-  plan_ = plan_batches(corpus_, std::move(order), options_, window_seed(options_.seed, epoch_, stream_, window));
+  plan_ = plan_batches(pairs, std::move(order), options_, window_seed(options_.seed, epoch_, stream_, window));
 }
 
 // A mapped corpus planned in several windows gives back the pages of a window it is done with.
@@ -166,8 +177,9 @@ void CorpusStream::release_window() {
   const int64_t blocks_per_window = std::max<int64_t>(1, options_.window_pairs / kBlockPairs);
   const auto first = static_cast<size_t>(window_ * blocks_per_window);
   const auto last = std::min(blocks_.size(), first + static_cast<size_t>(blocks_per_window));
+  const Corpus& pairs = corpus(epoch_);
   for (size_t b = first; b < last; ++b) {
-    corpus_.release(blocks_[b] * kBlockPairs, std::min(corpus_.size(), (blocks_[b] + 1) * kBlockPairs));
+    pairs.release(blocks_[b] * kBlockPairs, std::min(pairs.size(), (blocks_[b] + 1) * kBlockPairs));
   }
 }
 
@@ -266,7 +278,21 @@ std::vector<int64_t> shard_rows(const std::vector<int64_t>& pairs, int shard, in
 Batcher::Batcher(const Corpus& corpus, BatcherOptions options, BatchPosition start)
     : Batcher(std::vector<const Corpus*>{&corpus}, {1.0}, options, StreamPosition{{start}, {0}, 0}) {}
 
+namespace {
+
+std::vector<Segmentations> one_segmentation_each(const std::vector<const Corpus*>& corpora) {
+  std::vector<Segmentations> each;
+  for (const Corpus* corpus : corpora) each.push_back({corpus});
+  return each;
+}
+
+}  // namespace
+
 Batcher::Batcher(std::vector<const Corpus*> corpora, std::vector<double> weights, BatcherOptions options,
+                 StreamPosition start)
+    : Batcher(one_segmentation_each(corpora), std::move(weights), options, std::move(start)) {}
+
+Batcher::Batcher(std::vector<Segmentations> corpora, std::vector<double> weights, BatcherOptions options,
                  StreamPosition start)
     : options_(options), weights_(std::move(weights)), cursor_(std::move(start)) {
   if (options_.batch_tokens <= 0) throw InputError("batch-tokens must be positive");
@@ -282,7 +308,7 @@ Batcher::Batcher(std::vector<const Corpus*> corpora, std::vector<double> weights
   }
   streams_.reserve(corpora.size());
   for (size_t i = 0; i < corpora.size(); ++i) {
-    streams_.emplace_back(*corpora[i], options_, static_cast<int>(i), cursor_.corpora[i]);
+    streams_.emplace_back(std::move(corpora[i]), options_, static_cast<int>(i), cursor_.corpora[i]);
     cursor_.corpora[i] = streams_.back().position();
   }
   const auto& first = streams_.front();
@@ -314,7 +340,7 @@ Batch Batcher::build() {
   // allocation would.
   const int64_t fail_at = test_hooks().batch_fails_at;
   if (fail_at >= 0 && position.index == fail_at) throw RunError("test: building a batch failed");
-  const Corpus& source = stream.corpus();
+  const Corpus& source = stream.corpus(position.epoch);  // next() may have moved the stream on to the next epoch
   Batch batch;
   if (options_.shards == 1) {
     batch = make_batch(source, pairs);

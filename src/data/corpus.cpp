@@ -152,6 +152,23 @@ bool LinePairReader::read(int64_t count, std::vector<std::string>& sources, std:
   return !sources.empty();
 }
 
+namespace {
+
+// Sample `options.sample` of one side (0 source, 1 target) of line `line`, whose best segmentation is
+// `best`: `best` again where the sample is empty or longer than max_length (`extra`: the tag's place).
+std::vector<int> sampled(const std::string& text, const std::vector<int>& best, int64_t line, int side, int64_t extra,
+                         const Tokenizer& tokenizer, const CorpusOptions& options) {
+  uint64_t seed = 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(options.sample) +
+                  0xbf58476d1ce4e5b9ULL * static_cast<uint64_t>(line) + static_cast<uint64_t>(side);
+  seed = (seed ^ (seed >> 31)) * 0x94d049bb133111ebULL;
+  auto ids = side == 0 ? tokenizer.sample(text, options.sample_alpha, seed)
+                       : tokenizer.sample_target(text, options.sample_alpha, seed);
+  const bool too_long = options.max_length > 0 && static_cast<int64_t>(ids.size()) + extra > options.max_length;
+  return ids.empty() || too_long ? best : ids;
+}
+
+}  // namespace
+
 EncodedChunk encode_pairs(const std::vector<std::string>& sources, const std::vector<std::string>& targets,
                           int64_t first_line, const Tokenizer& tokenizer, const CorpusOptions& options) {
   EncodedChunk chunk;
@@ -186,15 +203,22 @@ EncodedChunk encode_pairs(const std::vector<std::string>& sources, const std::ve
       continue;
     }
     PairRecord record;
-    record.source_start = static_cast<int64_t>(chunk.tokens.size());
-    record.source_length = static_cast<int32_t>(source_length);
-    record.target_start = record.source_start + source_length;
-    record.target_length = static_cast<int32_t>(target_length);
     record.line = first_line + static_cast<int64_t>(i);
     record.source_hash = source_hash(src_ids.data(), src_ids.size());
+    std::vector<int> src_sample, tgt_sample;
+    if (options.sample > 0) {
+      src_sample = sampled(sources[i], src_ids, record.line, 0, tag, tokenizer, options);
+      tgt_sample = sampled(targets[i], tgt_ids, record.line, 1, 0, tokenizer, options);
+    }
+    const auto& source = options.sample > 0 ? src_sample : src_ids;
+    const auto& target = options.sample > 0 ? tgt_sample : tgt_ids;
+    record.source_start = static_cast<int64_t>(chunk.tokens.size());
+    record.source_length = static_cast<int32_t>(source.size() + static_cast<size_t>(tag));
+    record.target_start = record.source_start + record.source_length;
+    record.target_length = static_cast<int32_t>(target.size());
     if (tag) chunk.tokens.push_back(options.tag);
-    chunk.tokens.insert(chunk.tokens.end(), src_ids.begin(), src_ids.end());
-    chunk.tokens.insert(chunk.tokens.end(), tgt_ids.begin(), tgt_ids.end());
+    chunk.tokens.insert(chunk.tokens.end(), source.begin(), source.end());
+    chunk.tokens.insert(chunk.tokens.end(), target.begin(), target.end());
     chunk.records.push_back(record);
   }
   return chunk;

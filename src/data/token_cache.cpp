@@ -127,14 +127,16 @@ nlohmann::json identity(const std::filesystem::path& source, const std::filesyst
     return (error ? std::filesystem::absolute(path) : resolved).string();
   };
   const auto& model = tokenizer.to_bytes();
-  return {{"format", 1},
-          {"source", absolute(source)},
-          {"target", absolute(target)},
-          {"tokenizer", hex(XXH3_64bits(model.data(), model.size()))},
-          {"max_length", options.max_length},
-          {"max_length_ratio", options.max_length_ratio},
-          {"tag", options.tag},
-          {"tag_pieces", options.tag_pieces}};
+  nlohmann::json id = {{"format", 1},
+                       {"source", absolute(source)},
+                       {"target", absolute(target)},
+                       {"tokenizer", hex(XXH3_64bits(model.data(), model.size()))},
+                       {"max_length", options.max_length},
+                       {"max_length_ratio", options.max_length_ratio},
+                       {"tag", options.tag},
+                       {"tag_pieces", options.tag_pieces}};
+  if (options.sample > 0) id["sample"] = {{"number", options.sample}, {"alpha", options.sample_alpha}};
+  return id;
 }
 
 struct Mapping {
@@ -375,7 +377,7 @@ CachedCorpus open_token_cache(const std::filesystem::path& folder, const std::fi
       if (cached.rebuilt_because.empty()) {
         cached.corpus = map_cache(existing.fd, header, cached.file);
         cached.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        report_counts(source, target, cached.corpus.size(), cached.corpus.counts(), options);
+        if (options.sample == 0) report_counts(source, target, cached.corpus.size(), cached.corpus.counts(), options);
         return cached;
       }
       spdlog::warn("rebuilding the token cache {}: {}", cached.file.string(), cached.rebuilt_because);
@@ -390,7 +392,8 @@ CachedCorpus open_token_cache(const std::filesystem::path& folder, const std::fi
   cached.corpus = map_cache(built.fd, header, cached.file);
   cached.built = true;
   cached.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  report_counts(source, target, cached.corpus.size(), cached.corpus.counts(), options);
+  // A sample holds the best segmentation's pairs, whose cache reported them.
+  if (options.sample == 0) report_counts(source, target, cached.corpus.size(), cached.corpus.counts(), options);
   return cached;
 }
 

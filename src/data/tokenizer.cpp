@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <unordered_map>
 
@@ -11,6 +12,13 @@
 
 #include "trafo/errors.h"
 #include "trafo/util/base64.h"
+
+// SentencePiece samples with a generator of its own per thread (its util.h, which it does not
+// install; the library exports it). Seeding it before each draw makes a sentence's sample a
+// function of its seed, whichever thread draws it and whatever it drew before.
+namespace sentencepiece::random {
+std::mt19937* GetRandomGenerator();
+}  // namespace sentencepiece::random
 
 namespace trafo::data {
 namespace {
@@ -80,7 +88,7 @@ const std::string& Tokenizer::target_model() const { return has_table() ? target
 // cut by SentencePiece; a piece the table lacks is unk.
 std::vector<int> Tokenizer::ids_from_table(const sentencepiece::SentencePieceProcessor& processor,
                                            const std::unordered_map<std::string, int>& table_ids,
-                                           std::string_view text) const {
+                                           std::string_view text, double alpha) const {
   std::vector<int> ids;
   const auto piece_id = [&](const std::string& piece) {
     const auto found = table_ids.find(piece);
@@ -93,7 +101,11 @@ std::vector<int> Tokenizer::ids_from_table(const sentencepiece::SentencePiecePro
     }
   }
   std::vector<std::string> pieces;
-  processor.Encode(text, &pieces).IgnoreError();
+  if (alpha > 0) {
+    processor.SampleEncode(text, -1, static_cast<float>(alpha), &pieces).IgnoreError();
+  } else {
+    processor.Encode(text, &pieces).IgnoreError();
+  }
   for (const auto& piece : pieces) piece_id(piece);
   return ids;
 }
@@ -134,6 +146,20 @@ std::vector<int> Tokenizer::encode(const std::string& text) const {
 std::vector<int> Tokenizer::encode_target(const std::string& text) const {
   if (!has_table()) return encode(text);
   return ids_from_table(*target_, has_target_table() ? target_table_ids_ : table_ids_, text);
+}
+
+std::vector<int> Tokenizer::sample(const std::string& text, double alpha, uint64_t seed) const {
+  sentencepiece::random::GetRandomGenerator()->seed(static_cast<std::mt19937::result_type>(seed ^ (seed >> 32)));
+  if (has_table()) return ids_from_table(*processor_, table_ids_, text, alpha);
+  std::vector<int> ids;
+  processor_->SampleEncode(text, -1, static_cast<float>(alpha), &ids).IgnoreError();  // -1: the whole lattice
+  return ids;
+}
+
+std::vector<int> Tokenizer::sample_target(const std::string& text, double alpha, uint64_t seed) const {
+  if (!has_table()) return sample(text, alpha, seed);
+  sentencepiece::random::GetRandomGenerator()->seed(static_cast<std::mt19937::result_type>(seed ^ (seed >> 32)));
+  return ids_from_table(*target_, has_target_table() ? target_table_ids_ : table_ids_, text, alpha);
 }
 
 std::vector<std::string> Tokenizer::pieces(const std::string& text) const {

@@ -31,6 +31,14 @@ const std::vector<ConfigKey> kKeys = {
      TRAFO_MEMBER(cache_dir), false, false},
     {"max-length", "Data", "skip pairs longer than this many pieces (0: no limit)", TRAFO_MEMBER(max_length)},
     {"max-length-ratio", "Data", "skip pairs whose length ratio exceeds this (0: off)", TRAFO_MEMBER(max_length_ratio)},
+    {"subword-alpha", "Data",
+     "subword regularisation: train on sampled segmentations, SentencePiece's alpha (unigram: smoothing, smaller "
+     "gives more and shorter pieces, e.g. 0.3; bpe: BPE-dropout's merge-drop rate, e.g. 0.1; 0: off)",
+     TRAFO_MEMBER(subword_alpha)},
+    {"subword-samples", "Data",
+     "with --subword-alpha: sampled segmentations of each pair, tokenized once into token caches, one per epoch "
+     "in turn",
+     TRAFO_MEMBER(subword_samples)},
 
     {"vocab-size", "Vocabulary", "joint SentencePiece vocabulary size", TRAFO_MEMBER(vocab.vocab_size)},
     {"vocab-type", "Vocabulary", "unigram or bpe", TRAFO_MEMBER(vocab.model_type)},

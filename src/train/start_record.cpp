@@ -1,4 +1,5 @@
 // The `start` record of metrics.jsonl and the lines a session logs before its first step (session.h).
+#include <filesystem>
 #include <vector>
 
 #include <fmt/format.h>
@@ -31,6 +32,27 @@ void describe_data(const Session& s, nlohmann::json& start) {
                  i + 1, spec.src, spec.tgt, cached.corpus.size(), spec.weight, 100.0 * share,
                  spec.tag.empty() ? "" : ", tag " + spec.tag, cached.file.string(),
                  cached.built ? "built" : "mapped", cached.seconds);
+  }
+  if (!s.data.samples.empty()) {
+    // What subword regularisation costs: its token caches, their size and the time to build them.
+    double seconds = 0.0, megabytes = 0.0;
+    bool built = false;
+    for (size_t sample = 0; sample < s.data.samples.size(); ++sample) {
+      for (size_t i = 0; i < s.data.samples[sample].size(); ++i) {
+        const auto& cached = s.data.samples[sample][i];
+        corpora[i]["sampled_token_caches"].push_back(cached.file.string());
+        seconds += cached.seconds;
+        built |= cached.built;
+        std::error_code error;
+        const auto bytes = std::filesystem::file_size(cached.file, error);
+        if (!error) megabytes += static_cast<double>(bytes) / 1e6;
+      }
+    }
+    start["subword_samples"] = s.data.samples.size();
+    start["subword_alpha"] = s.config.subword_alpha;
+    spdlog::info("subword regularisation: {} sampled segmentations of every pair (alpha {}), one per epoch in turn; "
+                 "their token caches: {:.1f} MB, {} in {:.1f} s",
+                 s.data.samples.size(), s.config.subword_alpha, megabytes, built ? "built" : "mapped", seconds);
   }
   start["corpora"] = corpora;
   start["cache_dir"] = s.files.cache.string();

@@ -118,7 +118,8 @@ std::vector<int> tag_ids(const DataFiles& paths, const data::Tokenizer& tokenize
 
 std::vector<data::CachedCorpus> load_corpora(const TrainConfig& c, const DataFiles& paths,
                                              const data::Tokenizer& tokenizer, const std::vector<int>& tags,
-                                             const std::filesystem::path& cache, int threads, Replicas& replicas) {
+                                             const std::filesystem::path& cache, int threads, Replicas& replicas,
+                                             int64_t sample) {
   // + eos (source) or bos (target) must fit the model's positions, whatever --max-length says.
   const int64_t longest =
       c.max_length > 0 ? std::min(c.max_length, c.model.max_positions - 1) : c.model.max_positions - 1;
@@ -129,7 +130,8 @@ std::vector<data::CachedCorpus> load_corpora(const TrainConfig& c, const DataFil
   std::vector<data::CachedCorpus> corpora;
   auto open_all = [&] {
     for (size_t i = 0; i < paths.train.size(); ++i) {
-      const data::CorpusOptions options{longest, c.max_length_ratio, tags[i], tag_pieces};
+      const data::CorpusOptions options{longest, c.max_length_ratio, tags[i], tag_pieces, sample,
+                                        sample > 0 ? c.subword_alpha : 0.0};
       corpora.push_back(
           data::open_token_cache(cache, paths.train[i].src, paths.train[i].tgt, tokenizer, options, threads));
     }
@@ -140,15 +142,29 @@ std::vector<data::CachedCorpus> load_corpora(const TrainConfig& c, const DataFil
   return corpora;
 }
 
-data::Batcher make_batcher(const std::vector<data::CachedCorpus>& corpora, const DataFiles& paths,
+std::vector<std::vector<data::CachedCorpus>> load_samples(const TrainConfig& c, const DataFiles& paths,
+                                                          const data::Tokenizer& tokenizer, const std::vector<int>& tags,
+                                                          const std::filesystem::path& cache, int threads,
+                                                          Replicas& replicas) {
+  std::vector<std::vector<data::CachedCorpus>> samples;
+  if (c.subword_alpha <= 0) return samples;
+  for (int64_t sample = 1; sample <= c.subword_samples; ++sample) {
+    samples.push_back(load_corpora(c, paths, tokenizer, tags, cache, threads, replicas, sample));
+  }
+  return samples;
+}
+
+data::Batcher make_batcher(const std::vector<data::CachedCorpus>& corpora,
+                           const std::vector<std::vector<data::CachedCorpus>>& samples, const DataFiles& paths,
                            data::BatcherOptions options, const data::StreamPosition& start) {
-  std::vector<const data::Corpus*> sources;
+  std::vector<data::Segmentations> sources(corpora.size());
   std::vector<double> weights;
   for (size_t i = 0; i < corpora.size(); ++i) {
-    sources.push_back(&corpora[i].corpus);
+    if (samples.empty()) sources[i].push_back(&corpora[i].corpus);
+    for (const auto& sample : samples) sources[i].push_back(&sample[i].corpus);
     weights.push_back(paths.train[i].weight);
   }
-  return data::Batcher(sources, weights, options, start);
+  return data::Batcher(std::move(sources), weights, options, start);
 }
 
 LeakReport find_leaks(const DataFiles& paths, const data::Tokenizer& tokenizer,
@@ -199,7 +215,8 @@ TrainingData::TrainingData(const TrainConfig& c, const TrainingFiles& files, con
                            Replicas& replicas)
     : tokenizer(make_tokenizer(c, files, resume, threads, replicas)),
       tags(tag_ids(files.paths, tokenizer)),
-      corpora(load_corpora(c, files.paths, tokenizer, tags, files.cache, threads, replicas)) {}
+      corpora(load_corpora(c, files.paths, tokenizer, tags, files.cache, threads, replicas)),
+      samples(load_samples(c, files.paths, tokenizer, tags, files.cache, threads, replicas)) {}
 
 int64_t TrainingData::train_pairs() const {
   int64_t pairs = 0;

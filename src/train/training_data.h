@@ -45,14 +45,27 @@ data::TokenizerOptions vocabulary_options(const run_config::TrainConfig& config,
 // Each corpus's tag as a piece id (-1: none); InputError for a tag the tokenizer does not reserve.
 std::vector<int> tag_ids(const run_config::DataFiles& paths, const data::Tokenizer& tokenizer);
 
-// Every corpus mapped from its token cache, which rank 0 builds (or finds) first.
+// Every corpus mapped from its token cache, which rank 0 builds (or finds) first: its best
+// segmentation (`sample` 0), or with --subword-alpha its sampled segmentation number `sample`.
 std::vector<data::CachedCorpus> load_corpora(const run_config::TrainConfig& config, const run_config::DataFiles& paths,
                                              const data::Tokenizer& tokenizer, const std::vector<int>& tags,
-                                             const std::filesystem::path& cache, int threads, Replicas& replicas);
+                                             const std::filesystem::path& cache, int threads, Replicas& replicas,
+                                             int64_t sample = 0);
 
-// Batches over the corpora, sampled by their weights, from `start`.
-data::Batcher make_batcher(const std::vector<data::CachedCorpus>& corpora, const run_config::DataFiles& paths,
-                           data::BatcherOptions options, const data::StreamPosition& start);
+// With --subword-alpha, the --subword-samples sampled segmentations of every corpus ([sample][corpus]),
+// each a token cache of its own; none without.
+std::vector<std::vector<data::CachedCorpus>> load_samples(const run_config::TrainConfig& config,
+                                                          const run_config::DataFiles& paths,
+                                                          const data::Tokenizer& tokenizer, const std::vector<int>& tags,
+                                                          const std::filesystem::path& cache, int threads,
+                                                          Replicas& replicas);
+
+// Batches over the corpora, sampled by their weights, from `start`: epoch e of a corpus takes sampled
+// segmentation e % samples where there are `samples`, else `corpora`.
+data::Batcher make_batcher(const std::vector<data::CachedCorpus>& corpora,
+                           const std::vector<std::vector<data::CachedCorpus>>& samples,
+                           const run_config::DataFiles& paths, data::BatcherOptions options,
+                           const data::StreamPosition& start);
 
 // Dev and test pairs whose source is also in the training data.
 struct LeakReport {
@@ -87,6 +100,7 @@ struct TrainingData {
   const data::Tokenizer tokenizer;
   const std::vector<int> tags;                    // each corpus's tag piece (-1: none)
   const std::vector<data::CachedCorpus> corpora;  // mapped from their token caches, as paths.train
+  const std::vector<std::vector<data::CachedCorpus>> samples;  // load_samples'
 };
 
 }  // namespace trafo::train

@@ -80,25 +80,31 @@ Batch make_batch(const Corpus& corpus, const std::vector<int64_t>& pairs);
 // Rows shard, shard + shards, ... of `pairs`: one process's share of a global batch.
 std::vector<int64_t> shard_rows(const std::vector<int64_t>& pairs, int shard, int shards);
 
+// One corpus as the batches take it: the same pairs, in the same order, under one or more
+// segmentations (subword regularisation); epoch e takes segmentation e % size().
+using Segmentations = std::vector<const Corpus*>;
+
 // The batches of one corpus, epoch after epoch, planned a window at a time.
 class CorpusStream {
  public:
   // `stream` tells corpora apart in the random draws (0 for the first).
-  CorpusStream(const Corpus& corpus, const BatcherOptions& options, int stream, BatchPosition start);
+  CorpusStream(Segmentations segmentations, const BatcherOptions& options, int stream, BatchPosition start);
   // The next batch's pairs; `at` gets its position.
   std::vector<int64_t> next(BatchPosition& at);
   BatchPosition position() const { return {epoch_, index_}; }
   int64_t windows() const { return windows_; }
   int64_t batches_in_first_window() const { return first_window_batches_; }
   int64_t skipped_too_long() const { return skipped_too_long_; }  // pairs over the budget alone
-  const Corpus& corpus() const { return corpus_; }
+  const Corpus& corpus(int64_t epoch) const {  // the segmentation epoch `epoch` takes
+    return *segmentations_[static_cast<size_t>(epoch) % segmentations_.size()];
+  }
 
  private:
   void start_epoch(int64_t epoch);
   void plan_window(int64_t window);
   void release_window();
 
-  const Corpus& corpus_;
+  Segmentations segmentations_;
   BatcherOptions options_;
   int stream_ = 0;
   int64_t windows_ = 0, first_window_batches_ = 0, skipped_too_long_ = 0;
@@ -117,6 +123,10 @@ class Batcher {
   Batcher(const Corpus& corpus, BatcherOptions options, BatchPosition start = {});
   // Several corpora sampled by `weights` (positive); `start` empty: all at their beginning.
   Batcher(std::vector<const Corpus*> corpora, std::vector<double> weights, BatcherOptions options,
+          StreamPosition start = {});
+  // The same, each corpus under its segmentations. (A braced list of corpus pointers is ambiguous
+  // between the two: name its type.)
+  Batcher(std::vector<Segmentations> corpora, std::vector<double> weights, BatcherOptions options,
           StreamPosition start = {});
   ~Batcher();
   Batcher(const Batcher&) = delete;

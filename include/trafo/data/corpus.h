@@ -17,6 +17,12 @@ struct CorpusOptions {
   double max_length_ratio = 0.0; // skip pairs whose token-length ratio exceeds this (0: off)
   int tag = -1;                  // a piece id put before every source sentence (a corpus tag; -1: none)
   std::vector<int> tag_pieces;   // the ids of every corpus tag: a line whose text encodes to one is refused
+  // Subword regularisation: `sample` 0 keeps each side's best segmentation; k >= 1 the k-th sampled
+  // one (Tokenizer::sample with `sample_alpha`, seeded by k, the line and the side). The pairs kept
+  // and their order are those of the best segmentations whatever k, so that every sample of a
+  // corpus holds the same pairs; a side whose sample is longer than max_length keeps its best.
+  int64_t sample = 0;
+  double sample_alpha = 0.0;
 };
 
 // Line counts of both files; throws InputError for a file check_text_file refuses, different line

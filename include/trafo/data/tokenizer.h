@@ -78,6 +78,12 @@ class Tokenizer {
   std::vector<int> encode(const std::string& text) const;         // source text; no bos/eos
   std::vector<int> encode_target(const std::string& text) const;  // target text; no bos/eos
   std::vector<std::string> pieces(const std::string& text) const;  // the pieces `encode` gives
+  // A sampled segmentation, for subword regularisation (Kudo 2018; BPE-dropout, Provilkov et al.
+  // 2020). `alpha` is SentencePiece's: for a unigram model the smoothing of its distribution over
+  // segmentations (smaller: closer to uniform), for a bpe model the probability of dropping a merge.
+  // The draw depends on `seed` and the text alone, not on the thread or on earlier draws.
+  std::vector<int> sample(const std::string& text, double alpha, uint64_t seed) const;
+  std::vector<int> sample_target(const std::string& text, double alpha, uint64_t seed) const;
   // decode and piece throw InputError for an id outside the vocabulary.
   std::string decode(const std::vector<int>& ids) const;           // target text; pad/bos/eos are dropped
   std::string piece(int id) const;         // the source side's piece
@@ -98,8 +104,10 @@ class Tokenizer {
   explicit Tokenizer(std::string model);
   static Tokenizer trained(std::string model, const TokenizerOptions& options);  // warns when smaller than asked
   void check_id(int id) const;
+  // `alpha` > 0: a segmentation sampled with the generator as seeded (sample()).
   std::vector<int> ids_from_table(const sentencepiece::SentencePieceProcessor& processor,
-                                  const std::unordered_map<std::string, int>& ids, std::string_view text) const;
+                                  const std::unordered_map<std::string, int>& ids, std::string_view text,
+                                  double alpha = 0.0) const;
   std::string model_;  // to_bytes(): the joint model, or the table form (tokenizer.cpp, table_bytes)
   std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;  // the joint or the source model
   // An imported vocabulary only:
