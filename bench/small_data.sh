@@ -43,6 +43,7 @@ mkdir -p "$work"
 say() { printf 'small_data.sh: %s\n' "$*" >&2; }
 
 processor=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+processor="$processor, family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' ') model $(grep -m1 '^model[[:space:]]*:' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')"
 bf16=$(grep -o -m1 -w -E 'amx_bf16|avx512_bf16' /proc/cpuinfo | head -1 || true)
 say "processor: $processor (${bf16:-no native bf16}), $(nproc) cores; $minutes minutes each, side by side"
 
@@ -83,7 +84,7 @@ for name, given in zip(names, options):
     test = json.load(open(f"{work}/{name}/test.json"))
     best = max(e["bleu"] for e in valid) if valid else float("nan")
     print(f"| {name} | `{given or '(defaults)'}` | {last['step']} | {last.get('epoch', '?')} | "
-          f"{best:.1f} / {valid[-1]['bleu']:.1f} | {test['bleu']:.2f} | {100 * test['chrf']:.2f} |")
+          f"{best:.1f} / {valid[-1]['bleu']:.1f} | {test['bleu']:.2f} | {test['chrf']:.2f} |")
     curves[name] = " ".join(f"{e['step']}:{e['bleu']:.1f}" for e in valid)
 for name in names:
     print(f"\n{name} dev BLEU by step: {curves[name]}")

@@ -98,6 +98,11 @@ const std::vector<ConfigKey> kKeys = {
      TRAFO_MEMBER(early_stopping)},
     {"early-stopping-metric", "Stopping", "bleu, chrf or loss", TRAFO_MEMBER(early_stopping_metric)},
 
+    {"preset", "Run",
+     "defaults for the options left out, fit to the corpus and the budget: auto (chosen from the training pairs "
+     "and --max-time; train.log says which and why), standard (the built-in defaults), small-short or small-long; "
+     "a resume keeps the run's unless given",
+     TRAFO_MEMBER(preset)},
     {"valid-every", "Run", "steps between validations", TRAFO_MEMBER(valid_every)},
     {"valid-max-sentences", "Run", "dev sentences decoded per validation (0: all)", TRAFO_MEMBER(valid_max_sentences)},
     {"valid-samples", "Run", "sample translations logged per validation", TRAFO_MEMBER(valid_samples)},

@@ -10,6 +10,7 @@
 #include "trafo/data/corpus.h"
 #include "trafo/errors.h"
 #include "trafo/run_config/config_keys.h"
+#include "trafo/run_config/presets.h"
 #include "trafo/util/device.h"
 
 namespace trafo::run_config {
@@ -167,6 +168,8 @@ void validate(const TrainConfig& c) {
   require(c.keep_checkpoints >= 0, "keep-checkpoints must not be negative");
   require(c.max_length >= 0, "max-length must not be negative");
   require_range(c.max_length_ratio, 0.0, HUGE_VAL, "max-length-ratio must be finite and not negative");
+  require(c.preset == "auto" || find_preset(c.preset) != nullptr,
+          "preset must be auto, " + preset_names() + ", not '" + c.preset + "'");
   require(c.subword_alpha >= 0 && c.subword_alpha < 1, "subword-alpha must be in [0, 1) (0: off)");
   require(c.subword_samples >= 1 && c.subword_samples <= 64, "subword-samples must be between 1 and 64");
   require(c.device == "cpu" || c.device == "cuda" || c.device == "auto", "device must be cpu, cuda or auto");

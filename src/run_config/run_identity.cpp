@@ -93,6 +93,11 @@ DataFiles data_files(const TrainConfig& c) {
   return files;
 }
 
+bool defines_run(const std::string& name) {
+  const ConfigKey* key = find_config_key(name);
+  return key != nullptr && defines_run(*key);
+}
+
 std::vector<std::string> run_differences(const TrainConfig& a, const TrainConfig& b) {
   std::vector<std::string> out;
   for (const auto& key : config_keys()) {

@@ -11,11 +11,13 @@
 
 #include "trafo/errors.h"
 #include "trafo/run_config/config_file.h"
+#include "trafo/run_config/presets.h"
 #include "trafo/train/ema.h"
 #include "trafo/train/optimizer.h"
 #include "trafo/run_config/run_identity.h"
 #include "trafo/train/training_state.h"
 #include "trafo/util/files.h"
+#include "training_data.h"
 
 namespace trafo::train {
 using run_config::TrainConfig;
@@ -126,6 +128,23 @@ TrainConfig settle_options(TrainConfig c) {
     take_initial_options(c, read_run_config(initial.config, c.init_from + "'s config"), initial.model_config);
   }
   return c;
+}
+
+PresetReport settle_preset(TrainConfig& c) {
+  const bool resuming = continues_run(c);
+  std::string why;
+  if (resuming && !run_config::was_given(c, "preset")) {
+    const auto run = run_of_folder(c.run_dir);
+    c.preset = run && run->preset != "auto" ? run->preset : "standard";
+    why = "the run's";
+  }
+  int64_t pairs = 0;
+  if (c.preset == "auto" && c.init_from.empty()) {
+    for (const int64_t lines : check_data(run_config::data_files(c), cache_folder(c))) pairs += lines;
+  }
+  const auto choice = run_config::choose_preset(c, pairs);
+  auto set = run_config::apply_preset(c, choice, resuming);
+  return PresetReport{choice.preset->name, why.empty() ? choice.why : why, std::move(set)};
 }
 
 void check_resume_request(const TrainConfig& c) {

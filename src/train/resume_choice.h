@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/run_config/options.h"
@@ -31,6 +33,18 @@ bool continues_run(const run_config::TrainConfig& config);
 // needs (it may be gone); a new run from --init-from takes the checkpoint's model and vocabulary
 // (run_config::take_initial_options). Throws InputError for a conflict or an --init-from that does not load.
 run_config::TrainConfig settle_options(run_config::TrainConfig config);
+
+// The preset `config` settles on (run_config/presets.h), applied to the options it leaves out.
+struct PresetReport {
+  std::string name;
+  std::string why;
+  std::vector<std::string> set;  // the keys it gave a value
+};
+
+// A new run's --preset auto is chosen from its training pairs (the line counts, checked once per version
+// of the files) and its budget. A resume keeps the run's preset unless --preset is given (a run from
+// before presets had the standard one), and a preset then sets only training knobs.
+PresetReport settle_preset(run_config::TrainConfig& config);
 
 // Refuses (InputError, naming each option with both values) a resume whose options defining the
 // model, tokenizer or data differ from those of the run `config.run_dir` holds (its config.toml).

@@ -40,8 +40,9 @@ LeakReport report_data(const TrainConfig& c, const data::Batcher& batcher, const
 SettledConfig settle_config(TrainConfig given) {
   SettledConfig settled;
   settled.options = settle_options(std::move(given));
+  validate(settled.options);  // before the preset reads the data: an absurd option is named first
+  settled.preset = settle_preset(settled.options);
   settled.text = run_config::to_toml(settled.options);
-  validate(settled.options);
   settled.max_time_s = run_config::parse_duration(settled.options.max_time);
   return settled;
 }

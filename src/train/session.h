@@ -30,6 +30,7 @@ namespace trafo::train {
 // tokenizer decides it (final_config).
 struct SettledConfig {
   run_config::TrainConfig options;
+  PresetReport preset;      // the defaults chosen for the options left out (settle_preset)
   std::string text;         // run_config::to_toml(options): checkpoints, config.toml, the `start` record
   double max_time_s = 0.0;  // --max-time in seconds; 0: none
 };

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "session.h"
+#include "trafo/run_config/config_keys.h"
 
 namespace trafo::train {
 namespace {
@@ -77,6 +78,9 @@ nlohmann::json start_record(Session& s) {
                  start["gradient_allreduce_s"].get<double>());
   }
   if (s.training.average) start["ema"] = s.config.ema;
+  start["preset"] = s.settled.preset.name;
+  start["preset_reason"] = s.settled.preset.why;
+  start["preset_set"] = s.settled.preset.set;
   start["precision"] = s.place.precision.name();
   start["precision_reason"] = s.place.precision.reason;
   start["validation_precision"] = s.validation.decoding_precision.name();
@@ -103,6 +107,14 @@ void log_start(const Session& s) {
                  "(--threads N fixes the number)",
                  s.place.busy_at_start, util::resolve_threads(0), s.place.threads);
   }
+  const auto& preset = s.settled.preset;
+  std::string set;
+  for (const auto& key : preset.set) {
+    const auto* row = run_config::find_config_key(key);
+    set += (set.empty() ? "" : ", ") + key + " " + run_config::format_value(*row, s.config);
+  }
+  spdlog::info("preset {} ({}): {}", preset.name, preset.why,
+               set.empty() ? "no option changed" : "set " + set + "; options given keep their values");
   spdlog::info("precision {}: {}", s.place.precision.name(), s.place.precision.reason);
   spdlog::info("validation precision {}: {}", s.validation.decoding_precision.name(),
                s.validation.decoding_precision.reason);

@@ -17,6 +17,10 @@ namespace trafo::run_config {
 // One entry per defining option whose values differ: `src-lang "en" vs "de"` (a's value first).
 std::vector<std::string> run_differences(const TrainConfig& a, const TrainConfig& b);
 
+// Whether the key called `name` defines a run's model, tokenizer or data (a resume keeps the run's value),
+// rather than being a training knob a resume may change (the dropout rates, the optimisation options).
+bool defines_run(const std::string& name);
+
 // The data a config trains and validates on: its corpora, else one corpus of the explicit training
 // paths or DATA_DIR/train.LANG; the dev files, explicit or DATA_DIR/dev.LANG; the test files, explicit
 // or DATA_DIR/test.LANG where both exist (else empty).

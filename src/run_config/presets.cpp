@@ -1,0 +1,91 @@
+#include "trafo/run_config/presets.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "trafo/errors.h"
+#include "trafo/run_config/config_keys.h"
+#include "trafo/run_config/run_identity.h"
+
+namespace trafo::run_config {
+namespace {
+
+// Corpora below this many pairs get the small-corpus presets (a domain or a low-resource pair).
+constexpr int64_t kSmallCorpusPairs = 200'000;
+// Budgets up to this many seconds are short: the model is still learning when they end.
+constexpr double kShortBudgetSeconds = 3600.0;
+
+const Preset& named(const std::string& name) {
+  if (const Preset* preset = find_preset(name)) return *preset;
+  throw InputError("unknown preset '" + name + "': expected auto, " + preset_names());
+}
+
+// The budget in words, and whether it is short.
+std::pair<std::string, bool> budget_of(const TrainConfig& c) {
+  const double seconds = parse_duration(c.max_time);
+  if (seconds > 0) {
+    return {fmt::format("--max-time {}", c.max_time), seconds <= kShortBudgetSeconds};
+  }
+  if (was_given(c, "max-steps") && c.max_steps > 0) return {fmt::format("--max-steps {}", c.max_steps), false};
+  if (was_given(c, "max-epochs") && c.max_epochs > 0) return {fmt::format("--max-epochs {}", c.max_epochs), false};
+  return {"no time limit (early stopping)", false};
+}
+
+}  // namespace
+
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> all = {
+      {"standard", "the built-in defaults: corpora of 200,000 pairs or more, fine-tuning", {}},
+      {"small-short",
+       "a corpus under 200,000 pairs and a budget of an hour or less: smaller batches and vocabulary, "
+       "for more updates in the time",
+       {{"batch-tokens", "2048"}, {"vocab-size", "4000"}}},
+      {"small-long",
+       "a corpus under 200,000 pairs trained for longer: for now the built-in defaults (no setting has "
+       "yet been measured better here)",
+       {}},
+  };
+  return all;
+}
+
+const Preset* find_preset(const std::string& name) {
+  for (const auto& preset : presets()) {
+    if (preset.name == name) return &preset;
+  }
+  return nullptr;
+}
+
+std::string preset_names() {
+  std::string names;
+  for (const auto& preset : presets()) names += (names.empty() ? "" : ", ") + preset.name;
+  return names;
+}
+
+PresetChoice choose_preset(const TrainConfig& c, int64_t pairs) {
+  if (c.preset != "auto") return {&named(c.preset), "asked for (--preset " + c.preset + ")"};
+  if (!c.init_from.empty()) {
+    return {&named("standard"), "--preset auto: fine-tuning from --init-from, whose checkpoint fixes the model"};
+  }
+  const auto [budget, short_budget] = budget_of(c);
+  if (pairs >= kSmallCorpusPairs) {
+    return {&named("standard"), fmt::format("--preset auto: {} training pairs (200,000 or more)", pairs)};
+  }
+  return {&named(short_budget ? "small-short" : "small-long"),
+          fmt::format("--preset auto: {} training pairs (under 200,000) and {}", pairs, budget)};
+}
+
+std::vector<std::string> apply_preset(TrainConfig& c, const PresetChoice& choice, bool resuming) {
+  std::vector<std::string> set;
+  for (const auto& [name, value] : choice.preset->values) {
+    if (was_given(c, name) || (resuming && defines_run(name))) continue;
+    const ConfigKey* key = find_config_key(name);
+    if (key == nullptr) throw std::logic_error("preset " + choice.preset->name + " names no key " + name);
+    parse_value(*key, value, c);
+    set.push_back(name);
+  }
+  c.preset = choice.preset->name;
+  return set;
+}
+
+}  // namespace trafo::run_config

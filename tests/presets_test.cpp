@@ -1,0 +1,112 @@
+// Defaults that fit the corpus and the budget (--preset): which preset auto picks from the training
+// pairs and the budget, that options given keep their values, and, through the binary, that a run
+// says which preset and why, records it, and keeps it when resumed with another budget.
+#include <gtest/gtest.h>
+
+#include "data_support.h"
+#include "run_support.h"
+#include "trafo/errors.h"
+#include "trafo/run_config/config_keys.h"
+#include "trafo/run_config/presets.h"
+
+namespace trafo::run_config {
+namespace {
+
+// A config as the command line makes it: only `given` counts as given.
+TrainConfig asked(std::set<std::string> given) {
+  TrainConfig c;
+  c.given = std::move(given);
+  return c;
+}
+
+TEST(Presets, AutoPicksFromThePairsAndTheBudget) {
+  auto c = asked({"max-time"});
+  c.max_time = "22m";
+  EXPECT_EQ(choose_preset(c, 22901).preset->name, "small-short");
+  EXPECT_NE(choose_preset(c, 22901).why.find("22901 training pairs"), std::string::npos);
+  EXPECT_NE(choose_preset(c, 22901).why.find("--max-time 22m"), std::string::npos);
+  c.max_time = "2h";
+  EXPECT_EQ(choose_preset(c, 22901).preset->name, "small-long");
+  EXPECT_EQ(choose_preset(asked({}), 22901).preset->name, "small-long") << "no limit: early stopping";
+  EXPECT_EQ(choose_preset(c, 5'000'000).preset->name, "standard");
+  c.max_time = "22m";
+  c.init_from = "model.pt";
+  EXPECT_EQ(choose_preset(c, 22901).preset->name, "standard") << "fine-tuning";
+  c.preset = "small-long";
+  EXPECT_EQ(choose_preset(c, 22901).preset->name, "small-long") << "asked for";
+  c.preset = "tiny";
+  EXPECT_THROW(choose_preset(c, 22901), InputError);
+  EXPECT_THROW(validate(c), InputError);
+}
+
+TEST(Presets, OptionsGivenKeepTheirValuesAndAResumeOnlyTakesTrainingKnobs) {
+  const auto& small = *find_preset("small-short");
+  ASSERT_FALSE(small.values.empty());
+  auto c = asked({"batch-tokens"});
+  c.batch_tokens = 1000;
+  const auto set = apply_preset(c, PresetChoice{&small, ""});
+  EXPECT_EQ(c.preset, "small-short");
+  EXPECT_EQ(c.batch_tokens, 1000) << "given";
+  for (const auto& [name, value] : small.values) {
+    if (name == "batch-tokens") continue;
+    EXPECT_EQ(format_value(*find_config_key(name), c), value) << name;
+    EXPECT_NE(std::find(set.begin(), set.end(), name), set.end()) << name;
+  }
+  auto resumed = asked({});
+  const auto vocab = resumed.vocab.vocab_size;
+  const auto knobs = apply_preset(resumed, PresetChoice{&small, ""}, /*resuming=*/true);
+  EXPECT_EQ(resumed.vocab.vocab_size, vocab) << "the run's vocabulary is its own";
+  EXPECT_EQ(std::find(knobs.begin(), knobs.end(), "vocab-size"), knobs.end());
+  EXPECT_NE(std::find(knobs.begin(), knobs.end(), "batch-tokens"), knobs.end());
+  auto in_code = TrainConfig{};  // a config made in code counts every key as given
+  EXPECT_TRUE(apply_preset(in_code, PresetChoice{&small, ""}).empty());
+}
+
+}  // namespace
+}  // namespace trafo::run_config
+
+namespace trafo::testing {
+namespace {
+
+// Through the binary: the preset is in train.log and the start event with its reason and the options it
+// set, config.toml records it by name, and a resume with another budget keeps it.
+TEST(PresetsCli, ARunSaysWhichPresetAndWhyAndAResumeKeepsIt) {
+  const auto data = make_temp_dir("preset-data");
+  write_synthetic_corpus(data, "train", 80, 1);
+  write_synthetic_corpus(data, "dev", 8, 2);
+  const auto run = make_temp_dir("preset-run") / "run";
+  const std::string base = "train --data-dir " + quoted(data) + " --src-lang en --tgt-lang de --run-dir " + quoted(run) +
+                           " --cache-dir " + quoted(run.parent_path() / "cache") +
+                           " --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64 --threads 1"
+                           " --valid-every 2 --valid-max-sentences 4 --vocab-size 300";
+  const auto first = run_trafo(base + " --max-time 20m --max-steps 2");
+  ASSERT_EQ(first.exit_code, 0) << first.errors;
+  const auto start = read_jsonl(run / "metrics.jsonl").front();
+  EXPECT_EQ(start["preset"], "small-short") << start;
+  EXPECT_NE(start["preset_reason"].get<std::string>().find("80 training pairs"), std::string::npos) << start;
+  const auto set = start["preset_set"].get<std::vector<std::string>>();
+  EXPECT_NE(std::find(set.begin(), set.end(), "batch-tokens"), set.end()) << start;
+  EXPECT_EQ(std::find(set.begin(), set.end(), "vocab-size"), set.end()) << "given: " << start;
+  const auto log = read_text(run / "train.log");
+  EXPECT_NE(log.find("preset small-short (--preset auto: 80 training pairs"), std::string::npos) << log;
+  EXPECT_NE(log.find("set batch-tokens 2048"), std::string::npos) << log;
+  EXPECT_NE(read_text(run / "config.toml").find("preset=\"small-short\""), std::string::npos);
+
+  // Resumed with no time limit, which alone would pick small-long: the run's preset stays.
+  const auto resumed = run_trafo(base + " --max-steps 4");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.errors;
+  const auto events = read_jsonl(run / "metrics.jsonl");
+  nlohmann::json second;
+  for (const auto& event : events) {
+    if (event["event"] == "start") second = event;
+  }
+  EXPECT_EQ(second["preset"], "small-short") << second;
+  EXPECT_EQ(second["preset_reason"], "the run's") << second;
+  const auto bad = run_trafo(base + " --preset huge --max-steps 4");
+  EXPECT_EQ(bad.exit_code, 2) << bad.errors;
+  EXPECT_EQ(lines_of(bad.errors).size(), 1u) << bad.errors;
+  EXPECT_NE(bad.errors.find("preset must be auto, standard"), std::string::npos) << bad.errors;
+}
+
+}  // namespace
+}  // namespace trafo::testing
