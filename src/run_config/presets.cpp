@@ -29,7 +29,7 @@ std::pair<std::string, bool> budget_of(const TrainConfig& c) {
   }
   if (was_given(c, "max-steps") && c.max_steps > 0) return {fmt::format("--max-steps {}", c.max_steps), false};
   if (was_given(c, "max-epochs") && c.max_epochs > 0) return {fmt::format("--max-epochs {}", c.max_epochs), false};
-  return {"no time limit (early stopping)", false};
+  return {"no limit given (early stopping, or --max-steps " + std::to_string(c.max_steps) + ")", false};
 }
 
 }  // namespace
