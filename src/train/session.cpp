@@ -61,9 +61,9 @@ void check_before_launch(const TrainConfig& given) {
 }
 
 Session::Session(const TrainConfig& given)
-    : settled(settle_config(given)),
+    : environment(dist::read_environment()),
+      settled(settle_config(given)),
       started(Clock::now()),
-      environment(dist::read_environment()),
       files(settled.options),
       place(settled.options, environment),
       folder(open_folder(settled.options, place.replicas)),

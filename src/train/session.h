@@ -70,9 +70,9 @@ struct Session {
   bool resumed() const { return !resume.path.empty(); }
   bool fine_tuned() const { return !resumed() && !config.init_from.empty(); }  // a new run from --init-from
 
-  const SettledConfig settled;           // settle_config
+  const dist::Environment environment;   // dist::read_environment: a bad one is said before anything else
+  const SettledConfig settled;           // settle_config (its preset may read the data files' line counts)
   const Clock::time_point started;
-  const dist::Environment environment;   // dist::read_environment
   const TrainingFiles files;             // checked before anything else is done
   Placement place;                       // threads, device, precision, replicas
   const RunFolder folder;                // locked by rank 0
