@@ -148,8 +148,16 @@ std::vector<int> Tokenizer::encode_target(const std::string& text) const {
   return ids_from_table(*target_, has_target_table() ? target_table_ids_ : table_ids_, text);
 }
 
-std::vector<int> Tokenizer::sample(const std::string& text, double alpha, uint64_t seed) const {
+namespace {
+
+void seed_sampling(uint64_t seed) {
   sentencepiece::random::GetRandomGenerator()->seed(static_cast<std::mt19937::result_type>(seed ^ (seed >> 32)));
+}
+
+}  // namespace
+
+std::vector<int> Tokenizer::sample(const std::string& text, double alpha, uint64_t seed) const {
+  seed_sampling(seed);
   if (has_table()) return ids_from_table(*processor_, table_ids_, text, alpha);
   std::vector<int> ids;
   processor_->SampleEncode(text, -1, static_cast<float>(alpha), &ids).IgnoreError();  // -1: the whole lattice
@@ -158,7 +166,7 @@ std::vector<int> Tokenizer::sample(const std::string& text, double alpha, uint64
 
 std::vector<int> Tokenizer::sample_target(const std::string& text, double alpha, uint64_t seed) const {
   if (!has_table()) return sample(text, alpha, seed);
-  sentencepiece::random::GetRandomGenerator()->seed(static_cast<std::mt19937::result_type>(seed ^ (seed >> 32)));
+  seed_sampling(seed);
   return ids_from_table(*target_, has_target_table() ? target_table_ids_ : table_ids_, text, alpha);
 }
 

@@ -140,7 +140,12 @@ PresetReport settle_preset(TrainConfig& c) {
   }
   int64_t pairs = 0;
   if (c.preset == "auto" && c.init_from.empty()) {
-    for (const int64_t lines : check_data(run_config::data_files(c), cache_folder(c))) pairs += lines;
+    // The training files' line counts only, kept in the cache folder: TrainingFiles checks them, and
+    // reads the dev and test files, once the options are settled.
+    const auto cache = cache_folder(c);
+    for (const auto& corpus : run_config::data_files(c).train) {
+      pairs += data::check_parallel_files_once(cache, corpus.src, corpus.tgt);
+    }
   }
   const auto choice = run_config::choose_preset(c, pairs);
   auto set = run_config::apply_preset(c, choice, resuming);
