@@ -73,7 +73,7 @@ struct Session {
   const dist::Environment environment;   // dist::read_environment: a bad one is said before anything else
   const SettledConfig settled;           // settle_config (its preset may read the data files' line counts)
   const Clock::time_point started;
-  const TrainingFiles files;             // checked before anything else is done
+  const TrainingFiles files;             // checked before the run does anything (settled only counted lines)
   Placement place;                       // threads, device, precision, replicas
   const RunFolder folder;                // locked by rank 0
   ResumePoint resume;                    // choose_resume; its checkpoints released by `training`
