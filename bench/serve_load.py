@@ -13,7 +13,7 @@
     serve_load.py soak --url URL --pid PID --sentences FILE [--minutes 5] [--clients 16]
         Good requests (their answers checked against the first answer for the same line), malformed
         ones and clients that disconnect mid-request, for MINUTES; samples the server's VmRSS.
-        Prints failures of good requests and RSS after the first minute and at the end (MB).
+        Prints failures of good requests, RSS after the first minute and at the end, and each minute's (MB).
 """
 
 import argparse
@@ -213,10 +213,16 @@ def soak(args):
         time.sleep(2)
     after_warm = [mb for at, mb in samples if 60 <= at < 120] or [samples[0][1]]
     last = [mb for at, mb in samples if at >= samples[-1][0] - 60]
+    # The median RSS of each minute: a plateau is what "flat after warm-up" means; a slow leak rises
+    # minute after minute. (The server hands freed pages back every 10 s, so single samples jump.)
+    by_minute = {}
+    for at, mb in samples:
+        by_minute.setdefault(int(at // 60), []).append(mb)
     print(json.dumps({"minutes": args.minutes, "requests": counts, "failures": len(failures),
                       "first_failures": failures[:5], "rss_mb_after_warm_up": round(statistics.median(after_warm), 1),
                       "rss_mb_at_end": round(statistics.median(last), 1),
-                      "rss_growth_pct": round(100 * (statistics.median(last) / statistics.median(after_warm) - 1), 2)}))
+                      "rss_growth_pct": round(100 * (statistics.median(last) / statistics.median(after_warm) - 1), 2),
+                      "rss_mb_by_minute": [round(statistics.median(by_minute[m]), 1) for m in sorted(by_minute)]}))
 
 
 def main():
