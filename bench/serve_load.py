@@ -211,13 +211,13 @@ def soak(args):
     while any(t.is_alive() for t in threads):
         samples.append((time.time() - started, rss_mb(args.pid)))
         time.sleep(2)
-    after_warm = [mb for at, mb in samples if 60 <= at < 120] or [samples[0][1]]
-    last = [mb for at, mb in samples if at >= samples[-1][0] - 60]
     # The median RSS of each minute: a plateau is what "flat after warm-up" means; a slow leak rises
     # minute after minute. (The server hands freed pages back every 10 s, so single samples jump.)
     by_minute = {}
     for at, mb in samples:
         by_minute.setdefault(int(at // 60), []).append(mb)
+    after_warm = by_minute.get(1) or [samples[0][1]]  # the second minute
+    last = [mb for at, mb in samples if at >= samples[-1][0] - 60]
     print(json.dumps({"minutes": args.minutes, "requests": counts, "failures": len(failures),
                       "first_failures": failures[:5], "rss_mb_after_warm_up": round(statistics.median(after_warm), 1),
                       "rss_mb_at_end": round(statistics.median(last), 1),
