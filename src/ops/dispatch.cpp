@@ -67,8 +67,9 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   // In training on the CPU, SDPA with dropout runs its math path with a serial Bernoulli mask:
   // where the hashed mask applies the plain path is the same math with it. Under bf16 autocast (q is
   // bf16) SDPA's kernel and its backward trained slower without dropout too: 2,538-2,791 against
-  // 3,267-3,350 target tokens/s for the plain path (`trafo bench`, default model, one thread, AMD
-  // EPYC Zen 4). In fp32 a short round had the plain path slower (1,567 against 1,746): SDPA stays.
+  // 3,267-3,458 target tokens/s for the plain path (`trafo bench`, default model, one thread, AMD
+  // EPYC Zen 4). In fp32 SDPA stays: the plain path was slower there in a short round (1,567 against
+  // 1,746), and on AMD Zen 3 in three rounds taken in turn (1,304-1,379 against 1,365-1,516).
   const bool cpu_dropout = call.training && call.dropout > 0.0 && cpu_fast_path(Kernel::hashed_dropout, {q});
   const bool cpu_bf16_training = call.training && q.device().is_cpu() && q.scalar_type() == at::kBFloat16;
   at::Tensor context;  // [B,h,Tq,d_k]
