@@ -86,6 +86,23 @@ TEST_P(ModelTest, FusedAndPlainAttentionAgree) {
   EXPECT_TRUE(torch::allclose(fused, model(src, tgt), 1e-5, 1e-5));
 }
 
+// Continuous batching encodes joining sentences end to end (decode/continuous.h): each one's memory
+// must be what the padded encoding gives it, and its padding zeros.
+TEST_P(ModelTest, PackedEncodingIsThePaddedOneWithoutThePadding) {
+  torch::manual_seed(6);
+  Transformer model(tiny_config(GetParam()));
+  model->eval();
+  auto src = torch::tensor({{4, 5, 6, 7, 3}, {8, 9, 3, 0, 0}, {10, 3, 0, 0, 0}}, torch::kLong);
+  const auto padded = model->encode(src);
+  const auto packed = model->encode_packed(src);
+  ASSERT_EQ(packed.sizes(), padded.sizes());
+  const auto real = src.ne(0).unsqueeze(2).expand_as(padded);
+  EXPECT_TRUE(torch::allclose(packed.masked_select(real), padded.masked_select(real), 1e-5, 1e-5));
+  EXPECT_EQ(packed.masked_select(real.logical_not()).abs().sum().item<float>(), 0.0f);
+  // A sentence alone is its own packed run.
+  EXPECT_TRUE(torch::allclose(model->encode_packed(src.narrow(0, 0, 1)), padded.narrow(0, 0, 1), 1e-5, 1e-5));
+}
+
 TEST_P(ModelTest, EveryParameterGetsAGradient) {
   torch::manual_seed(5);
   auto config = tiny_config(GetParam());

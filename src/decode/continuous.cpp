@@ -97,45 +97,23 @@ std::vector<int64_t> ContinuousDecoder::add(const std::vector<std::string>& sour
     row.limit = max_output_length(length, options_, max_positions);
     joined.push_back(std::move(row));
   }
-  // Encoded in runs of similar length, each padded to its longest (encoder_runs), shortest first.
+  // Encoded in runs of at most kRunPositions source pieces (one sentence at least), shortest first, so
+  // that the rows of a run, padded to its longest in the cross-attention cache, pad little.
   std::vector<size_t> order(ids.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ids[a].size() < ids[b].size(); });
-  std::vector<int64_t> lengths;
-  for (const size_t i : order) lengths.push_back(joined[i].pieces);
-  size_t first = 0;
-  for (const size_t end : encoder_runs(lengths)) {
-    const std::vector<size_t> run(order.begin() + static_cast<std::ptrdiff_t>(first),
-                                  order.begin() + static_cast<std::ptrdiff_t>(end));
-    join(ids, run, joined);
+  for (size_t first = 0; first < order.size();) {
+    size_t end = first + 1;
+    int64_t positions = joined[order[first]].pieces;
+    while (end < order.size() && positions + joined[order[end]].pieces <= kRunPositions) {
+      positions += joined[order[end++]].pieces;
+    }
+    join(ids, std::vector<size_t>(order.begin() + static_cast<std::ptrdiff_t>(first),
+                                  order.begin() + static_cast<std::ptrdiff_t>(end)),
+         joined);
     first = end;
   }
   return tickets;
-}
-
-std::vector<size_t> ContinuousDecoder::encoder_runs(const std::vector<int64_t>& lengths) {
-  // A run of sentences [j, i) costs its padded positions, lengths[i-1] × (i - j), plus what one
-  // encoder call costs beyond its arithmetic, in positions; the cheapest split, by dynamic programming.
-  // Measured with bench/serve.sh (64 clients, AMD Zen 4): 16-32 served 3-15% more than 0, 8, 64 or
-  // one run for all.
-  constexpr int64_t kCallPositions = 32;
-  const size_t n = lengths.size();
-  std::vector<int64_t> best(n + 1, std::numeric_limits<int64_t>::max());
-  std::vector<size_t> from(n + 1, 0);
-  best[0] = 0;
-  for (size_t i = 1; i <= n; ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      const int64_t cost = best[j] + lengths[i - 1] * static_cast<int64_t>(i - j) + kCallPositions;
-      if (cost < best[i]) {
-        best[i] = cost;
-        from[i] = j;
-      }
-    }
-  }
-  std::vector<size_t> ends;
-  for (size_t i = n; i > 0; i = from[i]) ends.push_back(i);
-  std::reverse(ends.begin(), ends.end());
-  return ends;
 }
 
 void ContinuousDecoder::join(const std::vector<std::vector<int>>& ids, const std::vector<size_t>& run,
@@ -159,7 +137,7 @@ void ContinuousDecoder::join(const std::vector<std::vector<int>>& ids, const std
   for (size_t r = 0; r < s.rows.size() && static_cast<int64_t>(reuse.size()) < count; ++r) {
     if (s.rows[r].ticket < 0) reuse.push_back(static_cast<int64_t>(r));
   }
-  s.model->join(s.cache, s.model->encode(src), reuse);
+  s.model->join(s.cache, s.model->encode_packed(src), reuse);
   auto mask = s.model->source_mask(src);  // [B2,1,1,S2]
   auto bos = torch::full({count}, Tokenizer::kBos, torch::TensorOptions().dtype(torch::kLong).device(device));
   if (!s.src_mask.defined()) {

@@ -109,6 +109,24 @@ torch::Tensor TransformerImpl::encode(const torch::Tensor& src) {
   return encoder_norm ? encoder_norm(x) : x;
 }
 
+torch::Tensor TransformerImpl::encode_packed(const torch::Tensor& src) {
+  const int64_t rows = src.size(0), width = src.size(1);
+  const auto long_options = torch::TensorOptions().dtype(torch::kLong).device(src.device());
+  const auto kept = src.ne(config_.pad_id).flatten().nonzero().squeeze(1);  // [P] places in [B*S]
+  const int64_t count = kept.size(0);
+  const auto tokens = src.flatten().index_select(0, kept).unsqueeze(0);  // [1,P]
+  const auto column = torch::arange(width, long_options).repeat({rows}).index_select(0, kept);  // [P]
+  const auto row = torch::arange(rows, long_options).repeat_interleave(width).index_select(0, kept);  // [P]
+  const auto same_sentence = row.unsqueeze(1).eq(row.unsqueeze(0)).view({1, 1, count, count});  // [1,1,P,P]
+  auto x = source_embedding(tokens).view({count, 1, -1});  // [P,1,d]
+  x = embedding_dropout(positions->embed_rows(x, column).view({1, count, -1}));  // [1,P,d]
+  for (const auto& layer : *encoder_layers) x = layer->as<EncoderLayer>()->forward(x, same_sentence);
+  if (encoder_norm) x = encoder_norm(x);
+  auto memory = torch::zeros({rows * width, x.size(2)}, x.options());
+  memory.index_copy_(0, kept, x.squeeze(0));
+  return memory.view({rows, width, -1});  // [B,S,d]
+}
+
 torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const torch::Tensor& memory,
                                       const torch::Tensor& src_mask, DecoderCache* cache) {
   const int64_t offset = cache != nullptr ? cache->length : 0;

@@ -53,6 +53,10 @@ class TransformerImpl : public torch::nn::Module, public PackedWeightOwner {
 
   // src [B,S] -> memory [B,S,d]
   torch::Tensor encode(const torch::Tensor& src);
+  // encode() for a few sentences at inference, without computing their padding: src's sentences run
+  // end to end in one sequence, each attending to itself only, and come back as encode() lays them
+  // out, zeros past each end. For sentences of unequal length; src padded at the end only.
+  torch::Tensor encode_packed(const torch::Tensor& src);
   // tgt_in [B,T] (the new steps only when `cache` is given), memory [B,S,d], src [B,S] -> hidden [B,T,d].
   torch::Tensor decode(const torch::Tensor& tgt_in, const torch::Tensor& memory, const torch::Tensor& src_mask,
                        DecoderCache* cache = nullptr);
