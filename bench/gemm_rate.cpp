@@ -7,7 +7,8 @@
 //     -L "$torch/lib" -ltorch -ltorch_cpu -lc10 -Wl,-rpath,"$torch/lib" -o /tmp/gemm_rate
 //   /tmp/gemm_rate [THREADS=2]
 //
-// The packed kernel is the variant of this CPU (ops::cpu_isa()); on AVX2 it takes at most 64 rows.
+// The packed kernel is the variant of this CPU (ops::cpu_isa()); on AVX2 it takes at most
+// kMaxPackedRows (128) rows.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -41,7 +42,7 @@ int main(int argc, char** argv) {
     const auto weight = at::randn({n, k});
     const auto bias = at::randn({n});
     const auto panels = pack_panels(weight, panel_width(cpu_isa()));
-    for (const int64_t rows : {8, 32, 60, 64, 128, 300}) {
+    for (const int64_t rows : {8, 32, 64, 100, 128, 200, 300}) {
       const auto x = at::randn({rows, k});
       const double flop = 2.0 * static_cast<double>(rows * n * k);
       const double linear = flop / seconds_per_call([&] { at::linear(x, weight, bias); }, 300) / 1e9;

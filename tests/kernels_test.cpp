@@ -67,8 +67,9 @@ std::pair<torch::Tensor, int64_t> packed_product(Isa isa, const torch::Tensor& x
 }
 
 // Every tile height of both variants (1-12 rows and their blocks), widths that are no multiple of
-// 16 or 32, with and without a bias: AVX-512 gives AVX2's bits up to 64 rows; past 64 rows, where
-// AVX2 hands over to at::linear, the AVX-512 kernel (blocks of 96 rows) agrees with at::linear.
+// 16 or 32, with and without a bias: AVX-512 gives AVX2's bits up to kMaxPackedRows (128) rows,
+// across both kernels' row blocks (64 and 96); past them, where AVX2 hands over to at::linear, the
+// AVX-512 kernel agrees with at::linear.
 TEST(CpuKernels, PackedGemmVariantsGiveTheSameBits) {
   torch::manual_seed(31);
   torch::NoGradGuard no_grad;
@@ -76,7 +77,7 @@ TEST(CpuKernels, PackedGemmVariantsGiveTheSameBits) {
     const auto weight = torch::randn({out, in});
     for (const bool with_bias : {true, false}) {
       const auto bias = with_bias ? torch::randn({out}) : torch::Tensor();
-      for (const int64_t rows : {1, 2, 3, 5, 6, 7, 11, 12, 13, 25, 64}) {
+      for (const int64_t rows : {1, 2, 3, 5, 6, 7, 11, 12, 13, 25, 64, 65, 96, 97, 128}) {
         const auto x = torch::randn({rows, in});
         const auto [avx2, avx2_runs] = packed_product(Isa::avx2, x, weight, bias);
         const auto [avx512, avx512_runs] = packed_product(Isa::avx512, x, weight, bias);
@@ -85,7 +86,7 @@ TEST(CpuKernels, PackedGemmVariantsGiveTheSameBits) {
         EXPECT_TRUE(torch::equal(avx512, avx2)) << in << "x" << out << ", " << rows << " rows";
         EXPECT_TRUE(torch::allclose(avx512, torch::nn::functional::linear(x, weight, bias), 1e-5, 1e-5));
       }
-      for (const int64_t rows : {65, 96, 97, 200, 301}) {
+      for (const int64_t rows : {129, 200, 301}) {
         const auto x = torch::randn({rows, in});
         const auto [avx512, runs] = packed_product(Isa::avx512, x, weight, bias);
         EXPECT_EQ(runs, ops::cpu_isa_available() == Isa::avx512 ? 1 : 0) << rows << " rows";
@@ -210,6 +211,41 @@ TEST(CpuKernels, StepAttentionRowsStartWhereTheirKeysBegin) {
       EXPECT_EQ(weights.narrow(3, 0, 17).select(0, 3).abs().sum().item<float>(), 0.0f);  // row 3 starts at 17
     }
   }
+}
+
+// One sequence at inference through ops::attention (a server's joining sentences, packed end to
+// end, each attending only to itself): each query a row of the one-query kernel, equal to the
+// explicit maths and to SDPA, with a block-diagonal mask, a key-padding mask and none; past
+// kMaxQueryRowsKeys keys, or in a batch of two, SDPA as before.
+TEST(CpuKernels, QueryRowsAttentionIsTheAttentionOfEachQuery) {
+  torch::manual_seed(35);
+  c10::InferenceMode inference;
+  const auto sentence = torch::tensor({0, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2});  // 17 positions
+  const auto block_diagonal = sentence.unsqueeze(1).eq(sentence.unsqueeze(0)).view({1, 1, 17, 17});
+  auto padding = torch::ones({1, 1, 1, 17}, torch::kBool);
+  padding.narrow(3, 12, 5).fill_(false);
+  for (const int64_t d_k : {24, 64}) {
+    const auto q = torch::randn({1, 4, 17, d_k});
+    const auto k = torch::randn({1, 4, 17, d_k});
+    const auto v = torch::randn({1, 4, 17, d_k});
+    for (const auto& mask : {block_diagonal, padding, torch::Tensor()}) {
+      const auto explicit_maths = ops::plain_attention(q, k, v, mask, 0.0, false).transpose(1, 2).reshape({1, 17, 4 * d_k});
+      const auto sdpa = at::scaled_dot_product_attention(q, k, v, mask.defined() ? std::optional<at::Tensor>(mask) : std::nullopt)
+                            .transpose(1, 2).reshape({1, 17, 4 * d_k});
+      ASSERT_EQ(ops::query_rows_attention_applies(q, k, v, mask), ops::cpu_isa() != Isa::none);
+      const int64_t before = ops::runs(ops::Kernel::step_attention);
+      const auto rows = ops::attention(q, k, v, mask, ops::AttentionCall{});
+      EXPECT_EQ(ops::runs(ops::Kernel::step_attention) - before, ops::cpu_isa() != Isa::none ? 1 : 0);
+      EXPECT_TRUE(torch::allclose(rows, explicit_maths, 1e-5, 1e-5)) << d_k;
+      EXPECT_TRUE(torch::allclose(rows, sdpa, 1e-5, 1e-5)) << d_k;
+    }
+  }
+  const auto long_q = torch::randn({1, 4, 2, 32});
+  const auto long_k = torch::randn({1, 4, ops::kMaxQueryRowsKeys + 1, 32});
+  EXPECT_FALSE(ops::query_rows_attention_applies(long_q, long_k, long_k, torch::Tensor()));
+  const auto batch_q = torch::randn({2, 4, 3, 32});
+  const auto batch_k = torch::randn({2, 4, 3, 32});
+  EXPECT_FALSE(ops::query_rows_attention_applies(batch_q, batch_k, batch_k, torch::Tensor()));
 }
 
 // Under bf16 autocast the kernel takes bf16 q, k and v (a decoding step's projections and cache)

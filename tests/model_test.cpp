@@ -230,9 +230,9 @@ bool packed_kernel_available() {
 // The ops layer's ISA check, which the step-attention tests rely on, against the CPU's own answer.
 TEST(Linear, KernelsSeeTheCpusAvx2AndFma) { EXPECT_EQ(ops::cpu_isa() != ops::Isa::none, packed_kernel_available()); }
 
-// The packed product (no gradient; at most 64 rows unless AVX-512) against at::linear: every
+// The packed product (no gradient; at most 128 rows unless AVX-512) against at::linear: every
 // remainder of the 6-row tiles, a width that is no multiple of 16, no bias, a 3-D non-contiguous
-// input, 65 rows.
+// input, 65 and 128 rows (two of AVX2's 64-row blocks), 129 rows.
 TEST(Linear, PackedProductMatchesAtLinear) {
   torch::manual_seed(21);
   torch::NoGradGuard no_grad;
@@ -241,15 +241,15 @@ TEST(Linear, PackedProductMatchesAtLinear) {
     {
       const PackedInference scope(*linear);
       const int64_t runs_before = ops::runs(ops::Kernel::packed_gemm);
-      for (const int64_t rows : {1, 2, 3, 4, 5, 6, 7, 12, 13, 64, 65}) {
+      for (const int64_t rows : {1, 2, 3, 4, 5, 6, 7, 12, 13, 64, 65, 128, 129}) {
         const auto x = torch::randn({rows, in});
         const auto expected = torch::nn::functional::linear(x, linear->weight, linear->bias);
         EXPECT_TRUE(torch::allclose(linear(x), expected, 1e-5, 1e-5)) << in << "x" << out << ", " << rows << " rows";
       }
       // the packed path itself ran wherever the CPU has AVX2 and FMA (else at::linear did), for
-      // every product of at most 64 rows, and of 65 under AVX-512
+      // every product of at most 128 rows, and of 129 under AVX-512
       EXPECT_EQ(linear->packed_weight().holds_copy(), packed_kernel_available());
-      const int64_t packed = ops::cpu_isa() == ops::Isa::avx512 ? 11 : packed_kernel_available() ? 10 : 0;
+      const int64_t packed = ops::cpu_isa() == ops::Isa::avx512 ? 13 : packed_kernel_available() ? 12 : 0;
       EXPECT_EQ(ops::runs(ops::Kernel::packed_gemm) - runs_before, packed);
     }
     EXPECT_FALSE(linear->packed_weight().holds_copy());  // gone with its scope

@@ -57,6 +57,12 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   if (call.cached_step && q.size(2) == 1 && call.weights == nullptr && step_attention_applies(q, k, v, mask)) {
     return step_attention(q, k, v, mask, call.starts);  // [B,1,h·d_k]
   }
+  // One short sequence at inference (a server's joining sentences, packed end to end): measured in
+  // ops/step_attention.h.
+  if (!call.training && call.weights == nullptr && call.fused && call.starts == nullptr && q.size(2) > 1 &&
+      query_rows_attention_applies(q, k, v, mask)) {
+    return query_rows_attention(q, k, v, mask);  // [1,Tq,h·d_k]
+  }
   if (call.starts != nullptr && !call.starts->empty()) {  // the positions before a row's start are masked
     const auto starts = torch::tensor(*call.starts, torch::kLong).to(k.device()).view({-1, 1, 1, 1});
     const auto from_start = torch::arange(k.size(2), starts.options()).view({1, 1, 1, -1}).ge(starts);  // [B,1,1,T]

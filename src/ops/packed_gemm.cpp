@@ -153,7 +153,7 @@ TRAFO_AVX512_BF16 void tile_bf16(const uint16_t* x, int64_t ldx, int64_t k, cons
 struct Avx2Tiles {
   using In = float;
   using Out = float;
-  static constexpr int64_t kWidth = 16, kHeight = 6, kBlockRows = kMaxPackedRows;
+  static constexpr int64_t kWidth = 16, kHeight = 6, kBlockRows = 64;
   static int64_t row_length(int64_t k) { return k; }  // x's and a panel's elements per row of W
   template <int Rows>
   static void run(const In* x, int64_t ldx, int64_t k, const In* panel, const float* bias, Out* y, int64_t ldy,

@@ -167,4 +167,42 @@ at::Tensor step_attention(const at::Tensor& q, const at::Tensor& k, const at::Te
   return context;
 }
 
+namespace {
+
+// q, k, v, mask of one sequence as step_attention's rows: query i is row i, over every key.
+struct QueryRows {
+  at::Tensor q, k, v, mask;
+};
+
+QueryRows query_rows(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask) {
+  const int64_t queries = q.size(2), keys = k.size(2);
+  QueryRows rows;
+  rows.q = q.permute({2, 1, 0, 3});                                    // [Tq,h,1,d_k]
+  rows.k = k.expand({queries, k.size(1), keys, k.size(3)});            // [Tq,h,Tk,d_k], one copy of k
+  rows.v = v.expand({queries, v.size(1), keys, v.size(3)});            // [Tq,h,Tk,d_k]
+  if (mask.defined()) rows.mask = mask.expand({1, 1, queries, keys}).permute({2, 0, 1, 3});  // [Tq,1,1,Tk]
+  return rows;
+}
+
+}  // namespace
+
+bool query_rows_attention_applies(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                  const at::Tensor& mask) {
+  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4 || q.size(0) != 1 || k.size(0) != 1 || v.size(0) != 1 ||
+      k.size(2) > kMaxQueryRowsKeys || q.size(1) != k.size(1) || q.size(3) != k.size(3) || !k.sizes().equals(v.sizes())) {
+    return false;
+  }
+  if (mask.defined() && (mask.dim() != 4 || mask.size(0) != 1 || mask.size(1) != 1 ||
+                         (mask.size(2) != 1 && mask.size(2) != q.size(2)) || mask.size(3) != k.size(2))) {
+    return false;
+  }
+  const auto rows = query_rows(q, k, v, mask);
+  return step_attention_applies(rows.q, rows.k, rows.v, rows.mask);
+}
+
+at::Tensor query_rows_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask) {
+  const auto rows = query_rows(q, k, v, mask);
+  return step_attention(rows.q, rows.k, rows.v, rows.mask).view({1, q.size(2), -1});  // [1,Tq,h·d_k]
+}
+
 }  // namespace trafo::ops

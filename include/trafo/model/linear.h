@@ -1,5 +1,5 @@
 // y = x Wᵀ + b, with inference on the CPU through a copy of W packed once (trafo/ops/packed_gemm.h).
-// at::linear goes to MKL's sgemm, which repacks W on every call: at the 1-64 rows of a decoding
+// at::linear goes to MKL's sgemm, which repacks W on every call: at the few rows of a decoding
 // step that costs more than the product itself.
 //
 // A packed copy lives only inside a PackedInference scope: it is made from W as it is at its first
@@ -22,7 +22,8 @@ namespace trafo::model {
 class PackedWeight {
  public:
   // x [..., in] · Wᵀ + b; bias may be undefined. Through the packed copy when a scope is open and
-  // ops::packed_gemm_applies (CPU fp32, no gradient, no autocast, AVX-512 or AVX2 with ≤ 64 rows);
+  // ops::packed_gemm_applies (CPU fp32, no gradient, no autocast, AVX-512, or AVX2 with at
+  // most ops::kMaxPackedRows rows);
   // else at::linear.
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
   // Whether a packed copy is held (tests: the fast path was taken, not silently skipped).

@@ -1,8 +1,8 @@
 // y = x · Wᵀ + b at inference, with W packed once into panels of `width` columns: panel p holds
 // W[width·p .. width·p + width − 1, k] for k = 0 .. K-1, zero past the last row of W.
 // - AVX2: panels of 16, a 6 × 16 tile of y in 12 ymm registers while k runs, so each weight loaded
-//   feeds 6 rows; 1-64 rows (a decoding step). MKL's sgemm repacks W on every call instead; at these
-//   sizes that took 2-3x longer.
+//   feeds 6 rows; 1-128 rows (a decoding step, a server's joining sentences), in blocks of 64. MKL's
+//   sgemm repacks W on every call instead; at up to 64 rows that took 2-3x longer.
 // - AVX-512: panels of 32, a 12 × 32 tile in 24 zmm registers, any number of rows in blocks of 96
 //   (a decoding step of a large batch, the encoder). MKL runs its AVX2 kernels on AMD's AVX-512
 //   CPUs; this kernel is the one that uses the whole vector there.
@@ -20,14 +20,16 @@
 namespace trafo::ops {
 
 // Up to this many rows the AVX2 kernel wins; past it MKL's repacking is amortized and its cache
-// blocking matters more.
-constexpr int64_t kMaxPackedRows = 64;
+// blocking matters more. At 100-128 rows of the default model's products the kernel ran at 87-136
+// GFLOP/s against MKL's 70-122, in each pair but one; at 200 rows they were even (bench/gemm_rate.cpp,
+// two threads, AMD EPYC Zen 3).
+constexpr int64_t kMaxPackedRows = 128;
 
 // The panel width of a variant's kernel: 32 for avx512, else 16.
 int64_t panel_width(Isa isa);
 
 // The eligibility rule (ops/eligibility.h) for x [..., k] and weight [n, k], a weight that is no
-// inference tensor, and x of 1 to 64 rows where cpu_isa() is avx2.
+// inference tensor, and x of 1 to kMaxPackedRows rows where cpu_isa() is avx2.
 bool packed_gemm_applies(const at::Tensor& x, const at::Tensor& weight);
 
 // weight [n, k] -> panels [ceil(n / width), k, width], 64-byte aligned; width 16 or 32.

@@ -25,4 +25,17 @@ bool step_attention_applies(const at::Tensor& q, const at::Tensor& k, const at::
 at::Tensor step_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
                           const std::vector<int64_t>* starts = nullptr);
 
+// The most keys query_rows_attention takes.
+constexpr int64_t kMaxQueryRowsKeys = 128;
+
+// Attention at inference over one short sequence, by the kernel above with each query as a row of
+// its own over the same keys: q [1,h,Tq,d_k], k and v [1,h,Tk,d_k] with Tk ≤ kMaxQueryRowsKeys,
+// mask bool [1,1,Tq or 1,Tk] or undefined -> context [1,Tq,h·d_k]. A server's joining sentences,
+// encoded end to end with a block-diagonal mask, take it: there SDPA's flash kernel spent its time
+// in BLAS calls of a few rows each, which repack their operands every call. False where the tensors
+// are not of this shape or step_attention_applies does not hold for the rows.
+bool query_rows_attention_applies(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                  const at::Tensor& mask);
+at::Tensor query_rows_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask);
+
 }  // namespace trafo::ops
