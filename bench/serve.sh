@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `trafo serve` against offline `trafo translate` and against CTranslate2 behind a minimal Python
 # server (bench/serve_load.py), on a default-size model and 1,000 toy sentences, all on 127.0.0.1:
-#   - offline: `trafo translate --threads T` on the sentences, less its start-up (one sentence);
+#   - offline: `trafo translate --threads T` on the sentences, less its start-up (one sentence), in
+#     turn with the served load of the same round;
 #   - served: CLIENTS concurrent clients, one sentence a request (LibreTranslate's POST /translate);
 #   - lone: one one-sentence request at a time, its latency against the server's decoding time of it;
 #   - ct2: the same load against the model's CTranslate2 export, greedy, one request at a time each.
@@ -31,7 +32,7 @@ while [[ $# -gt 0 ]]; do
     --checkpoint) checkpoint="$2"; shift 2 ;;
     --soak) soak="$2"; shift 2 ;;
     --work) work="$2"; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "serve.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -59,15 +60,15 @@ head -1 "$sentences" >"$work/one.en"
 "$trafo" export --checkpoint "$checkpoint" --out "$work/ct2" --force >/dev/null 2>&1
 decoding=(--threads "$threads" --precision fp32)
 
-offline=()
-for _ in $(seq "$rounds"); do
+# Sentences a second of offline translate, less its start-up (the time of one sentence).
+offline_round() {
+  local start all one
   start=$(date +%s.%N); "$trafo" translate -c "$checkpoint" "${decoding[@]}" <"$sentences" >"$work/offline.de" 2>/dev/null
   all=$(echo "$(date +%s.%N) - $start" | bc)
   start=$(date +%s.%N); "$trafo" translate -c "$checkpoint" "${decoding[@]}" <"$work/one.en" >/dev/null 2>/dev/null
   one=$(echo "$(date +%s.%N) - $start" | bc)
-  offline+=("$(echo "$(wc -l <"$sentences") / ($all - $one)" | bc -l)")
-done
-offline_rate=$(printf '%s\n' "${offline[@]}" | median)
+  echo "$(wc -l <"$sentences") / ($all - $one)" | bc -l
+}
 
 port=$((20000 + RANDOM % 20000))
 "$trafo" serve -c "$checkpoint" "${decoding[@]}" --port "$port" >"$work/serve.out" 2>"$work/serve.err" &
@@ -75,10 +76,14 @@ server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 100); do grep -q listening "$work/serve.out" 2>/dev/null && break; sleep 0.2; done
 url="http://127.0.0.1:$port"
-served=(); p50=(); p95=(); p99=(); lone=(); lone_decoding=(); ratio=()
+# Offline and served take turns in each round (the server idles meanwhile), so that a change in the
+# machine's speed moves both; the share is each round's served over its offline, their median.
+offline=(); served=(); share=(); p50=(); p95=(); p99=(); lone=(); lone_decoding=(); ratio=()
 for _ in $(seq "$rounds"); do
+  offline+=("$(offline_round)")
   result=$("$python" "$root/bench/serve_load.py" load --url "$url" --sentences "$sentences" --clients "$clients")
   served+=("$(field sentences_per_s <<<"$result")"); p50+=("$(field p50_ms <<<"$result")")
+  share+=("$(echo "100 * ${served[-1]} / ${offline[-1]}" | bc -l)")
   p95+=("$(field p95_ms <<<"$result")"); p99+=("$(field p99_ms <<<"$result")")
   [[ "$(field failures <<<"$result")" == 0 ]] || say "failed requests: $result"
   result=$("$python" "$root/bench/serve_load.py" lone --url "$url" --sentence "$(cat "$work/one.en")")
@@ -108,10 +113,10 @@ kill "$ct2"
 
 m() { printf '%s\n' "$@" | median; }
 echo "threads $threads, $clients clients, $(wc -l <"$sentences") sentences, medians of $rounds rounds"
-printf 'offline trafo translate:      %8.1f sentences/s\n' "$offline_rate"
-printf 'trafo serve, %3d clients:     %8.1f sentences/s (%.0f%% of offline), p50 %s ms, p95 %s ms, p99 %s ms\n' \
-  "$clients" "$(m "${served[@]}")" "$(echo "100 * $(m "${served[@]}") / $offline_rate" | bc -l)" \
-  "$(m "${p50[@]}")" "$(m "${p95[@]}")" "$(m "${p99[@]}")"
+printf 'offline trafo translate:      %8.1f sentences/s\n' "$(m "${offline[@]}")"
+printf 'trafo serve, %3d clients:     %8.1f sentences/s (%.0f%% of offline, by round %s), p50 %s ms, p95 %s ms, p99 %s ms\n' \
+  "$clients" "$(m "${served[@]}")" "$(m "${share[@]}")" \
+  "$(printf '%.0f%% ' "${share[@]}" | sed 's/ $//')" "$(m "${p50[@]}")" "$(m "${p95[@]}")" "$(m "${p99[@]}")"
 printf 'trafo serve, lone request:    p50 %s ms, its decoding %s ms, ratio %s\n' \
   "$(m "${lone[@]}")" "$(m "${lone_decoding[@]}")" "$(m "${ratio[@]}")"
 printf 'CTranslate2 + Python server:  %8.1f sentences/s, p50 %s ms, p99 %s ms\n' \
