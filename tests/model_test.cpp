@@ -101,6 +101,23 @@ TEST_P(ModelTest, PackedEncodingIsThePaddedOneWithoutThePadding) {
   EXPECT_EQ(packed.masked_select(real.logical_not()).abs().sum().item<float>(), 0.0f);
   // A sentence alone is its own packed run.
   EXPECT_TRUE(torch::allclose(model->encode_packed(src.narrow(0, 0, 1)), padded.narrow(0, 0, 1), 1e-5, 1e-5));
+
+  // Joining a decoding cache, the sentences' cross-attention keys and values are those of the padded
+  // memory at their pieces, computed for the pieces only: zeros at the pads.
+  c10::InferenceMode inference;
+  auto cache = model->make_cache();
+  model->join(cache, src, {});
+  const auto real_heads = src.ne(0).view({3, 1, 5, 1});  // [B,1,S,1]
+  for (size_t i = 0; i < cache.cross_attention.size(); ++i) {
+    const auto [keys, values] = model->decoder_layers[i]->as<DecoderLayer>()->cross_attention->memory_keys_values(padded);
+    const auto& cached = cache.cross_attention[i];
+    ASSERT_EQ(cached.keys.sizes(), keys.sizes());
+    for (const auto& [got, want] : {std::pair{cached.keys, keys}, std::pair{cached.values, values}}) {
+      const auto real_places = real_heads.expand_as(want);
+      EXPECT_TRUE(torch::allclose(got.masked_select(real_places), want.masked_select(real_places), 1e-5, 1e-5)) << i;
+      EXPECT_EQ(got.masked_select(real_places.logical_not()).abs().sum().item<float>(), 0.0f) << i;
+    }
+  }
 }
 
 TEST_P(ModelTest, EveryParameterGetsAGradient) {

@@ -137,7 +137,7 @@ void ContinuousDecoder::join(const std::vector<std::vector<int>>& ids, const std
   for (size_t r = 0; r < s.rows.size() && static_cast<int64_t>(reuse.size()) < count; ++r) {
     if (s.rows[r].ticket < 0) reuse.push_back(static_cast<int64_t>(r));
   }
-  s.model->join(s.cache, s.model->encode_packed(src), reuse);
+  s.model->join(s.cache, src, reuse);
   auto mask = s.model->source_mask(src);  // [B2,1,1,S2]
   auto bos = torch::full({count}, Tokenizer::kBos, torch::TensorOptions().dtype(torch::kLong).device(device));
   if (!s.src_mask.defined()) {

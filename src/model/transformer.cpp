@@ -100,16 +100,18 @@ bool TransformerImpl::skipped(double layerdrop) const {
   return layerdrop > 0.0 && is_training() && torch::rand({}, torch::kDouble).item<double>() < layerdrop;
 }
 
-torch::Tensor TransformerImpl::encode(const torch::Tensor& src) {
-  const auto src_mask = source_mask(src);
-  auto x = embedding_dropout(positions->embed(source_embedding(src), 0));  // [B,S,d]
+torch::Tensor TransformerImpl::encoder_stack(torch::Tensor x, const torch::Tensor& src_mask) {
   for (const auto& layer : *encoder_layers) {
     if (!skipped(config_.encoder_layerdrop)) x = layer->as<EncoderLayer>()->forward(x, src_mask);
   }
   return encoder_norm ? encoder_norm(x) : x;
 }
 
-torch::Tensor TransformerImpl::encode_packed(const torch::Tensor& src) {
+torch::Tensor TransformerImpl::encode(const torch::Tensor& src) {
+  return encoder_stack(embedding_dropout(positions->embed(source_embedding(src), 0)), source_mask(src));  // [B,S,d]
+}
+
+std::pair<torch::Tensor, torch::Tensor> TransformerImpl::encode_rows(const torch::Tensor& src) {
   const int64_t rows = src.size(0), width = src.size(1);
   const auto long_options = torch::TensorOptions().dtype(torch::kLong).device(src.device());
   const auto kept = src.ne(config_.pad_id).flatten().nonzero().squeeze(1);  // [P] places in [B*S]
@@ -120,11 +122,23 @@ torch::Tensor TransformerImpl::encode_packed(const torch::Tensor& src) {
   const auto same_sentence = row.unsqueeze(1).eq(row.unsqueeze(0)).view({1, 1, count, count});  // [1,1,P,P]
   auto x = source_embedding(tokens).view({count, 1, -1});  // [P,1,d]
   x = embedding_dropout(positions->embed_rows(x, column).view({1, count, -1}));  // [1,P,d]
-  for (const auto& layer : *encoder_layers) x = layer->as<EncoderLayer>()->forward(x, same_sentence);
-  if (encoder_norm) x = encoder_norm(x);
-  auto memory = torch::zeros({rows * width, x.size(2)}, x.options());
-  memory.index_copy_(0, kept, x.squeeze(0));
-  return memory.view({rows, width, -1});  // [B,S,d]
+  return {encoder_stack(x, same_sentence), kept};
+}
+
+namespace {
+
+// rows [1,P,e] of the places `kept` [P] of a [B,S] batch -> [B,S,e], zeros elsewhere.
+torch::Tensor laid_out(const torch::Tensor& rows, const torch::Tensor& kept, int64_t batch, int64_t width) {
+  auto padded = torch::zeros({batch * width, rows.size(2)}, rows.options());
+  padded.index_copy_(0, kept, rows.squeeze(0));
+  return padded.view({batch, width, -1});
+}
+
+}  // namespace
+
+torch::Tensor TransformerImpl::encode_packed(const torch::Tensor& src) {
+  const auto [rows, kept] = encode_rows(src);
+  return laid_out(rows, kept, src.size(0), src.size(1));  // [B,S,d]
 }
 
 torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const torch::Tensor& memory,
@@ -178,11 +192,22 @@ torch::Tensor TransformerImpl::forward(const torch::Tensor& src, const torch::Te
   return output_logits(decode(tgt_in, memory, source_mask(src)));
 }
 
-void TransformerImpl::join(DecoderCache& cache, const torch::Tensor& memory, const std::vector<int64_t>& reuse) {
+void TransformerImpl::join(DecoderCache& cache, const torch::Tensor& src, const std::vector<int64_t>& reuse) {
+  const int64_t batch = src.size(0), width = src.size(1);
+  const auto encoded = encode_rows(src);
+  const auto& rows = encoded.first;   // [1,P,d]
+  const auto& kept = encoded.second;  // [P]
+  // [1,h,P,d_k] -> [B2,h,S,d_k] as split heads lay them out, zeros at the pads
+  const auto laid_out_heads = [&](const torch::Tensor& x) {
+    const auto merged = x.transpose(1, 2).reshape({1, x.size(2), -1});  // [1,P,h·d_k]
+    return laid_out(merged, kept, batch, width).view({batch, width, x.size(1), x.size(3)}).transpose(1, 2);
+  };
   const auto reused = static_cast<int64_t>(reuse.size());
-  const int64_t added = memory.size(0) - reused;
+  const int64_t added = batch - reused;
   for (size_t i = 0; i < decoder_layers->size(); ++i) {
-    auto [keys, values] = decoder_layers[i]->as<DecoderLayer>()->cross_attention->memory_keys_values(memory);
+    const auto [packed_keys, packed_values] =
+        decoder_layers[i]->as<DecoderLayer>()->cross_attention->memory_keys_values(rows);
+    const auto keys = laid_out_heads(packed_keys), values = laid_out_heads(packed_values);
     cache.cross_attention[i].put_rows(reuse, keys.narrow(0, 0, reused), values.narrow(0, 0, reused));
     cache.self_attention[i].restart_rows(reuse);
     if (added > 0) {

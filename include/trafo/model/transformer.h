@@ -70,11 +70,12 @@ class TransformerImpl : public torch::nn::Module, public PackedWeightOwner {
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in);
 
   DecoderCache make_cache() const;
-  // Continuous batching: the sentences of encoder memory [B2,S,d] join `cache`, with their
-  // cross-attention keys and values: sentence i < reuse.size() in the place of row reuse[i] (a
-  // finished one), the others as new rows after the last. decode() then takes tokens for every
-  // row, and each row's positions count from the step it joined.
-  void join(DecoderCache& cache, const torch::Tensor& memory, const std::vector<int64_t>& reuse);
+  // Continuous batching: the sentences src [B2,S] (padded at the end) are encoded as encode_packed()
+  // does and join `cache` with their cross-attention keys and values, computed for their pieces only
+  // (zeros at the pads): sentence i < reuse.size() in the place of row reuse[i] (a finished one), the
+  // others as new rows after the last. decode() then takes tokens for every row, and each row's
+  // positions count from the step it joined.
+  void join(DecoderCache& cache, const torch::Tensor& src, const std::vector<int64_t>& reuse);
   int64_t parameter_count() const;
   torch::Tensor source_mask(const torch::Tensor& src) const { return padding_mask(src, config_.pad_id); }
   const ModelConfig& config() const { return config_; }
@@ -96,6 +97,11 @@ class TransformerImpl : public torch::nn::Module, public PackedWeightOwner {
 
  private:
   bool skipped(double layerdrop) const;  // whether a layer is left out of this training step
+  // The encoder's layers and final norm over embedded x [B,S,d] with mask src_mask.
+  torch::Tensor encoder_stack(torch::Tensor x, const torch::Tensor& src_mask);
+  // encode_packed()'s work before it lays the rows out: src's pieces encoded end to end, rows
+  // [1,P,d], and the places [P] in src.flatten() they come from.
+  std::pair<torch::Tensor, torch::Tensor> encode_rows(const torch::Tensor& src);
   void initialize();
   ModelConfig config_;
   bool packed_inference_ = true;
