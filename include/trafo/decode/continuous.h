@@ -6,12 +6,14 @@
 // the same bits as well: its rows of every product are computed as in any other batch (the packed
 // GEMMs and the step-attention kernel are row-independent), its positions count from the step it
 // joined, and its self-attention reads only its own keys, from where they begin
-// (AttentionCache::starts). The encoder pads a batch to its longest sentence, and its attention's
-// sums then run in another order: the score may differ in its last bits.
+// (AttentionCache::starts). The encoder runs joining sentences end to end where Translator pads a
+// batch to its longest sentence, and its attention's sums then run in another order: the score may
+// differ in its last bits.
 //
 // A finished sentence's row stays in the batch until a new sentence takes its place, or until the
 // finished rows are half of the batch; so joining rarely copies the caches. Sentences that join
-// together are encoded in runs of similar length, so that little of the encoder's work is padding.
+// together are encoded end to end, in runs of at most kRunPositions pieces, so that none of the
+// encoder's work is padding.
 #pragma once
 
 #include <cstdint>
@@ -61,7 +63,9 @@ class ContinuousDecoder {
   // cross-attention keys and values computed for their pieces only. Against encoding each run
   // padded to its longest (the runs chosen by a cost model), this served 7% more sentences to 64
   // clients (bench/serve.sh's load, medians of six runs taken in turn, AMD Zen 3: 288.6 against 269.5
-  // sentences/s), as that padding had added 30% to the encoder's positions.
+  // sentences/s), as that padding had added 30% to the encoder's positions. A run of at most 128
+  // pieces also keeps the encoder's attention on ops::query_rows_attention (ops::kMaxQueryRowsKeys)
+  // and its products on the AVX2 packed tile (ops::kMaxPackedRows), both 128.
   static constexpr int64_t kRunPositions = 128;
   // Encodes sentences `run` of `ids` (cut to the model's positions) into the batch as rows `joined[run]`.
   void join(const std::vector<std::vector<int>>& ids, const std::vector<size_t>& run, std::vector<Row>& joined);
