@@ -123,7 +123,9 @@ def case_equal():
     lines = dev_lines(60) + ["", "tab\there", "  spaces  around  ", "Ünïcödé ☃ text"]
     expected = offline(lines)
     assert len(set(expected)) > len(lines) // 2, "the model translates too many lines alike to show anything"
-    server = Server()
+    # Two decoders on the one thread: sentences of one request and kinds of requests are decoded
+    # side by side, each decoder with a batch of its own.
+    server = Server("--decoders", "2")
     # Keep the decoder busy, then let 40 clients arrive at once: their sentences share batches.
     busy = threading.Thread(target=post, args=(server, "/translate", {"q": dev_lines(400), "source": "en", "target": "de"}))
     busy.start()
@@ -154,6 +156,9 @@ def case_equal():
         texts = text if isinstance(text, list) else [text]
         for j, t in zip(span, texts):
             assert t == expected[j], "line %d: served %r, offline %r" % (j, t, expected[j])
+    for decoder in ("0", "1"):
+        decoded = server.metric('trafo_decoder_sentences_total{decoder="%s"}' % decoder)
+        assert decoded and decoded > 0, "decoder %s decoded nothing: %s" % (decoder, decoded)
     batches, sentences = server.metric("trafo_batch_sentences_count"), server.metric("trafo_batch_sentences_sum")
     assert batches and sentences > batches, "no batch held more than one sentence: %s batches, %s sentences" % (batches, sentences)
 
@@ -433,6 +438,7 @@ def case_start_errors():
                   ["--checkpoint", ARGS.checkpoint, "--checkpoint", ARGS.checkpoint, "--port", "0"],
                   ["--checkpoint", ARGS.checkpoint, "--port", "70000"],
                   ["--checkpoint", ARGS.checkpoint, "--max-connections", "0"],
+                  ["--checkpoint", ARGS.checkpoint, "--decoders", "-1"],
                   ["--checkpoint", ARGS.checkpoint, "--api-keys", os.path.join(ARGS.workdir, "no-keys.txt")],
                   ["--checkpoint", ARGS.checkpoint, "--host", "256.1.1.1", "--port", "0"]):
         code, lines = start(*extra)

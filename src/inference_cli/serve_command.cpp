@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include <ATen/Parallel.h>
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
@@ -31,6 +32,7 @@ struct ServeOptions {
   decode::DecodeOptions decode;
   serve::ServerOptions server;
   int64_t max_queue = 100000;
+  int decoders = 0;  // batches decoded side by side on CPU; 0: one per thread
   std::string api_keys;
 };
 
@@ -51,6 +53,7 @@ void check_limits(const ServeOptions& o) {
   within("--max-connections", l.max_connections, 1, 4096);
   within("--max-queue", static_cast<double>(o.max_queue), 1, 100000000);
   within("--max-beam", l.max_beam, 1, 1024);
+  within("--decoders", o.decoders, 0, 1024);
   within("--request-timeout", l.request_seconds, 1, 86400);
   within("--read-timeout", l.read_seconds, 1, 3600);
   if (o.decode.beam > l.max_beam) throw InputError("--beam is above --max-beam");
@@ -96,7 +99,11 @@ int run_serve(ServeOptions& o) {
 
   check_limits(o);
   if (!o.api_keys.empty()) o.server.api_keys = serve::read_api_keys(o.api_keys);
-  serve::Service service(load_directions(o), o.max_queue);
+  auto directions_served = load_directions(o);
+  // One thread drives a GPU; on CPU, the decoders share the threads (serve/service.h).
+  const bool on_cpu = directions_served.front().model->parameters().front().device().is_cpu();
+  const int decoders = !on_cpu ? 1 : o.decoders > 0 ? o.decoders : at::get_num_threads();
+  serve::Service service(std::move(directions_served), o.max_queue, decoders);
   serve::HttpServer server(service, o.server);
   server.bind();
   std::string directions;
@@ -176,6 +183,11 @@ CommandRunner add_serve_command(CLI::App& app) {
                    "connections served at once; as many more wait, and past that a connection is answered 503")
       ->capture_default_str();
   command->add_option("--max-queue", options->max_queue, "sentences that may wait for the decoder; past that 503")
+      ->capture_default_str();
+  command
+      ->add_option("--decoders", options->decoders,
+                   "batches decoded side by side (CPU), sharing the --threads: one alone gets them all, under "
+                   "load each gets its share; 0: one per thread")
       ->capture_default_str();
   command->add_option("--max-beam", limits.max_beam, "the largest beam (and n-best) a request may ask for")
       ->capture_default_str();

@@ -86,7 +86,12 @@ class Metrics {
            "# TYPE trafo_output_tokens_total counter\n"
            "trafo_output_tokens_total "
         << stats.output_tokens << '\n';
-    out << "# HELP trafo_decoding_seconds_total Time spent decoding batches.\n"
+    out << "# HELP trafo_decoder_sentences_total Sentences decoded by each decoder (--decoders).\n"
+           "# TYPE trafo_decoder_sentences_total counter\n";
+    for (size_t i = 0; i < stats.sentences_by_decoder.size(); ++i) {
+      out << "trafo_decoder_sentences_total{decoder=\"" << i << "\"} " << stats.sentences_by_decoder[i] << '\n';
+    }
+    out << "# HELP trafo_decoding_seconds_total Time in which a decoder was busy.\n"
            "# TYPE trafo_decoding_seconds_total counter\n"
            "trafo_decoding_seconds_total "
         << stats.decoding_seconds << '\n';

@@ -1,11 +1,16 @@
 #include "trafo/serve/service.h"
 
+#include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
+#include <omp.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <exception>
+#include <limits>
+#include <numeric>
 #include <sstream>
+#include <thread>
 
 #include "trafo/errors.h"
 #include "trafo/report/alignment.h"
@@ -26,7 +31,35 @@ struct Service::Pending {
   bool finished() const { return error || done == job.sentences.size(); }
 };
 
+// A decoding thread: its running batch, and what the line knows of it.
+struct Service::Decoder {
+  size_t index = 0;
+  int threads = 0;      // the LibTorch threads this thread decodes with now
+  // Under mutex_:
+  bool busy = false;    // decoding: a running batch with sentences, or a batch of its own
+  int64_t running = 0;  // sentences in its running batch
+  std::string continuous_key;  // the kind of job that may join the running batch
+  // The decoder's thread alone:
+  std::unique_ptr<decode::ContinuousDecoder> continuous;  // the running batch
+  std::string decoder_key;  // the kind of job `continuous` was made for
+  std::map<int64_t, std::pair<std::shared_ptr<Pending>, size_t>> in_flight;  // ticket -> job, sentence
+  int64_t last_batch_sentences = 0;
+  int64_t queued_after_last_batch = 0;  // sentences waiting when it ended
+  std::chrono::duration<double> last_batch_seconds{0.0};
+};
+
+// MKL's threads for the calling thread alone, where LibTorch was built with MKL (its C name:
+// mkl_service.h maps mkl_set_num_threads_local to it; the lower-case symbol takes a pointer).
+extern "C" int MKL_Set_Num_Threads_Local(int threads) __attribute__((weak));
+
 namespace {
+
+// Sets the calling thread's LibTorch threads (OpenMP's and MKL's), leaving other threads' as they
+// are: at::set_num_threads would also rebuild a pool of threads shared by the process.
+void set_thread_threads(int threads) {
+  omp_set_num_threads(threads);
+  if (MKL_Set_Num_Threads_Local != nullptr) MKL_Set_Num_Threads_Local(threads);
+}
 
 // What must be equal for two jobs to share a batch: the direction and every decoding option.
 std::string batch_key(const Job& job) {
@@ -40,8 +73,16 @@ std::string batch_key(const Job& job) {
 
 }  // namespace
 
-Service::Service(std::vector<Direction> directions, int64_t max_queue)
-    : directions_(std::move(directions)), max_queue_(max_queue) {}
+Service::Service(std::vector<Direction> directions, int64_t max_queue, int decoders)
+    : directions_(std::move(directions)), max_queue_(max_queue) {
+  for (int i = 0; i < std::max(1, decoders); ++i) {
+    decoders_.push_back(std::make_unique<Decoder>());
+    decoders_.back()->index = static_cast<size_t>(i);
+  }
+  stats_.sentences_by_decoder.assign(decoders_.size(), 0);
+}
+
+Service::~Service() = default;
 
 int Service::find(const std::string& source, const std::string& target) const {
   for (size_t i = 0; i < directions_.size(); ++i) {
@@ -60,7 +101,11 @@ void Service::stop() {
 
 ServiceStats Service::stats() const {
   std::lock_guard lock(mutex_);
-  return stats_;
+  auto stats = stats_;
+  if (std::any_of(decoders_.begin(), decoders_.end(), [](const auto& d) { return d->busy; })) {
+    stats.decoding_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - busy_since_).count();
+  }
+  return stats;
 }
 
 Outcome Service::run(Job job, std::chrono::steady_clock::time_point deadline) {
@@ -83,7 +128,7 @@ Outcome Service::run(Job job, std::chrono::steady_clock::time_point deadline) {
   }
   stats_.queued_sentences += count;
   waiting_.push_back(pending);
-  work_.notify_one();
+  work_.notify_all();
   if (!pending->answered.wait_until(lock, deadline, [&] { return pending->finished(); })) {
     // Sentences not yet taken leave the queue; those in a batch now are decoded and dropped.
     const auto it = std::find(waiting_.begin(), waiting_.end(), pending);
@@ -97,7 +142,7 @@ Outcome Service::run(Job job, std::chrono::steady_clock::time_point deadline) {
   return std::move(pending->outcome);
 }
 
-std::vector<Service::Part> Service::take(const std::string& key, int64_t budget) {
+std::vector<Service::Part> Service::take(const std::string& key, int64_t budget, int64_t most) {
   int64_t pieces = 0;
   std::vector<std::shared_ptr<Pending>> sharing;
   for (const auto& p : waiting_) {
@@ -105,15 +150,17 @@ std::vector<Service::Part> Service::take(const std::string& key, int64_t budget)
   }
   std::vector<std::vector<size_t>> taken(sharing.size());
   // One sentence from each job in turn, until the budget is spent (the first always goes in).
-  for (bool took = true; took && pieces < budget;) {
+  int64_t count = 0;
+  for (bool took = true; took && pieces < budget && count < most;) {
     took = false;
-    for (size_t j = 0; j < sharing.size() && pieces < budget; ++j) {
+    for (size_t j = 0; j < sharing.size() && pieces < budget && count < most; ++j) {
       auto& p = *sharing[j];
       if (p.next == p.job.sentences.size()) continue;
       if (pieces > 0 && pieces + p.pieces[p.next] > budget) continue;
       pieces += p.pieces[p.next];
       taken[j].push_back(p.next++);
       took = true;
+      ++count;
     }
   }
   std::vector<Part> parts;
@@ -129,49 +176,108 @@ std::vector<Service::Part> Service::take(const std::string& key, int64_t budget)
 }
 
 void Service::run_decoder() {
+  threads_ = at::get_num_threads();
+  std::vector<std::thread> others;
+  for (size_t i = 1; i < decoders_.size(); ++i) others.emplace_back([this, i] { decode_on(*decoders_[i]); });
+  decode_on(*decoders_.front());
+  for (auto& thread : others) thread.join();
+}
+
+bool Service::may_take(const Decoder& decoder) const {
+  return decoder.index == 0 || decoders_[decoder.index - 1]->busy;
+}
+
+int64_t Service::share(const Decoder& decoder) const {
+  int64_t sentences = stats_.queued_sentences;
+  for (const auto& d : decoders_) sentences += d->running;
+  const auto count = static_cast<int64_t>(decoders_.size());
+  return std::max<int64_t>(0, (sentences + count - 1) / count - decoder.running);
+}
+
+void Service::set_busy(Decoder& decoder, bool busy) {
+  const auto now = std::chrono::steady_clock::now();
+  const bool any_before = std::any_of(decoders_.begin(), decoders_.end(), [](const auto& d) { return d->busy; });
+  decoder.busy = busy;
+  const bool any_after = std::any_of(decoders_.begin(), decoders_.end(), [](const auto& d) { return d->busy; });
+  if (!any_before && any_after) busy_since_ = now;
+  if (any_before && !any_after) stats_.decoding_seconds += std::chrono::duration<double>(now - busy_since_).count();
+  work_.notify_all();  // the next decoder may take work now, or no longer
+}
+
+int Service::threads_for(const Decoder& decoder) const {
+  // The others decode on one thread each, so that only the first thread has OpenMP threads of its
+  // own: libgomp counts every thread it keeps, and once they outnumber the cores its threads sleep at
+  // each barrier instead of spinning (a lone sentence then took 4-5x as long, AMD Zen 3, 2 vCPUs).
+  if (decoder.index > 0) return 1;
+  int others = 0;
+  for (const auto& d : decoders_) others += d->busy && d.get() != &decoder ? 1 : 0;
+  return std::max(1, threads_ - others);
+}
+
+void Service::decode_on(Decoder& me) {
   c10::InferenceMode inference;
+  // LibTorch sets a thread's threads to the process's count on its first parallel_for, from a flag
+  // of its own and from a flag inlined into this program: both go first, before the threads change
+  // here. (Left to the inlined one, the second decoder's first product reset its one thread to two.)
+  at::get_num_threads();
+  at::internal::lazy_init_num_threads();
   auto released = std::chrono::steady_clock::now();
   for (;;) {
     std::vector<Part> parts, joining;  // a batch of its own; sentences that join the running batch
+    int threads = 0;
     {
       std::unique_lock lock(mutex_);
-      const bool running = continuous_ && continuous_->sentences() > 0;
+      const bool running = me.continuous && me.continuous->sentences() > 0;
       if (!running) {
-        work_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
+        if (me.busy) set_busy(me, false);
+        work_.wait(lock, [&] { return stopping_ || (!waiting_.empty() && may_take(me)); });
         if (waiting_.empty()) return;  // stopping, and nothing left
       }
       if (running) {
         // Sentences of the running batch's kind join it while its budget lasts. A job of another
         // kind at the front of the line stops them: the batch drains, and that job goes next.
-        const int64_t room = continuous_->options().batch_tokens - continuous_->source_pieces();
-        if (!waiting_.empty() && waiting_.front()->key == continuous_key_ && room > 0) {
-          joining = take(continuous_key_, room);
+        const int64_t room = me.continuous->options().batch_tokens - me.continuous->source_pieces();
+        if (!waiting_.empty() && waiting_.front()->key == me.continuous_key && room > 0) {
+          joining = take(me.continuous_key, room, share(me));
         }
       } else if (joins_running_batch(waiting_.front()->job)) {
-        continuous_key_ = waiting_.front()->key;
-        joining = take(continuous_key_, std::max<int64_t>(1, waiting_.front()->job.options.batch_tokens));
+        me.continuous_key = waiting_.front()->key;
+        joining = take(me.continuous_key, std::max<int64_t>(1, waiting_.front()->job.options.batch_tokens),
+                       std::max<int64_t>(1, share(me)));
       } else {
         // The clients of the last batch often send their next sentences at once: wait a moment (a
         // tenth of that batch's time, at most 10 ms) until they are back, so that they share the next
         // batch with those that waited, and their requests are read while nothing decodes. A lone
         // client (a batch of one, back already) never waits.
-        const int64_t back =
-            std::min(queued_after_last_batch_ + last_batch_sentences_, waiting_.front()->job.options.batch_tokens);
-        if (last_batch_sentences_ > 1 && stats_.queued_sentences < back) {
-          const auto moment = std::min(std::chrono::duration<double>(0.010), last_batch_seconds_ / 10);
+        const int64_t back = std::min(me.queued_after_last_batch + me.last_batch_sentences,
+                                      waiting_.front()->job.options.batch_tokens);
+        if (me.last_batch_sentences > 1 && stats_.queued_sentences < back) {
+          const auto moment = std::min(std::chrono::duration<double>(0.010), me.last_batch_seconds / 10);
           work_.wait_for(lock, moment, [&] { return stopping_ || stats_.queued_sentences >= back; });
         }
-        parts = take(waiting_.front()->key, std::max<int64_t>(1, waiting_.front()->job.options.batch_tokens));
+        if (!waiting_.empty()) {
+          parts = take(waiting_.front()->key, std::max<int64_t>(1, waiting_.front()->job.options.batch_tokens),
+                       std::numeric_limits<int64_t>::max());
+        }
       }
+      if (!running && parts.empty() && joining.empty()) continue;  // another decoder took the work
+      me.running += static_cast<int64_t>(std::accumulate(
+          joining.begin(), joining.end(), size_t{0}, [](size_t n, const Part& part) { return n + part.second.size(); }));
+      if (!me.busy) set_busy(me, true);
+      threads = threads_for(me);
+    }
+    if (threads != me.threads) {
+      set_thread_threads(threads);
+      me.threads = threads;
     }
     if (!parts.empty()) {
-      decode_batch(parts);
+      decode_batch(me, parts);
     } else {
-      decode_step(joining);
+      decode_step(me, joining);
     }
     // The allocator keeps freed pages for reuse (main.cpp); batches of every shape would hold the
     // high-water mark of each, so they go back to the system every few seconds.
-    if (std::chrono::steady_clock::now() - released > std::chrono::seconds(10)) {
+    if (me.index == 0 && std::chrono::steady_clock::now() - released > std::chrono::seconds(10)) {
       util::release_free_memory();
       released = std::chrono::steady_clock::now();
     }
@@ -182,61 +288,60 @@ bool Service::joins_running_batch(const Job& job) {
   return decode::ContinuousDecoder::supports(job.options) && !job.alignment && job.targets.empty();
 }
 
-void Service::decode_step(const std::vector<Part>& joining) {
-  const auto started = std::chrono::steady_clock::now();
+void Service::decode_step(Decoder& me, const std::vector<Part>& joining) {
   std::vector<decode::ContinuousDecoder::Finished> finished;
   std::exception_ptr error;
   int64_t rows = 0;
   try {
     if (!joining.empty()) {
       const auto& first = *joining.front().first;
-      if (!continuous_ || decoder_key_ != first.key) {  // a batch of another kind starts
+      if (!me.continuous || me.decoder_key != first.key) {  // a batch of another kind starts
         auto& direction = directions_[first.job.direction];
-        continuous_.reset();
-        continuous_ = std::make_unique<decode::ContinuousDecoder>(direction.model, *direction.tokenizer, first.job.options);
-        decoder_key_ = first.key;
+        me.continuous.reset();
+        me.continuous = std::make_unique<decode::ContinuousDecoder>(direction.model, *direction.tokenizer, first.job.options);
+        me.decoder_key = first.key;
       }
       std::vector<std::string> sources;
       for (const auto& [pending, rows_of_job] : joining) {
         for (const size_t row : rows_of_job) sources.push_back(pending->job.sentences[row]);
       }
-      const auto tickets = continuous_->add(sources);
+      const auto tickets = me.continuous->add(sources);
       size_t at = 0;
       for (const auto& [pending, rows_of_job] : joining) {
-        for (const size_t row : rows_of_job) in_flight_[tickets[at++]] = {pending, row};
+        for (const size_t row : rows_of_job) me.in_flight[tickets[at++]] = {pending, row};
       }
     }
-    if (continuous_) {
-      rows = continuous_->sentences();
-      finished = continuous_->step();
+    if (me.continuous) {
+      rows = me.continuous->sentences();
+      finished = me.continuous->step();
     }
   } catch (...) {
     error = std::current_exception();
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
   std::lock_guard lock(mutex_);
   if (error) {  // every sentence in the batch fails its job; the batch starts afresh
-    for (const auto& [ticket, place] : in_flight_) fail(place.first, error);
+    for (const auto& [ticket, place] : me.in_flight) fail(place.first, error);
     for (const auto& part : joining) fail(part.first, error);
-    in_flight_.clear();
-    continuous_.reset();
+    me.in_flight.clear();
+    me.continuous.reset();
   }
   int64_t produced = 0;
   for (auto& done : finished) {
-    const auto it = in_flight_.find(done.ticket);
+    const auto it = me.in_flight.find(done.ticket);
     auto& [pending, row] = it->second;
     produced += static_cast<int64_t>(done.hypothesis.tokens.size());
     pending->outcome.results.resize(pending->job.sentences.size());
     pending->outcome.results[row] = {std::move(done.hypothesis)};
     pending->done += 1;
     if (pending->finished()) pending->answered.notify_one();
-    in_flight_.erase(it);
+    me.in_flight.erase(it);
   }
+  me.running = me.continuous ? me.continuous->sentences() : 0;
   stats_.batches += 1;
   stats_.sentences_decoded += static_cast<int64_t>(finished.size());
+  stats_.sentences_by_decoder[me.index] += static_cast<int64_t>(finished.size());
   stats_.output_tokens += produced;
-  stats_.decoding_seconds += seconds;
   stats_.batch_sizes[rows] += 1;
 }
 
@@ -251,7 +356,7 @@ void Service::fail(const std::shared_ptr<Pending>& pending, const std::exception
   }
 }
 
-void Service::decode_batch(const std::vector<Part>& parts) {
+void Service::decode_batch(Decoder& me, const std::vector<Part>& parts) {
   const auto started = std::chrono::steady_clock::now();
   const Job& first = parts.front().first->job;
   auto& direction = directions_[first.direction];
@@ -317,12 +422,12 @@ void Service::decode_batch(const std::vector<Part>& parts) {
   }
   stats_.batches += 1;
   stats_.sentences_decoded += static_cast<int64_t>(sources.size());
+  stats_.sentences_by_decoder[me.index] += static_cast<int64_t>(sources.size());
   stats_.output_tokens += produced;
-  stats_.decoding_seconds += seconds;
   stats_.batch_sizes[static_cast<int64_t>(sources.size())] += 1;
-  last_batch_sentences_ = static_cast<int64_t>(sources.size());
-  last_batch_seconds_ = std::chrono::duration<double>(seconds);
-  queued_after_last_batch_ = stats_.queued_sentences;
+  me.last_batch_sentences = static_cast<int64_t>(sources.size());
+  me.last_batch_seconds = std::chrono::duration<double>(seconds);
+  me.queued_after_last_batch = stats_.queued_sentences;
 }
 
 }  // namespace trafo::serve

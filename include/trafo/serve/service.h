@@ -1,20 +1,24 @@
-// The translation service behind `trafo serve`, apart from HTTP: one model per direction, and one
-// decoding thread (the caller of run_decoder) that batches the sentences of concurrent requests together.
+// The translation service behind `trafo serve`, apart from HTTP: one model per direction, and
+// decoders (threads of run_decoder) that batch the sentences of concurrent requests together.
 //
 // Requests wait in arrival order; the oldest one's direction and decoding options decide what is
 // decoded next, and sentences are taken one at a time from every waiting request that shares them,
 // in turn, within `batch_tokens` source pieces; the requests taken from go to the back of the line.
-// - Greedy translation (the common case) runs as one continuous batch (decode/continuous.h): waiting
+// - Greedy translation (the common case) runs as a continuous batch (decode/continuous.h): waiting
 //   sentences of its kind join it between two steps while its budget lasts, and each leaves it the
 //   step it finishes, its request answered as soon as its last sentence is. A request of another
 //   kind at the front of the line stops sentences joining; the batch drains, and that request is next.
 // - Beams, sampling, alignments and scores run as batches of their own. When the last batch held
 //   several sentences, a new one first waits a moment (a tenth of that batch's time, at most 10 ms)
 //   for that many more to arrive: closed-loop clients come back at once.
+// - On CPU, several decoders may run side by side, each with a batch of its own, and the LibTorch
+//   threads are shared among those with work: a lone decoder gets them all; under load each works
+//   on one thread, and none waits at another's OpenMP barriers. The first decoder takes work first,
+//   each next one only while the one before it has work, and each takes its share of the sentences.
 // So a short request is answered within a batch or a few steps, however long the request before
-// it, and a sentence's translation never depends on what shared its batch (the decoders' results
-// are batch-independent). Sampling draws per sentence index: a sampling request is decoded in runs
-// of its own consecutive sentences, numbered as `trafo translate` numbers them.
+// it, and a sentence's translation never depends on what shared its batch or on the threads (the
+// decoders' results are batch-independent). Sampling draws per sentence index: a sampling request
+// is decoded in runs of its own consecutive sentences, numbered as `trafo translate` numbers them.
 #pragma once
 
 #include <chrono>
@@ -74,14 +78,17 @@ struct ServiceStats {
   int64_t batches = 0;
   int64_t sentences_decoded = 0;
   int64_t output_tokens = 0;     // pieces produced (eos not counted)
-  double decoding_seconds = 0.0; // wall time spent in batches
+  double decoding_seconds = 0.0; // wall time in which a decoder was busy
   std::map<int64_t, int64_t> batch_sizes;  // how many batches held each number of sentences
+  std::vector<int64_t> sentences_by_decoder;  // sentences decoded by each decoder
 };
 
 class Service {
  public:
-  // `max_queue`: sentences that may wait. Nothing is decoded until a thread calls run_decoder().
-  Service(std::vector<Direction> directions, int64_t max_queue);
+  // `max_queue`: sentences that may wait; `decoders`: batches decoded side by side (CPU). Nothing is
+  // decoded until a thread calls run_decoder().
+  Service(std::vector<Direction> directions, int64_t max_queue, int decoders = 1);
+  ~Service();
   Service(const Service&) = delete;
   Service& operator=(const Service&) = delete;
 
@@ -92,9 +99,11 @@ class Service {
   // Runs `job` and waits for it; throws Busy, TimedOut, or trafo::InputError for a bad option.
   Outcome run(Job job, std::chrono::steady_clock::time_point deadline);
 
-  // Decodes on the calling thread until stop() and the line is empty. Call it from the thread that
-  // loaded the models: LibTorch's threads (OpenMP's) then run as fast as in `trafo translate`, where
-  // a second thread of the process decoded 1.5-2x slower with 2 threads (AMD Zen 4, 2 vCPUs).
+  // Decodes until stop() and the line is empty: the first decoder on the calling thread, the others
+  // on threads of their own, sharing the calling thread's LibTorch threads (at::get_num_threads()).
+  // Call it from the thread that loaded the models: its OpenMP threads then run as fast as in
+  // `trafo translate`, where a second thread of the process decoded 1.5-2x slower with 2 threads
+  // (AMD Zen 4, 2 vCPUs).
   void run_decoder();
   // Refuses new jobs; run_decoder returns once the waiting ones are done.
   void stop();
@@ -103,33 +112,42 @@ class Service {
  private:
   struct Pending;
   using Part = std::pair<std::shared_ptr<Pending>, std::vector<size_t>>;  // a job and sentences of it
+  struct Decoder;  // a decoding thread and its batch
   // Takes sentences of the waiting jobs of `key`, one from each in turn, up to `budget` source
-  // pieces (the first always); the jobs that gave go to the back of the line. Under mutex_.
-  std::vector<Part> take(const std::string& key, int64_t budget);
+  // pieces and `most` sentences (the first always); the jobs that gave go to the back of the line.
+  // Under mutex_.
+  std::vector<Part> take(const std::string& key, int64_t budget, int64_t most);
+  // The decoding loop of `decoder`, on its thread.
+  void decode_on(Decoder& decoder);
+  // Whether `decoder` may take work: the first always, each next one while the one before has work.
+  bool may_take(const Decoder& decoder) const;
+  // The most sentences `decoder` takes into its running batch now: its share of those running and
+  // waiting. Under mutex_.
+  int64_t share(const Decoder& decoder) const;
+  // Marks `decoder` busy or idle, and counts the time any decoder is busy. Under mutex_.
+  void set_busy(Decoder& decoder, bool busy);
+  // The LibTorch threads `decoder` decodes with now, among the decoders with work. Under mutex_.
+  int threads_for(const Decoder& decoder) const;
   // Greedy translation: the job's sentences join the continuous batch (decode/continuous.h).
   static bool joins_running_batch(const Job& job);
-  // One step of the continuous batch, after `joining` joined it; the finished sentences go to their jobs.
-  void decode_step(const std::vector<Part>& joining);
+  // One step of `decoder`'s continuous batch, after `joining` joined it; the finished sentences go to
+  // their jobs.
+  void decode_step(Decoder& decoder, const std::vector<Part>& joining);
   // A batch of its own (beams, sampling, alignments, scores).
-  void decode_batch(const std::vector<Part>& parts);
+  void decode_batch(Decoder& decoder, const std::vector<Part>& parts);
   // `pending` fails with `error`; what it still had waiting leaves the line. Under mutex_.
   void fail(const std::shared_ptr<Pending>& pending, const std::exception_ptr& error);
 
   std::vector<Direction> directions_;
   int64_t max_queue_;
+  std::vector<std::unique_ptr<Decoder>> decoders_;
+  int threads_ = 1;  // LibTorch threads the decoders share (the caller of run_decoder's)
   mutable std::mutex mutex_;
-  std::condition_variable work_;  // the decoding thread waits on it for jobs
+  std::condition_variable work_;  // idle decoders wait on it for jobs
   std::deque<std::shared_ptr<Pending>> waiting_;
   bool stopping_ = false;
   ServiceStats stats_;
-  int64_t last_batch_sentences_ = 0;
-  int64_t queued_after_last_batch_ = 0;  // sentences waiting when it ended
-  std::chrono::duration<double> last_batch_seconds_{0.0};
-  // The continuous batch: touched by the decoding thread only, but for continuous_key_.
-  std::unique_ptr<decode::ContinuousDecoder> continuous_;
-  std::string decoder_key_;     // the kind of job continuous_ was made for
-  std::string continuous_key_;  // the kind of job that may join the running batch (under mutex_)
-  std::map<int64_t, std::pair<std::shared_ptr<Pending>, size_t>> in_flight_;  // ticket -> job, sentence
+  std::chrono::steady_clock::time_point busy_since_;  // since when a decoder has been busy
 };
 
 }  // namespace trafo::serve
