@@ -72,9 +72,9 @@ class Server:
         return float(match.group(1)) if match else None
 
 
-def offline(lines, *extra, command="translate"):
+def offline(lines, *extra, command="translate", decoding=None):
     """What `trafo translate` (or another command) prints for `lines`."""
-    result = subprocess.run([ARGS.trafo, command, "--checkpoint", ARGS.checkpoint] + DECODING + list(extra),
+    result = subprocess.run([ARGS.trafo, command, "--checkpoint", ARGS.checkpoint] + (decoding or DECODING) + list(extra),
                             input="".join(line + "\n" for line in lines), capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return result.stdout.splitlines()
@@ -123,6 +123,12 @@ def case_equal():
     lines = dev_lines(60) + ["", "tab\there", "  spaces  around  ", "Ünïcödé ☃ text"]
     expected = offline(lines)
     assert len(set(expected)) > len(lines) // 2, "the model translates too many lines alike to show anything"
+    # Decoders under load run on one thread each, and a lone one on all: a sentence's text must not
+    # depend on the threads, greedy or beam.
+    two_threads = ["--threads", "2", "--precision", "fp32"]
+    assert offline(lines, decoding=two_threads) == expected
+    assert offline(lines[:20], "--beam", "4", "--n-best", "2", decoding=two_threads) == \
+        offline(lines[:20], "--beam", "4", "--n-best", "2")
     # Two decoders on the one thread: sentences of one request and kinds of requests are decoded
     # side by side, each decoder with a batch of its own.
     server = Server("--decoders", "2")
