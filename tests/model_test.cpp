@@ -1,5 +1,7 @@
 // Transformer invariants: causality, padding, the KV cache, gradients, save/load, overfitting.
+#include <atomic>
 #include <cmath>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -277,6 +279,35 @@ TEST(Linear, PackedProductMatchesAtLinear) {
                                 torch::matmul(x, linear->weight.t()), 1e-5, 1e-5));
     EXPECT_EQ(owner->packed.holds_copy(), packed_kernel_available());
   }
+}
+
+// trafo serve's decoders share one model: threads that open and close scopes over the same weight,
+// and pack it at once, each get the product of the weight as it is, and the copy goes with the
+// last scope. (The race this guards is narrow: the unlocked code passed this too on 2 vCPUs, as the
+// freed panels still held their numbers; a sanitizer build is what would see it.)
+TEST(Linear, ThreadsSharingAWeightEachGetItsProduct) {
+  torch::manual_seed(23);
+  Linear linear(256, 1024);  // packing takes a while: long enough for the threads to meet
+  const auto x = torch::randn({7, 256});
+  torch::Tensor expected;
+  {
+    torch::NoGradGuard no_grad;
+    expected = torch::nn::functional::linear(x, linear->weight, linear->bias);
+  }
+  std::atomic<int> wrong{0};
+  const auto decode = [&] {
+    torch::NoGradGuard no_grad;
+    at::set_num_threads(1);
+    for (int i = 0; i < 400; ++i) {
+      const PackedInference scope(*linear);  // the last to close drops the copy; the next packs again
+      if (!torch::allclose(linear(x), expected, 1e-5, 1e-5)) wrong += 1;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) threads.emplace_back(decode);
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_FALSE(linear->packed_weight().holds_copy());  // every scope closed
 }
 
 // The fused Adam updates weights in place without bumping their version counters: a copy packed

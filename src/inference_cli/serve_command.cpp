@@ -137,7 +137,14 @@ int run_serve(ServeOptions& o) {
     }
     service.stop();
   });
-  service.run_decoder();  // on this thread, which loaded the models
+  try {
+    service.run_decoder();  // on this thread, which loaded the models
+  } catch (const std::exception& error) {
+    // Batches fail their requests and decoding goes on; this is a failure outside any batch.
+    spdlog::error("decoding stopped: {}", error.what());
+    spdlog::shutdown();
+    std::_Exit(1);
+  }
   stopper.join();
   http.join();
   spdlog::info("stopped");

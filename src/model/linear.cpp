@@ -1,6 +1,7 @@
 #include "trafo/model/linear.h"
 
 #include <cmath>
+#include <mutex>
 
 #include <torch/torch.h>
 
@@ -8,8 +9,29 @@
 
 namespace trafo::model {
 
+namespace {
+
+// Several threads may decode with one model (trafo serve's decoders): the packed copies and the
+// count of open scopes change under this lock. A call copies the panels out (a reference each) and
+// multiplies with its copy, so a scope that closes meanwhile cannot free them under it.
+std::mutex packed_lock;
+
+}  // namespace
+
 torch::Tensor PackedWeight::linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-  return ops::linear(x, weight, bias, scopes_ > 0 ? &packed_ : nullptr);
+  if (__atomic_load_n(&scopes_, __ATOMIC_ACQUIRE) == 0) return ops::linear(x, weight, bias, nullptr);
+  ops::PackedPanels packed;
+  {
+    std::lock_guard lock(packed_lock);
+    packed = packed_;
+  }
+  const auto before = packed.panels;
+  auto y = ops::linear(x, weight, bias, &packed);
+  if (!packed.panels.is_same(before)) {  // packed here: kept for the scope's other calls
+    std::lock_guard lock(packed_lock);
+    if (scopes_ > 0) packed_ = packed;
+  }
+  return y;
 }
 
 PackedInference::PackedInference(torch::nn::Module& root) {
@@ -19,12 +41,14 @@ PackedInference::PackedInference(torch::nn::Module& root) {
       owners_.push_back(module);  // kept alive until the scope closes
     }
   }
-  for (auto* weight : weights_) ++weight->scopes_;
+  std::lock_guard lock(packed_lock);
+  for (auto* weight : weights_) __atomic_add_fetch(&weight->scopes_, 1, __ATOMIC_ACQ_REL);
 }
 
 PackedInference::~PackedInference() {
+  std::lock_guard lock(packed_lock);
   for (auto* weight : weights_) {
-    if (--weight->scopes_ > 0) continue;
+    if (__atomic_sub_fetch(&weight->scopes_, 1, __ATOMIC_ACQ_REL) > 0) continue;
     weight->packed_ = ops::PackedPanels{};
   }
 }

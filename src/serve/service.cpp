@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "trafo/errors.h"
+#include "trafo/model/linear.h"
 #include "trafo/report/alignment.h"
 #include "trafo/util/memory.h"
 
@@ -80,6 +81,7 @@ Service::Service(std::vector<Direction> directions, int64_t max_queue, int decod
     decoders_.back()->index = static_cast<size_t>(i);
   }
   stats_.sentences_by_decoder.assign(decoders_.size(), 0);
+  for (auto& direction : directions_) packed_.push_back(std::make_unique<model::PackedInference>(*direction.model));
 }
 
 Service::~Service() = default;
@@ -177,21 +179,41 @@ std::vector<Service::Part> Service::take(const std::string& key, int64_t budget,
 
 void Service::run_decoder() {
   threads_ = at::get_num_threads();
+  // A decoder that fails outside a batch (out of memory) stops the service; the first failure is
+  // rethrown here once every decoder has returned.
+  std::mutex failed_lock;
+  std::exception_ptr failed;
+  const auto decode = [&](Decoder& decoder) {
+    try {
+      decode_on(decoder);
+    } catch (...) {
+      {
+        std::lock_guard lock(failed_lock);
+        if (!failed) failed = std::current_exception();
+      }
+      stop();
+    }
+  };
   std::vector<std::thread> others;
-  for (size_t i = 1; i < decoders_.size(); ++i) others.emplace_back([this, i] { decode_on(*decoders_[i]); });
-  decode_on(*decoders_.front());
+  for (size_t i = 1; i < decoders_.size(); ++i) others.emplace_back([&, i] { decode(*decoders_[i]); });
+  decode(*decoders_.front());
   for (auto& thread : others) thread.join();
+  if (failed) std::rethrow_exception(failed);
 }
 
 bool Service::may_take(const Decoder& decoder) const {
   return decoder.index == 0 || decoders_[decoder.index - 1]->busy;
 }
 
-int64_t Service::share(const Decoder& decoder) const {
-  int64_t sentences = stats_.queued_sentences;
-  for (const auto& d : decoders_) sentences += d->running;
-  const auto count = static_cast<int64_t>(decoders_.size());
-  return std::max<int64_t>(0, (sentences + count - 1) / count - decoder.running);
+int64_t Service::share(const Decoder& decoder, const std::string& key) const {
+  int64_t sentences = stats_.queued_sentences, decoders = 0;
+  for (const auto& d : decoders_) {
+    if (d->busy && !(d->running > 0 && d->continuous_key == key)) continue;  // busy with another kind
+    sentences += d->running;
+    decoders += 1;
+  }
+  decoders = std::max<int64_t>(1, decoders);
+  return std::max<int64_t>(0, (sentences + decoders - 1) / decoders - decoder.running);
 }
 
 void Service::set_busy(Decoder& decoder, bool busy) {
@@ -238,12 +260,12 @@ void Service::decode_on(Decoder& me) {
         // kind at the front of the line stops them: the batch drains, and that job goes next.
         const int64_t room = me.continuous->options().batch_tokens - me.continuous->source_pieces();
         if (!waiting_.empty() && waiting_.front()->key == me.continuous_key && room > 0) {
-          joining = take(me.continuous_key, room, share(me));
+          joining = take(me.continuous_key, room, share(me, me.continuous_key));
         }
       } else if (joins_running_batch(waiting_.front()->job)) {
         me.continuous_key = waiting_.front()->key;
         joining = take(me.continuous_key, std::max<int64_t>(1, waiting_.front()->job.options.batch_tokens),
-                       std::max<int64_t>(1, share(me)));
+                       std::max<int64_t>(1, share(me, me.continuous_key)));
       } else {
         // The clients of the last batch often send their next sentences at once: wait a moment (a
         // tenth of that batch's time, at most 10 ms) until they are back, so that they share the next

@@ -38,6 +38,10 @@
 #include "trafo/eval/pair_scores.h"
 #include "trafo/model/transformer.h"
 
+namespace trafo::model {
+class PackedInference;
+}
+
 namespace trafo::serve {
 
 // One direction the service translates.
@@ -121,9 +125,10 @@ class Service {
   void decode_on(Decoder& decoder);
   // Whether `decoder` may take work: the first always, each next one while the one before has work.
   bool may_take(const Decoder& decoder) const;
-  // The most sentences `decoder` takes into its running batch now: its share of those running and
-  // waiting. Under mutex_.
-  int64_t share(const Decoder& decoder) const;
+  // The most sentences `decoder` takes into its running batch now: its share of the sentences
+  // waiting and of those running in the decoders that could take them (idle, or running that
+  // kind). Under mutex_.
+  int64_t share(const Decoder& decoder, const std::string& key) const;
   // Marks `decoder` busy or idle, and counts the time any decoder is busy. Under mutex_.
   void set_busy(Decoder& decoder, bool busy);
   // The LibTorch threads `decoder` decodes with now, among the decoders with work. Under mutex_.
@@ -141,6 +146,8 @@ class Service {
   std::vector<Direction> directions_;
   int64_t max_queue_;
   std::vector<std::unique_ptr<Decoder>> decoders_;
+  // Each model's weights stay packed while the service lives (model/linear.h): its decoders share them.
+  std::vector<std::unique_ptr<model::PackedInference>> packed_;
   int threads_ = 1;  // LibTorch threads the decoders share (the caller of run_decoder's)
   mutable std::mutex mutex_;
   std::condition_variable work_;  // idle decoders wait on it for jobs
