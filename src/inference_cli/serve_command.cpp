@@ -103,6 +103,7 @@ int run_serve(ServeOptions& o) {
   // One thread drives a GPU; on CPU, the decoders share the threads (serve/service.h).
   const bool on_cpu = directions_served.front().model->parameters().front().device().is_cpu();
   const int decoders = !on_cpu ? 1 : o.decoders > 0 ? o.decoders : at::get_num_threads();
+  if (!on_cpu && o.decoders > 1) spdlog::warn("--decoders {} applies on CPU: one decoder drives the GPU", o.decoders);
   serve::Service service(std::move(directions_served), o.max_queue, decoders);
   serve::HttpServer server(service, o.server);
   server.bind();
@@ -193,8 +194,8 @@ CommandRunner add_serve_command(CLI::App& app) {
       ->capture_default_str();
   command
       ->add_option("--decoders", options->decoders,
-                   "batches decoded side by side (CPU), sharing the --threads: one alone gets them all, under "
-                   "load each gets its share; 0: one per thread")
+                   "batches decoded side by side (CPU), each on a thread of its own: one alone uses every "
+                   "--threads, under load the others take one each; 0: one per thread")
       ->capture_default_str();
   command->add_option("--max-beam", limits.max_beam, "the largest beam (and n-best) a request may ask for")
       ->capture_default_str();
