@@ -1,66 +1,17 @@
+// The service's line: jobs wait in it, in arrival order, until the decoders (decoders.cpp) take
+// their sentences.
 #include "trafo/serve/service.h"
-
-#include <ATen/Parallel.h>
-#include <c10/core/InferenceMode.h>
-#include <omp.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <exception>
-#include <limits>
-#include <numeric>
 #include <sstream>
-#include <thread>
 
-#include "trafo/errors.h"
+#include "service_state.h"
 #include "trafo/model/linear.h"
-#include "trafo/report/alignment.h"
-#include "trafo/util/memory.h"
 
 namespace trafo::serve {
 
-// A job in the line: what it asks, how far it has got, and its results.
-struct Service::Pending {
-  Job job;
-  std::string key;              // jobs with the same key may share a batch
-  std::vector<int64_t> pieces;  // source pieces per sentence (the batch budget counts them)
-  size_t next = 0;              // the first sentence not yet taken into a batch
-  size_t done = 0;              // sentences decoded
-  Outcome outcome;
-  std::exception_ptr error;     // a batch that failed fails every job in it
-  std::condition_variable answered;  // run() waits on it; notified when finished() (under mutex_)
-  bool finished() const { return error || done == job.sentences.size(); }
-};
-
-// A decoding thread: its running batch, and what the line knows of it.
-struct Service::Decoder {
-  size_t index = 0;
-  int threads = 0;      // the LibTorch threads this thread decodes with now
-  // Under mutex_:
-  bool busy = false;    // decoding: a running batch with sentences, or a batch of its own
-  int64_t running = 0;  // sentences in its running batch
-  std::string continuous_key;  // the kind of job that may join the running batch
-  // The decoder's thread alone:
-  std::unique_ptr<decode::ContinuousDecoder> continuous;  // the running batch
-  std::string decoder_key;  // the kind of job `continuous` was made for
-  std::map<int64_t, std::pair<std::shared_ptr<Pending>, size_t>> in_flight;  // ticket -> job, sentence
-  int64_t last_batch_sentences = 0;
-  int64_t queued_after_last_batch = 0;  // sentences waiting when it ended
-  std::chrono::duration<double> last_batch_seconds{0.0};
-};
-
-// MKL's threads for the calling thread alone, where LibTorch was built with MKL (its C name:
-// mkl_service.h maps mkl_set_num_threads_local to it; the lower-case symbol takes a pointer).
-extern "C" int MKL_Set_Num_Threads_Local(int threads) __attribute__((weak));
-
 namespace {
-
-// Sets the calling thread's LibTorch threads (OpenMP's and MKL's), leaving other threads' as they
-// are: at::set_num_threads would also rebuild a pool of threads shared by the process.
-void set_thread_threads(int threads) {
-  omp_set_num_threads(threads);
-  if (MKL_Set_Num_Threads_Local != nullptr) MKL_Set_Num_Threads_Local(threads);
-}
 
 // What must be equal for two jobs to share a batch: the direction and every decoding option.
 std::string batch_key(const Job& job) {
@@ -104,7 +55,7 @@ void Service::stop() {
 ServiceStats Service::stats() const {
   std::lock_guard lock(mutex_);
   auto stats = stats_;
-  if (std::any_of(decoders_.begin(), decoders_.end(), [](const auto& d) { return d->busy; })) {
+  if (busy_decoders_ > 0) {
     stats.decoding_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - busy_since_).count();
   }
   return stats;
@@ -177,196 +128,6 @@ std::vector<Service::Part> Service::take(const std::string& key, int64_t budget,
   return parts;
 }
 
-void Service::run_decoder() {
-  threads_ = at::get_num_threads();
-  // A decoder that fails outside a batch (out of memory) stops the service; the first failure is
-  // rethrown here once every decoder has returned.
-  std::mutex failed_lock;
-  std::exception_ptr failed;
-  const auto decode = [&](Decoder& decoder) {
-    try {
-      decode_on(decoder);
-    } catch (...) {
-      {
-        std::lock_guard lock(failed_lock);
-        if (!failed) failed = std::current_exception();
-      }
-      stop();
-    }
-  };
-  std::vector<std::thread> others;
-  for (size_t i = 1; i < decoders_.size(); ++i) others.emplace_back([&, i] { decode(*decoders_[i]); });
-  decode(*decoders_.front());
-  for (auto& thread : others) thread.join();
-  if (failed) std::rethrow_exception(failed);
-}
-
-bool Service::may_take(const Decoder& decoder) const {
-  return decoder.index == 0 || decoders_[decoder.index - 1]->busy;
-}
-
-int64_t Service::share(const Decoder& decoder, const std::string& key) const {
-  int64_t sentences = stats_.queued_sentences, decoders = 0;
-  for (const auto& d : decoders_) {
-    if (d->busy && !(d->running > 0 && d->continuous_key == key)) continue;  // busy with another kind
-    sentences += d->running;
-    decoders += 1;
-  }
-  decoders = std::max<int64_t>(1, decoders);
-  return std::max<int64_t>(0, (sentences + decoders - 1) / decoders - decoder.running);
-}
-
-void Service::set_busy(Decoder& decoder, bool busy) {
-  const auto now = std::chrono::steady_clock::now();
-  const bool any_before = std::any_of(decoders_.begin(), decoders_.end(), [](const auto& d) { return d->busy; });
-  decoder.busy = busy;
-  const bool any_after = std::any_of(decoders_.begin(), decoders_.end(), [](const auto& d) { return d->busy; });
-  if (!any_before && any_after) busy_since_ = now;
-  if (any_before && !any_after) stats_.decoding_seconds += std::chrono::duration<double>(now - busy_since_).count();
-  work_.notify_all();  // the next decoder may take work now, or no longer
-}
-
-int Service::threads_for(const Decoder& decoder) const {
-  // The others decode on one thread each, so that only the first thread has OpenMP threads of its
-  // own: libgomp counts every thread it keeps, and once they outnumber the cores its threads sleep at
-  // each barrier instead of spinning (a lone sentence then took 4-5x as long, AMD Zen 3, 2 vCPUs).
-  if (decoder.index > 0) return 1;
-  int others = 0;
-  for (const auto& d : decoders_) others += d->busy && d.get() != &decoder ? 1 : 0;
-  return std::max(1, threads_ - others);
-}
-
-void Service::decode_on(Decoder& me) {
-  c10::InferenceMode inference;
-  // LibTorch sets a thread's threads to the process's count on its first parallel_for, from a flag
-  // of its own and from a flag inlined into this program: both go first, before the threads change
-  // here. (Left to the inlined one, the second decoder's first product reset its one thread to two.)
-  at::get_num_threads();
-  at::internal::lazy_init_num_threads();
-  auto released = std::chrono::steady_clock::now();
-  for (;;) {
-    std::vector<Part> parts, joining;  // a batch of its own; sentences that join the running batch
-    int threads = 0;
-    {
-      std::unique_lock lock(mutex_);
-      const bool running = me.continuous && me.continuous->sentences() > 0;
-      if (!running) {
-        if (me.busy) set_busy(me, false);
-        work_.wait(lock, [&] { return stopping_ || (!waiting_.empty() && may_take(me)); });
-        if (waiting_.empty()) return;  // stopping, and nothing left
-      }
-      if (running) {
-        // Sentences of the running batch's kind join it while its budget lasts. A job of another
-        // kind at the front of the line stops them: the batch drains, and that job goes next.
-        const int64_t room = me.continuous->options().batch_tokens - me.continuous->source_pieces();
-        if (!waiting_.empty() && waiting_.front()->key == me.continuous_key && room > 0) {
-          joining = take(me.continuous_key, room, share(me, me.continuous_key));
-        }
-      } else if (joins_running_batch(waiting_.front()->job)) {
-        me.continuous_key = waiting_.front()->key;
-        joining = take(me.continuous_key, std::max<int64_t>(1, waiting_.front()->job.options.batch_tokens),
-                       std::max<int64_t>(1, share(me, me.continuous_key)));
-      } else {
-        // The clients of the last batch often send their next sentences at once: wait a moment (a
-        // tenth of that batch's time, at most 10 ms) until they are back, so that they share the next
-        // batch with those that waited, and their requests are read while nothing decodes. A lone
-        // client (a batch of one, back already) never waits.
-        const int64_t back = std::min(me.queued_after_last_batch + me.last_batch_sentences,
-                                      waiting_.front()->job.options.batch_tokens);
-        if (me.last_batch_sentences > 1 && stats_.queued_sentences < back) {
-          const auto moment = std::min(std::chrono::duration<double>(0.010), me.last_batch_seconds / 10);
-          work_.wait_for(lock, moment, [&] { return stopping_ || stats_.queued_sentences >= back; });
-        }
-        if (!waiting_.empty()) {
-          parts = take(waiting_.front()->key, std::max<int64_t>(1, waiting_.front()->job.options.batch_tokens),
-                       std::numeric_limits<int64_t>::max());
-        }
-      }
-      if (!running && parts.empty() && joining.empty()) continue;  // another decoder took the work
-      me.running += static_cast<int64_t>(std::accumulate(
-          joining.begin(), joining.end(), size_t{0}, [](size_t n, const Part& part) { return n + part.second.size(); }));
-      if (!me.busy) set_busy(me, true);
-      threads = threads_for(me);
-    }
-    if (threads != me.threads) {
-      set_thread_threads(threads);
-      me.threads = threads;
-    }
-    if (!parts.empty()) {
-      decode_batch(me, parts);
-    } else {
-      decode_step(me, joining);
-    }
-    // The allocator keeps freed pages for reuse (main.cpp); batches of every shape would hold the
-    // high-water mark of each, so they go back to the system every few seconds.
-    if (me.index == 0 && std::chrono::steady_clock::now() - released > std::chrono::seconds(10)) {
-      util::release_free_memory();
-      released = std::chrono::steady_clock::now();
-    }
-  }
-}
-
-bool Service::joins_running_batch(const Job& job) {
-  return decode::ContinuousDecoder::supports(job.options) && !job.alignment && job.targets.empty();
-}
-
-void Service::decode_step(Decoder& me, const std::vector<Part>& joining) {
-  std::vector<decode::ContinuousDecoder::Finished> finished;
-  std::exception_ptr error;
-  int64_t rows = 0;
-  try {
-    if (!joining.empty()) {
-      const auto& first = *joining.front().first;
-      if (!me.continuous || me.decoder_key != first.key) {  // a batch of another kind starts
-        auto& direction = directions_[first.job.direction];
-        me.continuous.reset();
-        me.continuous = std::make_unique<decode::ContinuousDecoder>(direction.model, *direction.tokenizer, first.job.options);
-        me.decoder_key = first.key;
-      }
-      std::vector<std::string> sources;
-      for (const auto& [pending, rows_of_job] : joining) {
-        for (const size_t row : rows_of_job) sources.push_back(pending->job.sentences[row]);
-      }
-      const auto tickets = me.continuous->add(sources);
-      size_t at = 0;
-      for (const auto& [pending, rows_of_job] : joining) {
-        for (const size_t row : rows_of_job) me.in_flight[tickets[at++]] = {pending, row};
-      }
-    }
-    if (me.continuous) {
-      rows = me.continuous->sentences();
-      finished = me.continuous->step();
-    }
-  } catch (...) {
-    error = std::current_exception();
-  }
-
-  std::lock_guard lock(mutex_);
-  if (error) {  // every sentence in the batch fails its job; the batch starts afresh
-    for (const auto& [ticket, place] : me.in_flight) fail(place.first, error);
-    for (const auto& part : joining) fail(part.first, error);
-    me.in_flight.clear();
-    me.continuous.reset();
-  }
-  int64_t produced = 0;
-  for (auto& done : finished) {
-    const auto it = me.in_flight.find(done.ticket);
-    auto& [pending, row] = it->second;
-    produced += static_cast<int64_t>(done.hypothesis.tokens.size());
-    pending->outcome.results.resize(pending->job.sentences.size());
-    pending->outcome.results[row] = {std::move(done.hypothesis)};
-    pending->done += 1;
-    if (pending->finished()) pending->answered.notify_one();
-    me.in_flight.erase(it);
-  }
-  me.running = me.continuous ? me.continuous->sentences() : 0;
-  stats_.batches += 1;
-  stats_.sentences_decoded += static_cast<int64_t>(finished.size());
-  stats_.sentences_by_decoder[me.index] += static_cast<int64_t>(finished.size());
-  stats_.output_tokens += produced;
-  stats_.batch_sizes[rows] += 1;
-}
-
 void Service::fail(const std::shared_ptr<Pending>& pending, const std::exception_ptr& error) {
   // The job fails whole: what it still had waiting leaves the line.
   pending->error = error;
@@ -376,80 +137,6 @@ void Service::fail(const std::shared_ptr<Pending>& pending, const std::exception
     stats_.queued_sentences -= static_cast<int64_t>(pending->job.sentences.size() - pending->next);
     waiting_.erase(it);
   }
-}
-
-void Service::decode_batch(Decoder& me, const std::vector<Part>& parts) {
-  const auto started = std::chrono::steady_clock::now();
-  const Job& first = parts.front().first->job;
-  auto& direction = directions_[first.direction];
-  std::vector<std::string> sources, targets;
-  for (const auto& [pending, rows] : parts) {
-    for (const size_t row : rows) {
-      sources.push_back(pending->job.sentences[row]);
-      if (!pending->job.targets.empty()) targets.push_back(pending->job.targets[row]);
-    }
-  }
-  Outcome batch;
-  std::exception_ptr error;
-  try {
-    if (!first.targets.empty()) {
-      eval::PairScoreOptions options;
-      options.batch_tokens = std::max<int64_t>(first.options.batch_tokens, direction.model->config().max_positions);
-      options.bf16 = first.options.bf16;
-      options.tag = first.options.source_tag;
-      batch.scores = eval::score_pairs(direction.model, *direction.tokenizer, sources, targets, options);
-    } else {
-      decode::Translator translator(direction.model, *direction.tokenizer, first.options);
-      // Sampling draws from (seed, sentence index): a sampling job's part is its own consecutive rows.
-      const int64_t first_sentence = first.options.sampling() ? static_cast<int64_t>(parts.front().second.front()) : 0;
-      batch.results = translator.translate(sources, first_sentence);
-      if (first.alignment) {
-        batch.alignments =
-            report::align_best(direction.model, *direction.tokenizer, first.options.source_tag, sources, batch.results);
-      }
-    }
-  } catch (...) {
-    error = std::current_exception();
-  }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-
-  std::lock_guard lock(mutex_);
-  size_t at = 0;
-  int64_t produced = 0;
-  for (const auto& [pending, rows] : parts) {
-    auto& outcome = pending->outcome;
-    const size_t count = pending->job.sentences.size();
-    if (error) {
-      fail(pending, error);
-      at += rows.size();
-      continue;
-    }
-    for (const size_t row : rows) {
-      if (!batch.scores.empty()) {
-        outcome.scores.resize(count);
-        outcome.scores[row] = batch.scores[at];
-      } else {
-        outcome.results.resize(count);
-        outcome.results[row] = std::move(batch.results[at]);
-        produced += static_cast<int64_t>(outcome.results[row].front().tokens.size());
-        if (!batch.alignments.empty()) {
-          outcome.alignments.resize(count);
-          outcome.alignments[row] = batch.alignments[at];
-        }
-      }
-      ++at;
-    }
-    pending->done += rows.size();
-    if (pending->finished()) pending->answered.notify_one();
-  }
-  stats_.batches += 1;
-  stats_.sentences_decoded += static_cast<int64_t>(sources.size());
-  stats_.sentences_by_decoder[me.index] += static_cast<int64_t>(sources.size());
-  stats_.output_tokens += produced;
-  stats_.batch_sizes[static_cast<int64_t>(sources.size())] += 1;
-  me.last_batch_sentences = static_cast<int64_t>(sources.size());
-  me.last_batch_seconds = std::chrono::duration<double>(seconds);
-  me.queued_after_last_batch = stats_.queued_sentences;
 }
 
 }  // namespace trafo::serve

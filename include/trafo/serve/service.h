@@ -129,7 +129,7 @@ class Service {
   // waiting and of those running in the decoders that could take them (idle, or running that
   // kind). Under mutex_.
   int64_t share(const Decoder& decoder, const std::string& key) const;
-  // Marks `decoder` busy or idle, and counts the time any decoder is busy. Under mutex_.
+  // Marks `decoder` busy or idle, and counts the busy decoders and the time any is busy. Under mutex_.
   void set_busy(Decoder& decoder, bool busy);
   // The LibTorch threads `decoder` decodes with now, among the decoders with work. Under mutex_.
   int threads_for(const Decoder& decoder) const;
@@ -154,6 +154,7 @@ class Service {
   std::deque<std::shared_ptr<Pending>> waiting_;
   bool stopping_ = false;
   ServiceStats stats_;
+  int busy_decoders_ = 0;  // decoders with work
   std::chrono::steady_clock::time_point busy_since_;  // since when a decoder has been busy
 };
 
