@@ -31,6 +31,16 @@ void set_thread_threads(int threads) {
   if (MKL_Set_Num_Threads_Local != nullptr) MKL_Set_Num_Threads_Local(threads);
 }
 
+// Counts a batch (or a step of the running batch) of `rows` sentences by decoder `index`, in which
+// `decoded` sentences were finished with `produced` pieces. Under the service's lock.
+void count_batch(ServiceStats& stats, size_t index, int64_t rows, int64_t decoded, int64_t produced) {
+  stats.batches += 1;
+  stats.sentences_decoded += decoded;
+  stats.sentences_by_decoder[index] += decoded;
+  stats.output_tokens += produced;
+  stats.batch_sizes[rows] += 1;
+}
+
 }  // namespace
 
 void Service::run_decoder() {
@@ -215,11 +225,7 @@ void Service::decode_step(Decoder& me, const std::vector<Part>& joining) {
     me.in_flight.erase(it);
   }
   me.running = me.continuous ? me.continuous->sentences() : 0;
-  stats_.batches += 1;
-  stats_.sentences_decoded += static_cast<int64_t>(finished.size());
-  stats_.sentences_by_decoder[me.index] += static_cast<int64_t>(finished.size());
-  stats_.output_tokens += produced;
-  stats_.batch_sizes[rows] += 1;
+  count_batch(stats_, me.index, rows, static_cast<int64_t>(finished.size()), produced);
 }
 
 void Service::decode_batch(Decoder& me, const std::vector<Part>& parts) {
@@ -286,12 +292,9 @@ void Service::decode_batch(Decoder& me, const std::vector<Part>& parts) {
     pending->done += rows.size();
     if (pending->finished()) pending->answered.notify_one();
   }
-  stats_.batches += 1;
-  stats_.sentences_decoded += static_cast<int64_t>(sources.size());
-  stats_.sentences_by_decoder[me.index] += static_cast<int64_t>(sources.size());
-  stats_.output_tokens += produced;
-  stats_.batch_sizes[static_cast<int64_t>(sources.size())] += 1;
-  me.last_batch_sentences = static_cast<int64_t>(sources.size());
+  const auto sentences = static_cast<int64_t>(sources.size());
+  count_batch(stats_, me.index, sentences, sentences, produced);
+  me.last_batch_sentences = sentences;
   me.last_batch_seconds = std::chrono::duration<double>(seconds);
   me.queued_after_last_batch = stats_.queued_sentences;
 }
