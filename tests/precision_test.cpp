@@ -23,6 +23,7 @@
 #include "trafo/model/transformer.h"
 #include "trafo/runtime/precision.h"
 #include "trafo/test_hooks.h"
+#include "trafo/util/device.h"
 
 namespace trafo::testing {
 namespace {
@@ -57,6 +58,19 @@ TEST(Precision, AutoTakesBf16OnlyWhereItIsNativeAndFaster) {
   EXPECT_TRUE(resolve_precision("auto", true, true, {}, slow).bf16);    // CUDA, compute capability >= 8.0
   EXPECT_FALSE(resolve_precision("auto", true, false, {"avx512_bf16"}, fast).bf16);  // an older GPU: the CPU's flags do not count
   EXPECT_EQ(calls, 5);  // a CUDA run times no CPU matmuls
+}
+
+// Choosing CUDA turns cuDNN's attention off (bf16 training built a plan for every batch shape);
+// without a GPU, "cuda" is refused, "auto" is the CPU, and the switch stays as it was.
+TEST(Precision, ChoosingCudaTurnsCudnnAttentionOff) {
+  if (!torch::cuda::is_available()) {
+    EXPECT_THROW(util::resolve_device("cuda"), InputError);
+    EXPECT_TRUE(util::resolve_device("auto").is_cpu());
+    EXPECT_TRUE(at::globalContext().userEnabledCuDNNSDP());
+    return;
+  }
+  EXPECT_TRUE(util::resolve_device("cuda").is_cuda());
+  EXPECT_FALSE(at::globalContext().userEnabledCuDNNSDP());
 }
 
 TEST(Precision, ExplicitChoicesAreKeptAndEmulationIsNamed) {

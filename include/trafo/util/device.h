@@ -8,7 +8,8 @@
 
 namespace trafo::util {
 
-// Throws trafo::InputError for "cuda" on a machine without a CUDA device.
+// Throws trafo::InputError for "cuda" on a machine without a CUDA device. Choosing CUDA turns
+// cuDNN's attention kernel off for the process (device.cpp says why).
 c10::Device resolve_device(const std::string& name);
 
 // Waits for the work queued on `device` (CUDA); a no-op on the CPU, whose ops return when done.
