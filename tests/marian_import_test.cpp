@@ -5,6 +5,8 @@
 // that CTranslate2 runs as trafo does once exported, and that fine-tune and export back.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -35,14 +37,30 @@ class MarianImport : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete dir_; }
 
-  // A MarianMT folder made by tests/marian_make.py with `arguments` (ACTIVATION SEED WEIGHTS [flags]).
+  // A MarianMT folder made by tests/marian_make.py with `arguments` (ACTIVATION SEED WEIGHTS [flags]),
+  // copied into this test's folder. Each test is a process of its own and transformers takes seconds
+  // to import, so a made folder is kept in the build tree (tests/marian-models), under a hash of the
+  // script, its arguments and its training text: made once for all four tests.
   static fs::path make(const std::string& name, const std::string& arguments) {
     const auto folder = *dir_ / name;
     if (fs::exists(folder)) return folder;
-    const auto made = run_command(std::string("'") + TRAFO_PYTHON + "' '" + TRAFO_SOURCE_DIR + "/tests/marian_make.py' " +
-                                  quoted(folder) + " " + quoted(*dir_ / "toy" / "train.en") + " " +
-                                  quoted(*dir_ / "toy" / "train.de") + " " + arguments);
-    EXPECT_EQ(made.exit_code, 0) << made.output << made.errors;
+    const auto train_en = *dir_ / "toy" / "train.en", train_de = *dir_ / "toy" / "train.de";
+    const auto key = std::hash<std::string>{}(read_text(std::string(TRAFO_SOURCE_DIR) + "/tests/marian_make.py") +
+                                              "\n" + arguments + "\n" + read_text(train_en) + read_text(train_de));
+    const auto kept = fs::canonical("/proc/self/exe").parent_path() / "marian-models" / std::to_string(key);
+    if (!fs::exists(kept)) {
+      // Made beside and renamed into place: a test running at the same time sees the whole folder or none.
+      const auto making = fs::path(kept.string() + ".making-" + std::to_string(::getpid()));
+      fs::create_directories(kept.parent_path());
+      const auto made = run_command(std::string("'") + TRAFO_PYTHON + "' '" + TRAFO_SOURCE_DIR +
+                                    "/tests/marian_make.py' " + quoted(making) + " " + quoted(train_en) + " " +
+                                    quoted(train_de) + " " + arguments);
+      EXPECT_EQ(made.exit_code, 0) << made.output << made.errors;
+      std::error_code taken;  // another test renamed its copy first: keep that one
+      fs::rename(making, kept, taken);
+      fs::remove_all(making, taken);
+    }
+    fs::copy(kept, folder, fs::copy_options::recursive);
     return folder;
   }
 
