@@ -57,8 +57,9 @@ class MarianImport : public ::testing::Test {
                                     quoted(train_de) + " " + arguments);
       EXPECT_EQ(made.exit_code, 0) << made.output << made.errors;
       std::error_code taken;  // another test renamed its copy first: keep that one
-      fs::rename(making, kept, taken);
+      if (made.exit_code == 0) fs::rename(making, kept, taken);  // a failed make is never kept
       fs::remove_all(making, taken);
+      if (!fs::exists(kept)) return folder;
     }
     fs::copy(kept, folder, fs::copy_options::recursive);
     return folder;
