@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "export_support.h"
+#include "marian_layers.h"
 #include "trafo/checkpoint/safetensors.h"
 #include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
@@ -73,14 +74,15 @@ class StateDict {
     stream(to + ".weight", from + ".weight", 0);
     stream(to + ".bias", from + ".bias", 0);
   }
-  // A fused projection [n·d, d] that reads the stream, of parts `names` (q, k, v or k, v), in that order.
-  void split(const std::string& to, const std::vector<std::string>& names, const std::string& from) {
-    const auto parts = static_cast<int64_t>(names.size());
+  // A fused projection [n·d, d] that reads the stream, split into its parts `to` (q, k, v or k, v), in
+  // that order.
+  void split(const std::vector<std::string>& to, const std::string& from) {
+    const auto parts = static_cast<int64_t>(to.size());
     const auto weights = permuted(weight(from + ".weight"), 1).chunk(parts, 0);
     const auto biases = weight(from + ".bias").chunk(parts, 0);
-    for (size_t i = 0; i < names.size(); ++i) {
-      tensors[to + "." + names[i] + ".weight"] = weights[i].contiguous();
-      tensors[to + "." + names[i] + ".bias"] = biases[i].contiguous();
+    for (size_t i = 0; i < to.size(); ++i) {
+      tensors[to[i] + ".weight"] = weights[i].contiguous();
+      tensors[to[i] + ".bias"] = biases[i].contiguous();
     }
   }
 
@@ -98,32 +100,30 @@ class StateDict {
   at::Tensor permutation_;  // undefined: the positions are in halves already
 };
 
-// What encoder and decoder layers share: self-attention (its residual's norm is `self_norm`) and the
-// feed-forward block.
-void self_attention_and_feed_forward(StateDict& dict, const std::string& to, const std::string& from,
-                                     const std::string& self_norm) {
-  dict.split(to + ".self_attn", {"q_proj", "k_proj", "v_proj"}, from + ".self_attention.qkv_proj");
-  dict.linear(to + ".self_attn.out_proj", from + ".self_attention.out_proj", /*reads=*/false);
-  dict.norm(to + ".self_attn_layer_norm", from + "." + self_norm + ".norm");
-  dict.linear(to + ".fc1", from + ".feed_forward.linear1", /*reads=*/true);
-  dict.linear(to + ".fc2", from + ".feed_forward.linear2", /*reads=*/false);
-  dict.norm(to + ".final_layer_norm", from + ".feed_forward_residual.norm");
+// An encoder or decoder layer's weights, by the table import reads too.
+void layer(StateDict& dict, const std::string& to, const std::string& from, bool decoder) {
+  for (const auto& weight : layer_weights(decoder)) {
+    const auto source = from + "." + weight.trafo;
+    if (weight.norm) {
+      dict.norm(to + "." + weight.marian.front(), source);
+    } else if (weight.marian.size() > 1) {
+      std::vector<std::string> parts;
+      for (const auto& part : weight.marian) parts.push_back(to + "." + part);
+      dict.split(parts, source);
+    } else {
+      dict.linear(to + "." + weight.marian.front(), source, weight.reads_stream);
+    }
+  }
 }
 
 std::string model_safetensors(const checkpoint::Checkpoint& checkpoint) {
   const auto& c = checkpoint.model_config;
   StateDict dict(checkpoint, /*interleaved=*/c.positions == "sinusoidal");
   for (int64_t i = 0; i < c.encoder_layers; ++i) {
-    self_attention_and_feed_forward(dict, "model.encoder.layers." + std::to_string(i),
-                                    "encoder_layers." + std::to_string(i), "attention_residual");
+    layer(dict, "model.encoder.layers." + std::to_string(i), "encoder_layers." + std::to_string(i), false);
   }
   for (int64_t i = 0; i < c.decoder_layers; ++i) {
-    const auto to = "model.decoder.layers." + std::to_string(i), from = "decoder_layers." + std::to_string(i);
-    self_attention_and_feed_forward(dict, to, from, "self_residual");
-    dict.linear(to + ".encoder_attn.q_proj", from + ".cross_attention.q_proj", /*reads=*/true);
-    dict.split(to + ".encoder_attn", {"k_proj", "v_proj"}, from + ".cross_attention.kv_proj");
-    dict.linear(to + ".encoder_attn.out_proj", from + ".cross_attention.out_proj", /*reads=*/false);
-    dict.norm(to + ".encoder_attn_layer_norm", from + ".cross_residual.norm");
+    layer(dict, "model.decoder.layers." + std::to_string(i), "decoder_layers." + std::to_string(i), true);
   }
   if (model::norm_position(c) == model::NormPosition::kPre) {  // each stack's final LayerNorm
     dict.norm("model.encoder.layer_norm", "encoder_norm");

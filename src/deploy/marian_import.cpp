@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "marian_layers.h"
 #include "state_dict_files.h"
 #include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
@@ -50,7 +51,8 @@ class StateDict {
     throw InputError(folder_.string() + ": the weights lack " + name);
   }
 
-  // Sets trafo's `to`.weight and .bias from HF's projections `from` (concatenated along the output).
+  // Sets trafo's `to`.weight and .bias from HF's projections or LayerNorm `from` (concatenated along
+  // the output).
   void linear(const std::string& to, const std::vector<std::string>& from) {
     std::vector<at::Tensor> weights, biases;
     for (const auto& name : from) {
@@ -60,7 +62,6 @@ class StateDict {
     out[to + ".weight"] = torch::cat(weights, 0);
     out[to + ".bias"] = torch::cat(biases, 0);
   }
-  void norm(const std::string& to, const std::string& from) { linear(to, {from}); }
 
   std::map<std::string, at::Tensor> out;  // trafo's names
 
@@ -75,15 +76,13 @@ class StateDict {
   fs::path folder_;
 };
 
-void self_attention_and_feed_forward(StateDict& dict, const std::string& to, const std::string& from,
-                                     const std::string& self_norm) {
-  dict.linear(to + ".self_attention.qkv_proj",
-              {from + ".self_attn.q_proj", from + ".self_attn.k_proj", from + ".self_attn.v_proj"});
-  dict.linear(to + ".self_attention.out_proj", {from + ".self_attn.out_proj"});
-  dict.norm(to + "." + self_norm + ".norm", from + ".self_attn_layer_norm");
-  dict.linear(to + ".feed_forward.linear1", {from + ".fc1"});
-  dict.linear(to + ".feed_forward.linear2", {from + ".fc2"});
-  dict.norm(to + ".feed_forward_residual.norm", from + ".final_layer_norm");
+// An encoder or decoder layer's weights, by the table export reads too.
+void layer(StateDict& dict, const std::string& to, const std::string& from, bool decoder) {
+  for (const auto& weight : layer_weights(decoder)) {
+    std::vector<std::string> parts;
+    for (const auto& part : weight.marian) parts.push_back(from + "." + part);
+    dict.linear(to + "." + weight.trafo, parts);
+  }
 }
 
 // trafo's ModelConfig for MarianMT's config.json; InputError for what trafo cannot express.
@@ -263,16 +262,10 @@ checkpoint::Checkpoint import_marian(const fs::path& folder) {
 
   StateDict dict(read_state_dict(folder), folder);
   for (int64_t i = 0; i < c.encoder_layers; ++i) {
-    self_attention_and_feed_forward(dict, "encoder_layers." + std::to_string(i),
-                                    "encoder.layers." + std::to_string(i), "attention_residual");
+    layer(dict, "encoder_layers." + std::to_string(i), "encoder.layers." + std::to_string(i), false);
   }
   for (int64_t i = 0; i < c.decoder_layers; ++i) {
-    const auto to = "decoder_layers." + std::to_string(i), from = "decoder.layers." + std::to_string(i);
-    self_attention_and_feed_forward(dict, to, from, "self_residual");
-    dict.linear(to + ".cross_attention.q_proj", {from + ".encoder_attn.q_proj"});
-    dict.linear(to + ".cross_attention.kv_proj", {from + ".encoder_attn.k_proj", from + ".encoder_attn.v_proj"});
-    dict.linear(to + ".cross_attention.out_proj", {from + ".encoder_attn.out_proj"});
-    dict.norm(to + ".cross_residual.norm", from + ".encoder_attn_layer_norm");
+    layer(dict, "decoder_layers." + std::to_string(i), "decoder.layers." + std::to_string(i), true);
   }
   // The embeddings and the output projection: each the first of its names the file holds (a tied
   // model's file may keep one of them).
