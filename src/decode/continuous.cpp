@@ -1,7 +1,6 @@
 #include "trafo/decode/continuous.h"
 
 #include <algorithm>
-#include <limits>
 #include <numeric>
 
 #include <spdlog/spdlog.h>
@@ -180,22 +179,14 @@ std::vector<ContinuousDecoder::Finished> ContinuousDecoder::step() {
   if (s.open == 0) return finished;
   c10::InferenceMode inference;
   const util::AutocastGuard autocast(options_.bf16, s.tokens.device().type());
-  const double minus_infinity = -std::numeric_limits<double>::infinity();
 
   const auto hidden = s.model->decode(s.tokens.unsqueeze(1), torch::Tensor(), s.src_mask, &s.cache);  // [N,1,d]
   auto log_probs = torch::log_softmax(s.model->output_logits(hidden).squeeze(1).to(torch::kFloat), -1);  // [N,V]
-  log_probs.select(1, Tokenizer::kPad).fill_(minus_infinity);
-  log_probs.select(1, Tokenizer::kBos).fill_(minus_infinity);
   std::vector<int64_t> at_limit;  // rows that may only end now
   for (size_t r = 0; r < s.rows.size(); ++r) {
     if (s.rows[r].ticket >= 0 && s.rows[r].steps >= s.rows[r].limit) at_limit.push_back(static_cast<int64_t>(r));
   }
-  if (!at_limit.empty()) {
-    auto only_eos = torch::zeros_like(log_probs, torch::TensorOptions().dtype(torch::kBool));  // [N,V]
-    only_eos.index_fill_(0, detail::device_tensor(at_limit, log_probs.device()), true);
-    only_eos.select(1, Tokenizer::kEos).fill_(false);
-    log_probs.masked_fill_(only_eos, minus_infinity);
-  }
+  detail::restrict_choices(log_probs, at_limit);
   const auto [chosen, ids] = s.selector.select(log_probs, 1);  // [N,1], [N,1]
   s.tokens = ids.squeeze(1);
   const auto host = detail::to_host({s.tokens, chosen.squeeze(1)});  // [2,N]

@@ -65,9 +65,6 @@ StepDecoder::StepDecoder(const std::vector<model::Transformer>& models, const to
   const auto& first = members_.front()->model;
   src_mask_ = first->source_mask(src).index_select(0, rows_of);                     // [N,1,1,S]
   for (const int64_t limit : max_lengths) limits_.insert(limits_.end(), repeat, limit);
-  const int64_t vocab = first->config().vocab_size;
-  not_eos_ = torch::ones({1, vocab}, torch::TensorOptions().dtype(torch::kBool).device(device_));  // [1,V]
-  not_eos_.index_put_({0, Tokenizer::kEos}, false);
 }
 
 StepDecoder::~StepDecoder() = default;
@@ -90,12 +87,12 @@ torch::Tensor StepDecoder::next_log_probs(const torch::Tensor& tokens, int64_t s
     for (size_t m = 1; m < members_.size(); ++m) log_probs += member_log_probs(*members_[m], tokens, step);
     log_probs /= static_cast<double>(members_.size());
   }
-  const double minus_infinity = -std::numeric_limits<double>::infinity();
-  log_probs.select(1, Tokenizer::kPad).fill_(minus_infinity);
-  log_probs.select(1, Tokenizer::kBos).fill_(minus_infinity);
-  if (std::none_of(limits_.begin(), limits_.end(), [&](int64_t limit) { return limit <= step; })) return log_probs;
-  const auto at_limit = device_tensor(limits_, device_).le(step).unsqueeze(1);  // [N,1]
-  return log_probs.masked_fill_(at_limit.logical_and(not_eos_), minus_infinity);
+  std::vector<int64_t> at_limit;
+  for (size_t row = 0; row < limits_.size(); ++row) {
+    if (limits_[row] <= step) at_limit.push_back(static_cast<int64_t>(row));
+  }
+  restrict_choices(log_probs, at_limit);
+  return log_probs;
 }
 
 void StepDecoder::select(const std::vector<int64_t>& rows) {
@@ -109,6 +106,17 @@ void StepDecoder::select(const std::vector<int64_t>& rows) {
     if (member->prefix.defined()) member->prefix = member->prefix.index_select(0, index);
     member->cache.select(index);
   }
+}
+
+void restrict_choices(torch::Tensor& log_probs, const std::vector<int64_t>& at_limit) {
+  const double minus_infinity = -std::numeric_limits<double>::infinity();
+  log_probs.select(1, Tokenizer::kPad).fill_(minus_infinity);
+  log_probs.select(1, Tokenizer::kBos).fill_(minus_infinity);
+  if (at_limit.empty()) return;
+  const auto rows = device_tensor(at_limit, log_probs.device());
+  const auto eos = log_probs.select(1, Tokenizer::kEos).index_select(0, rows);  // [R]
+  log_probs.index_fill_(0, rows, minus_infinity);
+  log_probs.select(1, Tokenizer::kEos).index_copy_(0, rows, eos);
 }
 
 torch::Tensor to_host(const std::vector<torch::Tensor>& tensors) {

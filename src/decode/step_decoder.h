@@ -48,8 +48,11 @@ class StepDecoder {
   bool use_cache_;
   torch::Tensor src_mask_;     // [N,1,1,S]
   std::vector<int64_t> limits_;  // [N] each row's length limit, on the host: most steps have none at it
-  torch::Tensor not_eos_;      // [1,V] bool
 };
+
+// The rules of every search step on its log-probabilities [N,V] (fp32), in place: pad and bos are
+// never chosen, and rows `at_limit` (their indices; empty: none) may only end (eos).
+void restrict_choices(torch::Tensor& log_probs, const std::vector<int64_t>& at_limit);
 
 // Host copies of small device tensors, one transfer: the step's single sync.
 torch::Tensor to_host(const std::vector<torch::Tensor>& tensors);

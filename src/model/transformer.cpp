@@ -5,7 +5,12 @@
 
 #include <torch/torch.h>
 
+#include "trafo/ops/packed_gemm.h"
+#include "trafo/ops/step_attention.h"
+
 namespace trafo::model {
+
+static_assert(kFastPackedPieces <= ops::kMaxQueryRowsKeys && kFastPackedPieces <= ops::kMaxPackedRows);
 
 EncoderLayerImpl::EncoderLayerImpl(const ModelConfig& c) {
   const bool pre_norm = norm_position(c) == NormPosition::kPre;

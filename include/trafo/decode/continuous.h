@@ -63,10 +63,9 @@ class ContinuousDecoder {
   // cross-attention keys and values computed for their pieces only. Against encoding each run
   // padded to its longest (the runs chosen by a cost model), this served 7% more sentences to 64
   // clients (bench/serve.sh's load, medians of six runs taken in turn, AMD Zen 3: 288.6 against 269.5
-  // sentences/s), as that padding had added 30% to the encoder's positions. A run of at most 128
-  // pieces also keeps the encoder's attention on ops::query_rows_attention (ops::kMaxQueryRowsKeys)
-  // and its products on the AVX2 packed tile (ops::kMaxPackedRows), both 128.
-  static constexpr int64_t kRunPositions = 128;
+  // sentences/s), as that padding had added 30% to the encoder's positions. A run this short also
+  // keeps the encoder on the fast inference kernels (model::kFastPackedPieces).
+  static constexpr int64_t kRunPositions = model::kFastPackedPieces;
   // Encodes sentences `run` of `ids` (cut to the model's positions) into the batch as rows `joined[run]`.
   void join(const std::vector<std::vector<int>>& ids, const std::vector<size_t>& run, std::vector<Row>& joined);
   // Drops the rows of finished sentences once they are half the batch, and positions no row reads.

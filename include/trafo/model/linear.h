@@ -6,6 +6,10 @@
 // use in the scope and dropped when the scope closes. Nothing that updates weights between two
 // scopes (an optimizer step, which the fused Adam does without bumping version counters, an average,
 // a moving average, a checkpoint load) can meet a stale copy; weights do not change inside a scope.
+//
+// Several threads may decode with one model inside one scope (trafo serve's decoders): the copies
+// and the count of open scopes change under a lock, and each call multiplies with its own reference
+// to the panels, so a scope closing meanwhile frees nothing under it.
 #pragma once
 
 #include <memory>
@@ -22,9 +26,8 @@ namespace trafo::model {
 class PackedWeight {
  public:
   // x [..., in] · Wᵀ + b; bias may be undefined. Through the packed copy when a scope is open and
-  // ops::packed_gemm_applies (CPU fp32, no gradient, no autocast, AVX-512, or AVX2 with at
-  // most ops::kMaxPackedRows rows);
-  // else at::linear.
+  // ops::packed_gemm_applies (CPU fp32, no gradient, no autocast, AVX-512, or AVX2 with at most
+  // ops::kMaxPackedRows rows); else at::linear. Safe from several threads at once.
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
   // Whether a packed copy is held (tests: the fast path was taken, not silently skipped).
   bool holds_copy() const { return packed_.panels.defined(); }

@@ -13,6 +13,11 @@
 
 namespace trafo::model {
 
+// The most pieces one sequence of encode_packed() or join() keeps on the fast inference kernels: the
+// query-rows attention and the AVX2 packed tile (transformer.cpp asserts both). Longer is correct,
+// only slower.
+inline constexpr int64_t kFastPackedPieces = 128;
+
 class EncoderLayerImpl : public torch::nn::Module {
  public:
   explicit EncoderLayerImpl(const ModelConfig& config);

@@ -25,9 +25,9 @@ struct PackedPanels {
 };
 
 // x [..., in] · Wᵀ + b (bias may be undefined): the packed GEMM over `packed` where one is given and
-// packed_gemm_applies (CPU fp32, no gradient, no autocast, AVX-512, or AVX2 and FMA with at most 64
-// rows), or its bf16 variant where packed_bf16_gemm_applies (bf16 autocast, AVX512_BF16); else
-// at::linear.
+// packed_gemm_applies (CPU fp32, no gradient, no autocast, AVX-512, or AVX2 and FMA with at most
+// kMaxPackedRows rows, packed_gemm.h), or its bf16 variant where packed_bf16_gemm_applies (bf16
+// autocast, AVX512_BF16); else at::linear.
 at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, PackedPanels* packed);
 
 // softmax(q·kᵀ/√d_k + mask)·v with explicit ops: q [B,h,Tq,d_k], k/v [B,h,Tk,d_k], mask broadcast
@@ -46,10 +46,14 @@ struct AttentionCall {
   const std::vector<int64_t>* starts = nullptr;
 };
 
-// Attention as above, heads merged: [B,Tq,h·d_k]. The one-query kernel for a cached step where
-// step_attention_applies; the explicit maths when weights are kept, when not fused, or while
-// training with dropout where the hashed mask applies (SDPA's CPU dropout is a serial Bernoulli
-// mask); else at::scaled_dot_product_attention.
+// Attention as above, heads merged: [B,Tq,h·d_k]. In order:
+// - a cached step: the one-query kernel where step_attention_applies;
+// - one sequence of several queries at inference (a server's joining sentences, packed end to end):
+//   the query-rows kernel where query_rows_attention_applies;
+// - the explicit maths when weights are kept, when not fused, while training on the CPU with
+//   dropout where the hashed mask applies (SDPA's CPU dropout is a serial Bernoulli mask), or while
+//   training on the CPU in bf16 (SDPA's kernel and backward were slower there);
+// - else at::scaled_dot_product_attention.
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
                      const AttentionCall& call);
 
