@@ -26,6 +26,8 @@ TEST(Presets, AutoPicksFromThePairsAndTheBudget) {
   EXPECT_NE(choose_preset(c, 22901).why.find("22901 training pairs"), std::string::npos);
   EXPECT_NE(choose_preset(c, 22901).why.find("--max-time 22m"), std::string::npos);
   c.max_time = "2h";
+  EXPECT_EQ(choose_preset(c, 22901).preset->name, "small-short") << "two hours is still short";
+  c.max_time = "2h1m";
   EXPECT_EQ(choose_preset(c, 22901).preset->name, "small-long");
   EXPECT_EQ(choose_preset(asked({}), 22901).preset->name, "small-long") << "no limit: early stopping";
   EXPECT_EQ(choose_preset(c, 5'000'000).preset->name, "standard");
