@@ -42,8 +42,8 @@ const std::vector<Preset>& presets() {
        "for more updates in the time, and a higher peak learning rate, for more learning in each",
        {{"batch-tokens", "2048"}, {"vocab-size", "4000"}, {"lr", "0.002"}}},
       {"small-long",
-       "a corpus under 200,000 pairs trained for longer than two hours or until early stopping: the "
-       "built-in defaults (every regularisation measured here slowed them)",
+       "a corpus under 200,000 pairs and a longer budget (--max-time over two hours, --max-steps, "
+       "--max-epochs) or none: the built-in defaults (every regularisation measured here slowed them)",
        {}},
   };
   return all;
