@@ -30,6 +30,18 @@ TEST(Presets, AutoPicksFromThePairsAndTheBudget) {
   c.max_time = "2h1m";
   EXPECT_EQ(choose_preset(c, 22901).preset->name, "small-long");
   EXPECT_EQ(choose_preset(asked({}), 22901).preset->name, "small-long") << "no limit: early stopping";
+  auto e = asked({"max-epochs"});
+  e.max_epochs = 94;
+  EXPECT_EQ(choose_preset(e, 22901).preset->name, "small-short") << "up to 100 epochs is short";
+  EXPECT_NE(choose_preset(e, 22901).why.find("--max-epochs 94"), std::string::npos);
+  e.given->insert("max-time");
+  e.max_time = "10h";
+  EXPECT_EQ(choose_preset(e, 22901).preset->name, "small-short") << "100 epochs or less is short, whatever the time";
+  e.max_epochs = 101;
+  EXPECT_EQ(choose_preset(e, 22901).preset->name, "small-long");
+  auto s = asked({"max-steps"});
+  s.max_steps = 5000;
+  EXPECT_EQ(choose_preset(s, 22901).preset->name, "small-long") << "a budget of updates stays long";
   EXPECT_EQ(choose_preset(c, 5'000'000).preset->name, "standard");
   c.max_time = "22m";
   c.init_from = "model.pt";
