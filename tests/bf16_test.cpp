@@ -110,8 +110,8 @@ TEST(Bf16, TrainingStepMatchesFp32WithinBf16Tolerance) {
     TrainStep train_step(model, *optimizer, torch::kCPU, StepOptions{0.1, 0.0, bf16});
     torch::manual_seed(24);  // the same dropout masks in both runs
     const auto result = train_step.run({batch}, 0.0);
-    EXPECT_TRUE(result.applied);
-    Run run{result.loss / static_cast<double>(result.target_tokens), {}};
+    EXPECT_TRUE(result.applied());
+    Run run{result.loss() / static_cast<double>(result.target_tokens), {}};
     for (const auto& parameter : model->parameters()) run.grads.push_back(parameter.grad().clone());
     return run;
   };

@@ -48,7 +48,9 @@ std::vector<torch::Tensor> trainable_copy(const std::vector<torch::Tensor>& weig
 double lr_at(int64_t step) { return 1e-2 * (1.0 + 0.5 * std::sin(static_cast<double>(step))); }
 
 // Steps [first, last) of a regression on batches fixed by the step number.
-void train(torch::optim::Optimizer& optimizer, int64_t first, int64_t last) {
+// With `skip_at`, the step of that number is tried and skipped on the device (SkippableStep), as the
+// NaN guard skips a non-finite update.
+void train(torch::optim::Optimizer& optimizer, int64_t first, int64_t last, int64_t skip_at = -1) {
   const auto& w = optimizer.param_groups().at(0).params();
   for (int64_t step = first; step < last; ++step) {
     for (auto& group : optimizer.param_groups()) group.options().set_lr(lr_at(step));
@@ -58,7 +60,11 @@ void train(torch::optim::Optimizer& optimizer, int64_t first, int64_t last) {
     const auto prediction = torch::linear(torch::tanh(torch::linear(x, w[0], w[1])), w[2], w[3]);
     optimizer.zero_grad(true);
     torch::mse_loss(prediction, y).backward();
-    optimizer.step();
+    if (step == skip_at) {
+      dynamic_cast<SkippableStep&>(optimizer).step_unless(torch::ones({}));
+    } else {
+      optimizer.step();
+    }
   }
 }
 
@@ -144,6 +150,26 @@ TEST_P(FusedAdamTest, ResumedRunEqualsUninterruptedOne) {
 TEST_P(FusedAdamTest, LoadsStateSavedByLibTorchOptimizer) {
   const auto runs = run_uninterrupted_and_resumed(&libtorch, GetParam());
   expect_close(runs.resumed, runs.uninterrupted);
+}
+
+// A step the device skips changes no weight and no moment, and does not count: the run equals one
+// that never tried it, and its checkpointed step counts are the applied steps.
+TEST_P(FusedAdamTest, SkippedStepChangesNothingAndIsNotCounted) {
+  auto skipping = trainable_copy(initial_weights()), plain = trainable_copy(initial_weights());
+  auto skipping_optimizer = fused(GetParam(), skipping), plain_optimizer = fused(GetParam(), plain);
+  train(*skipping_optimizer, 0, kSteps / 2);
+  train(*plain_optimizer, 0, kSteps / 2);
+  const auto before = trainable_copy(skipping);
+  train(*skipping_optimizer, kSteps / 2, kSteps / 2 + 1, /*skip_at=*/kSteps / 2);
+  expect_equal(skipping, before);
+  train(*skipping_optimizer, kSteps / 2 + 1, kSteps);
+  train(*plain_optimizer, kSteps / 2 + 1, kSteps);
+  expect_equal(skipping, plain);
+  NamedParameters named;
+  for (size_t i = 0; i < skipping.size(); ++i) named.emplace_back("w" + std::to_string(i), skipping[i]);
+  const auto state = optimizer_state(*skipping_optimizer, named);
+  EXPECT_EQ(state.at("step/w0").item<int64_t>(), kSteps - 1);
+  EXPECT_EQ(state.count("step/w4"), 0U);  // never had a gradient
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, FusedAdamTest,

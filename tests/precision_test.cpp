@@ -60,6 +60,24 @@ TEST(Precision, AutoTakesBf16OnlyWhereItIsNativeAndFaster) {
   EXPECT_EQ(calls, 5);  // a CUDA run times no CPU matmuls
 }
 
+// On CUDA, given a probe of the model's training steps (what `trafo train` gives), auto takes bf16
+// only where those steps run faster in it: small models are launch-bound and lose in bf16.
+TEST(Precision, AutoOnCudaTimesTheModelsTrainingSteps) {
+  int cpu_calls = 0, cuda_calls = 0;
+  const Speedup cpu{3.0, &cpu_calls};
+  const auto slower = resolve_precision("auto", true, true, {}, cpu, Speedup{0.88, &cuda_calls});
+  EXPECT_FALSE(slower.bf16);
+  EXPECT_NE(slower.reason.find("training steps"), std::string::npos) << slower.reason;
+  EXPECT_NE(slower.reason.find("0.88x"), std::string::npos) << slower.reason;
+  EXPECT_TRUE(resolve_precision("auto", true, true, {}, cpu, Speedup{1.45, &cuda_calls}).bf16);
+  EXPECT_FALSE(resolve_precision("auto", true, true, {}, cpu, Speedup{1.02, &cuda_calls}).bf16);  // within noise
+  EXPECT_EQ(cuda_calls, 3);
+  EXPECT_FALSE(resolve_precision("auto", true, false, {}, cpu, Speedup{9.0, &cuda_calls}).bf16);  // no native bf16
+  EXPECT_TRUE(resolve_precision("bf16", true, true, {}, cpu, Speedup{0.5, &cuda_calls}).bf16);    // asked for
+  EXPECT_EQ(cuda_calls, 3);  // neither is timed
+  EXPECT_EQ(cpu_calls, 0);
+}
+
 // Choosing CUDA turns cuDNN's attention off (bf16 training built a plan for every batch shape);
 // without a GPU, "cuda" is refused, "auto" is the CPU, and the switch stays as it was.
 TEST(Precision, ChoosingCudaTurnsCudnnAttentionOff) {

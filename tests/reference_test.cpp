@@ -135,9 +135,9 @@ Record one_batch(Transformer& model, const bench::SyntheticBatch& batch, const r
   auto optimizer = make_optimizer(model, c);
   train::TrainStep step(model, *optimizer, torch::kCPU, train::StepOptions{c.label_smoothing, /*clip_norm=*/0.0});
   const auto update = step.run({bench::as_batch(batch)}, /*lr=*/0.0);
-  EXPECT_TRUE(update.applied);
+  EXPECT_TRUE(update.applied());
   for (const auto& item : model->named_parameters()) EXPECT_TRUE(torch::equal(item.value(), weights.at(item.key())));
-  record.insert("smoothed", update.loss / static_cast<double>(update.target_tokens));
+  record.insert("smoothed", update.loss() / static_cast<double>(update.target_tokens));
   record.insert("gradients", gradients(model));
   model->zero_grad(true);
   return record;
@@ -165,8 +165,8 @@ Record training(Transformer& model, const std::vector<bench::SyntheticBatch>& ba
     inputs.push_back(tensors_of(batches[i]));
     const double lr = train::inverse_sqrt_lr(i + 1, c.lr, c.warmup_steps);
     const auto update = step.run({bench::as_batch(batches[i])}, lr);
-    EXPECT_TRUE(update.applied) << "step " << i + 1;
-    losses.push_back(update.loss / static_cast<double>(update.target_tokens));
+    EXPECT_TRUE(update.applied()) << "step " << i + 1;
+    losses.push_back(update.loss() / static_cast<double>(update.target_tokens));
   }
   record.insert("batches", inputs);
   record.insert("losses", torch::tensor(losses, torch::kDouble));

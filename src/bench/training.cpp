@@ -3,6 +3,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -26,7 +27,8 @@ class TrainingStep {
   TrainingStep(model::Transformer& model, const TrainOptions& options)
       : optimizer_(make_optimizer(model, options)),
         step_(model, *optimizer_, options.device,
-              train::StepOptions{options.label_smoothing, options.clip_norm, options.bf16}),
+              train::StepOptions{options.label_smoothing, options.clip_norm, options.bf16, 0.0, 0.0, {},
+                                 options.cuda_graphs}),
         lr_(options.lr) {
     model->train();
   }
@@ -38,16 +40,21 @@ class TrainingStep {
     return train::make_optimizer("adam", model->parameters(), options.lr, 0.9, 0.98, 1e-9, 0.0);
   }
 
-  // Returns the smoothed loss per target token (read back, as the trainer does every step).
-  double run(const std::vector<data::Batch>& update) {
-    const auto result = step_.run(update, lr_);
-    return result.loss / static_cast<double>(result.target_tokens);
+  // Queues an update and reads the one before it, as the trainer does between log points.
+  void run(const std::vector<data::Batch>& update) {
+    auto result = step_.run(update, lr_);
+    if (last_) last_->applied();
+    last_ = std::move(result);
   }
+
+  // The smoothed loss per target token of the last update (waits for it).
+  double last_loss() const { return last_ ? last_->loss() / static_cast<double>(last_->target_tokens) : 0.0; }
 
  private:
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   train::TrainStep step_;
   double lr_;
+  std::optional<train::StepResult> last_;
 };
 
 // Each synthetic batch as the one batch of an update.
@@ -123,8 +130,8 @@ TrainMeasurement measure_training(model::Transformer& model, const std::vector<S
   }
   for (int64_t round = 0; round < options.rounds; ++round) {
     const auto started = Clock::now();
-    double loss = 0.0;
-    for (int64_t i = 0; i < options.timed_steps; ++i) loss = step.run(updates[i % n]);
+    for (int64_t i = 0; i < options.timed_steps; ++i) step.run(updates[i % n]);
+    const double loss = step.last_loss();
     util::synchronize(options.device);
     const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
     result.tokens.seconds.push_back(seconds);

@@ -49,7 +49,8 @@ struct BenchOptions {
 
 // `trafo train`'s keys that bench takes: the model's shape, vocab-size and threads.
 bool takes(const run_config::ConfigKey& key) {
-  return std::string(key.group) == "Model" || std::string(key.name) == "vocab-size" || std::string(key.name) == "threads";
+  return std::string(key.group) == "Model" || std::string(key.name) == "vocab-size" || std::string(key.name) == "threads" ||
+         std::string(key.name) == "cuda-graphs";
 }
 
 // The model `shape` describes.
@@ -73,6 +74,9 @@ void validate(const BenchOptions& o) {
   require_between(o.train_steps, 0, 1000000, "train-steps");
   require_between(o.warmup_steps, -1, 1000000, "warmup-steps");
   require_between(o.rounds, 1, 1000, "rounds");
+  if (o.shape.cuda_graphs != "auto" && o.shape.cuda_graphs != "on" && o.shape.cuda_graphs != "off") {
+    throw InputError("--cuda-graphs must be auto, on or off, not '" + o.shape.cuda_graphs + "'");
+  }
   require_between(o.decode_sentences, 0, 100000, "decode-sentences");
   require_between(o.leak_steps, 0, 1000000, "leak-steps");
   // The traces are written after all the timed work: a folder that cannot take them is found now.
@@ -171,7 +175,7 @@ int run_bench(BenchOptions o) {
   Report report(o.json);
   const int64_t parameters = make_model(m, o.seed)->parameter_count();
   report.add({{"record", "setup"}, {"impl", "trafo"}, {"version", TRAFO_VERSION}, {"torch", TORCH_VERSION},
-              {"threads", threads}, {"device", device.str()}, {"native_bf16", native_bf16},
+              {"threads", threads}, {"device", device.str()}, {"cuda_graphs", device.is_cuda() && o.shape.cuda_graphs != "off"}, {"native_bf16", native_bf16},
               {"cpu_kernels", ops::isa_name(ops::cpu_isa())}, {"vocab_size", m.vocab_size}, {"d_model", m.d_model}, {"heads", m.heads},
               {"encoder_layers", m.encoder_layers}, {"decoder_layers", m.decoder_layers}, {"d_ff", m.d_ff},
               {"norm", m.norm}, {"parameters", parameters}, {"batch_tokens", o.batch_tokens},
@@ -199,6 +203,7 @@ int run_bench(BenchOptions o) {
     bench::TrainOptions options;
     options.device = device;
     options.bf16 = precision == "bf16";
+    options.cuda_graphs = o.shape.cuda_graphs != "off";  // auto: on, the benchmark times what it is given
     options.warmup_steps = o.warmup_steps;
     options.timed_steps = o.train_steps;
     options.rounds = o.rounds;

@@ -149,7 +149,7 @@ std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::memory_keys_valu
 }
 
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& query, const torch::Tensor& memory,
-                                              const torch::Tensor& mask, AttentionCache* cache) {
+                                              const torch::Tensor& mask, AttentionCache* cache, bool causal) {
   torch::Tensor q, k, v;
   if (self_attention_) {
     auto qkv = qkv_proj(query).chunk(3, -1);  // 3 × [B,Tq,d]
@@ -180,6 +180,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& query, const 
   call.dropout = dropout_;
   call.training = is_training();
   call.cached_step = cache != nullptr;
+  call.causal = causal && cache == nullptr;
   call.fused = fused_;
   call.weights = keep_weights_ ? &last_weights_ : nullptr;
   return out_proj(ops::attention(q, k, v, mask, call));  // [B,Tq,d]

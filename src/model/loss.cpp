@@ -18,10 +18,14 @@ LossSums projected_loss(const torch::Tensor& hidden, const torch::Tensor& weight
 }
 
 LossSums batch_loss(Transformer& model, const torch::Tensor& src, const torch::Tensor& tgt_in,
-                    const torch::Tensor& tgt_out, double epsilon) {
+                    const torch::Tensor& tgt_out, double epsilon, bool select_rows) {
   const int64_t pad_id = model->config().pad_id;
   const auto hidden = model->decode(tgt_in, model->encode(src), model->source_mask(src));  // [B,T,d]
   const auto target = tgt_out.reshape({-1});                                                // [B*T]
+  if (!select_rows) {
+    return ops::projection_loss(hidden.reshape({-1, hidden.size(-1)}), model->output_weight(), model->output_bias(),
+                                target, epsilon, pad_id);
+  }
   const auto real = target.ne(pad_id).nonzero().squeeze(1);                                 // [N]
   return ops::projection_loss(hidden.reshape({-1, hidden.size(-1)}).index_select(0, real), model->output_weight(),
                               model->output_bias(), target.index_select(0, real), epsilon, pad_id);

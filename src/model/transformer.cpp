@@ -51,7 +51,9 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& memory,
                                         const torch::Tensor& self_mask, const torch::Tensor& src_mask,
                                         AttentionCache* self_cache, AttentionCache* cross_cache) {
-  auto h = self_residual(x, [&](const torch::Tensor& y) { return self_attention(y, y, self_mask, self_cache); });
+  // Without a cache the self mask is the plain causal one (TransformerImpl::decode).
+  const bool causal = self_cache == nullptr && self_mask.defined();
+  auto h = self_residual(x, [&](const torch::Tensor& y) { return self_attention(y, y, self_mask, self_cache, causal); });
   h = cross_residual(h, [&](const torch::Tensor& y) { return cross_attention(y, memory, src_mask, cross_cache); });
   return feed_forward_residual(h, [&](const torch::Tensor& y) { return feed_forward(y); });
 }

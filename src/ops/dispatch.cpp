@@ -82,8 +82,9 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   if (call.weights != nullptr || !call.fused || cpu_dropout || cpu_bf16_training) {
     context = plain_attention(q, k, v, mask, call.dropout, call.training, call.weights);
   } else {
-    const auto attn_mask = mask.defined() ? std::optional<at::Tensor>(mask) : std::nullopt;
-    context = at::scaled_dot_product_attention(q, k, v, attn_mask, call.training ? call.dropout : 0.0);
+    const bool causal = call.causal && q.is_cuda() && q.size(2) == k.size(2);
+    const auto attn_mask = mask.defined() && !causal ? std::optional<at::Tensor>(mask) : std::nullopt;
+    context = at::scaled_dot_product_attention(q, k, v, attn_mask, call.training ? call.dropout : 0.0, causal);
   }
   return context.transpose(1, 2).reshape({q.size(0), q.size(2), q.size(1) * q.size(3)});  // [B,Tq,h·d_k]
 }

@@ -175,6 +175,8 @@ void validate(const TrainConfig& c) {
   require(c.device == "cpu" || c.device == "cuda" || c.device == "auto", "device must be cpu, cuda or auto");
   util::resolve_threads(c.threads);  // the one check of --threads, shared with the other commands
   require(c.precision == "fp32" || c.precision == "bf16" || c.precision == "auto", "precision must be fp32, bf16 or auto");
+  require(c.cuda_graphs == "auto" || c.cuda_graphs == "on" || c.cuda_graphs == "off",
+          "cuda-graphs must be auto, on or off");
   require(!c.run_dir.empty(), "run-dir must not be empty");
   require(c.nproc >= 1 && c.nproc <= 1024, "nproc must be between 1 and 1024");
   require(std::isfinite(c.dist_timeout) && c.dist_timeout > 0 && c.dist_timeout <= 86400,

@@ -54,7 +54,13 @@ Precision resolve(const std::string& requested, bool cuda, bool cuda_native_bf16
 }  // namespace
 
 Precision resolve_precision(const std::string& requested, bool cuda, bool cuda_native_bf16,
-                            const std::set<std::string>& cpu_flags, const std::function<double()>& cpu_speedup) {
+                            const std::set<std::string>& cpu_flags, const std::function<double()>& cpu_speedup,
+                            const std::function<double()>& cuda_speedup) {
+  if (cuda) {
+    return resolve(requested, cuda, cuda_native_bf16, cpu_flags,
+                   Probe{"training steps of this model", kMinCudaBf16Speedup, static_cast<bool>(cuda_speedup),
+                         cuda_speedup});
+  }
   return resolve(requested, cuda, cuda_native_bf16, cpu_flags, Probe{"matmuls", kMinBf16Speedup, false, cpu_speedup});
 }
 
@@ -93,10 +99,11 @@ double cpu_bf16_speedup() {
   return seconds(at::kFloat) / std::max(seconds(at::kBFloat16), 1e-9);
 }
 
-Precision pick_precision(const std::string& requested, const c10::Device& device, const std::string& what) {
+Precision pick_precision(const std::string& requested, const c10::Device& device, const std::string& what,
+                         const std::function<double()>& cuda_speedup) {
   const bool cuda = device.is_cuda();
   auto precision = resolve_precision(requested, cuda, cuda && cuda_native_bf16(),
-                                     cuda ? std::set<std::string>{} : cpu_bf16_flags(), cpu_bf16_speedup);
+                                     cuda ? std::set<std::string>{} : cpu_bf16_flags(), cpu_bf16_speedup, cuda_speedup);
   if (precision.emulated) spdlog::warn("bf16 is emulated on this device ({}): {} will be slow", precision.reason, what);
   return precision;
 }

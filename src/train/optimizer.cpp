@@ -1,5 +1,6 @@
 #include "trafo/train/optimizer.h"
 
+#include <optional>
 #include <tuple>
 #include <type_traits>
 #include <unordered_map>
@@ -15,31 +16,71 @@
 namespace trafo::train {
 namespace {
 
+// The device's count of applied steps for each parameter, which bias-corrects its moments. The
+// host's count in the base class's state counts the steps tried; the two differ by the steps the
+// device skipped, and to_host() makes them one again (before a checkpoint takes the state).
+class DeviceStepCounts {
+ public:
+  // p's count, made from `host_step` the first time (or after forget()).
+  const at::Tensor& of(const at::Tensor& p, int64_t host_step) {
+    auto& count = counts_[p.unsafeGetTensorImpl()];
+    if (!count.defined()) count = torch::full({}, static_cast<double>(host_step), p.options().dtype(torch::kFloat));
+    return count;
+  }
+  // Sets `state`'s host counts to the device's: one read-back for all of them.
+  template <typename ParamState>
+  void to_host(torch::optim::Optimizer& optimizer) {
+    if (counts_.empty()) return;
+    std::vector<void*> keys;
+    std::vector<at::Tensor> counts;
+    for (const auto& [key, count] : counts_) {
+      keys.push_back(key);
+      counts.push_back(count);
+    }
+    const auto values = torch::stack(counts).to(torch::kCPU, torch::kDouble);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const auto found = optimizer.state().find(keys[i]);
+      if (found == optimizer.state().end()) continue;
+      static_cast<ParamState&>(*found->second).step(static_cast<int64_t>(values[static_cast<int64_t>(i)].item<double>()));
+    }
+  }
+  void forget() { counts_.clear(); }  // the host's counts were set anew (a checkpoint loaded)
+
+ private:
+  std::unordered_map<void*, at::Tensor> counts_;  // by parameter, as the base's state_
+};
+
 // Base's step() loops over the parameters a few tensor ops each; this one gathers the parameters
-// with a gradient and updates them in one call, as torch/optim/adam.py's _fused_adam does. The
-// kernel's arithmetic is the base's: Adam adds weight_decay·p to the gradient, AdamW first scales p
-// by 1 - lr·weight_decay; then m ← β1·m + (1-β1)·g, v ← β2·v + (1-β2)·g²,
-// p ← p - lr/(1-β1^t) · m / (√v/√(1-β2^t) + eps).
+// with a gradient and updates them in one call, as torch/optim/adam.py's _fused_adam does, skipping
+// on the device as that does with found_inf. The kernel's arithmetic is the base's: Adam adds
+// weight_decay·p to the gradient, AdamW first scales p by 1 - lr·weight_decay; then
+// m ← β1·m + (1-β1)·g, v ← β2·v + (1-β2)·g², p ← p - lr/(1-β1^t) · m / (√v/√(1-β2^t) + eps).
 template <typename Base, typename Options, typename ParamState>
-class FusedAdam final : public Base {
+class FusedAdam final : public Base, public SkippableStep {
  public:
   FusedAdam(std::vector<torch::Tensor> params, const Options& options) : Base(std::move(params), options) {}
 
   torch::Tensor step(torch::optim::Optimizer::LossClosure closure = nullptr) override {
-    torch::NoGradGuard no_grad;
     torch::Tensor loss;
     if (closure != nullptr) {
       at::AutoGradMode enable_grad(true);
       loss = closure();
     }
-    for (auto& group : this->param_groups_) update(group);
+    step_unless({});
     return loss;
   }
+
+  void step_unless(const at::Tensor& skip, const at::Tensor& lr = {}) override {
+    torch::NoGradGuard no_grad;
+    for (auto& group : this->param_groups_) update(group, skip, lr);
+  }
+
+  DeviceStepCounts& counts() { return counts_; }
 
  private:
   static constexpr bool kDecoupledWeightDecay = std::is_same_v<Base, torch::optim::AdamW>;
 
-  void update(torch::optim::OptimizerParamGroup& group) {
+  void update(torch::optim::OptimizerParamGroup& group, const at::Tensor& skip, const at::Tensor& lr) {
     const auto& options = static_cast<const Options&>(group.options());
     TORCH_CHECK(!options.amsgrad(), "the fused Adam does not support amsgrad");
     std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
@@ -53,21 +94,34 @@ class FusedAdam final : public Base {
       exp_avgs.push_back(states.back()->exp_avg());
       exp_avg_sqs.push_back(states.back()->exp_avg_sq());
     }
-    // The caller counts the steps, as adam.py does; only once every check above has passed.
-    for (size_t i = 0; i < params.size(); ++i) {
-      states[i]->step(states[i]->step() + 1);
-      steps.push_back(step_tensor(params[i], states[i]->step()));
-    }
     if (params.empty()) return;
+    // The host counts the steps tried, as adam.py does, only once every check above has passed; the
+    // device's counts go up by one and back down where the step is skipped.
+    for (size_t i = 0; i < params.size(); ++i) {
+      steps.push_back(counts_.of(params[i], states[i]->step()));
+      states[i]->step(states[i]->step() + 1);
+    }
+    at::_foreach_add_(steps, 1);
     const auto [beta1, beta2] = options.betas();
     const std::vector<torch::Tensor> no_max_exp_avg_sqs;  // amsgrad only
-    if constexpr (kDecoupledWeightDecay) {
-      at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, no_max_exp_avg_sqs, steps, options.lr(), beta1, beta2,
-                        options.weight_decay(), options.eps(), /*amsgrad=*/false, /*maximize=*/false);
+    const std::optional<at::Tensor> found_inf = skip.defined() ? std::optional<at::Tensor>(skip) : std::nullopt;
+    const auto run = [&](const auto& rate) {
+      if constexpr (kDecoupledWeightDecay) {
+        at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, no_max_exp_avg_sqs, steps, rate, beta1, beta2,
+                          options.weight_decay(), options.eps(), /*amsgrad=*/false, /*maximize=*/false,
+                          /*grad_scale=*/std::nullopt, found_inf);
+      } else {
+        at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, no_max_exp_avg_sqs, steps, rate, beta1, beta2,
+                         options.weight_decay(), options.eps(), /*amsgrad=*/false, /*maximize=*/false,
+                         /*grad_scale=*/std::nullopt, found_inf);
+      }
+    };
+    if (lr.defined()) {
+      run(lr);
     } else {
-      at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, no_max_exp_avg_sqs, steps, options.lr(), beta1, beta2,
-                       options.weight_decay(), options.eps(), /*amsgrad=*/false, /*maximize=*/false);
+      run(options.lr());
     }
+    if (found_inf) at::_foreach_sub_(steps, std::vector<at::Tensor>(steps.size(), skip));
   }
 
   // The base class's state of p (created as the base creates it), so that save() and load() hold it.
@@ -90,16 +144,7 @@ class FusedAdam final : public Base {
     return state;
   }
 
-  // The kernel reads the step count from a float tensor (exact up to 2^24 steps); the int64 count in
-  // the state stays the one that save() writes.
-  const torch::Tensor& step_tensor(const torch::Tensor& p, int64_t step) {
-    auto& tensor = step_tensors_[p.unsafeGetTensorImpl()];
-    if (!tensor.defined()) tensor = torch::zeros({}, p.options().dtype(torch::kFloat));
-    tensor.fill_(static_cast<double>(step));
-    return tensor;
-  }
-
-  std::unordered_map<void*, torch::Tensor> step_tensors_;  // by parameter, as the base's state_
+  DeviceStepCounts counts_;
 };
 
 using FusedAdamL2 = FusedAdam<torch::optim::Adam, torch::optim::AdamOptions, torch::optim::AdamParamState>;
@@ -138,6 +183,8 @@ NamedParameters named_parameters(const torch::nn::Module& module) {
 
 std::map<std::string, torch::Tensor> optimizer_state(torch::optim::Optimizer& optimizer,
                                                      const NamedParameters& parameters) {
+  if (auto* adam = dynamic_cast<FusedAdamL2*>(&optimizer)) adam->counts().to_host<torch::optim::AdamParamState>(optimizer);
+  if (auto* adamw = dynamic_cast<FusedAdamW*>(&optimizer)) adamw->counts().to_host<torch::optim::AdamWParamState>(optimizer);
   std::map<std::string, torch::Tensor> tensors;
   for (const auto& [name, p] : parameters) {
     const auto found = optimizer.state().find(p.unsafeGetTensorImpl());
@@ -172,6 +219,8 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, const NamedParamet
       put_state<torch::optim::AdamParamState>(optimizer, p, exp_avg->second, exp_avg_sq->second, count);
     }
   }
+  if (auto* adam = dynamic_cast<FusedAdamL2*>(&optimizer)) adam->counts().forget();
+  if (auto* adamw = dynamic_cast<FusedAdamW*>(&optimizer)) adamw->counts().forget();
 }
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::string& name, std::vector<torch::Tensor> params,

@@ -4,7 +4,10 @@
 #include <chrono>
 #include <thread>
 
+#include <fmt/format.h>
 #include <torch/torch.h>
+
+#include "trafo/train/step_graphs.h"
 
 namespace trafo::train {
 using run_config::TrainConfig;
@@ -50,7 +53,34 @@ Placement::Placement(const TrainConfig& c, const dist::Environment& environment)
     : load(make_load_meter(c, environment)),
       threads(use_threads(c, environment, load, busy_at_start)),
       device(pick_device(c, environment)),
-      precision(runtime::pick_precision(c.precision, device, "training")),
-      replicas(environment, device, timeout(c)) {}
+      timer(c, device),
+      precision(runtime::pick_precision(c.precision, device, "training",
+                                        [&] {
+                                          const bool graphs = c.cuda_graphs != "off";  // as the run will train
+                                          return timer.seconds(false, graphs) / timer.seconds(true, graphs);
+                                        })),
+      replicas(environment, device, timeout(c)) {
+  if (!device.is_cuda()) return;
+  cuda_graphs = false;
+  if (c.cuda_graphs == "off") {
+    cuda_graphs_reason = "CUDA graphs off (--cuda-graphs off)";
+  } else if (!StepGraphs::built()) {
+    cuda_graphs_reason = "CUDA graphs off: this build of trafo has none";
+  } else if (!graphs_apply(c) || replicas.size() > 1) {
+    cuda_graphs_reason = "CUDA graphs off: they need one process, --accumulate 1 and no LayerDrop";
+  } else if (c.cuda_graphs == "on") {
+    cuda_graphs = true;
+    cuda_graphs_reason = "CUDA graphs on (--cuda-graphs on)";
+  } else {
+    const double with = timer.seconds(precision.bf16, true), without = timer.seconds(precision.bf16, false);
+    cuda_graphs = with < without;
+    cuda_graphs_reason = fmt::format("CUDA graphs {}: --cuda-graphs auto, {} steps of this model ran {:.2f}x as fast "
+                                     "replayed (padded to shape buckets) as eagerly",
+                                     cuda_graphs ? "on" : "off", precision.name(), without / std::max(with, 1e-9));
+  }
+  if (cuda_graphs) {
+    cuda_graphs_reason += "; each shape bucket's step is captured the second time it comes and replayed after";
+  }
+}
 
 }  // namespace trafo::train

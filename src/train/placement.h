@@ -2,7 +2,10 @@
 // device and training precision, and its replicas. Part of a train::Session; internal to train/.
 #pragma once
 
+#include <map>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include <c10/core/Device.h>
 
@@ -13,6 +16,26 @@
 #include "replicas.h"
 
 namespace trafo::train {
+
+// Training steps of `config`'s model on CUDA `device`, timed for the choices auto makes there
+// (--precision, --cuda-graphs): a fresh model of its shape on a random batch of its token budget,
+// sentences of 37 pieces (a length off the bucket ladder, so that CUDA graphs pay their usual
+// padding), 3 untimed then 5 timed steps per variant, each variant timed once. The random
+// generators are left as they were.
+class CudaStepTimer {
+ public:
+  CudaStepTimer(const run_config::TrainConfig& config, const c10::Device& device) : config_(config), device_(device) {}
+  double seconds(bool bf16, bool graphs);  // of the 5 timed steps
+
+ private:
+  const run_config::TrainConfig& config_;
+  c10::Device device_;
+  std::map<std::pair<bool, bool>, double> seconds_;
+};
+
+// Whether CUDA graphs apply at all to `config` (one batch per update, no LayerDrop; one process is
+// the caller's to add).
+bool graphs_apply(const run_config::TrainConfig& config);
 
 struct Placement {
   // Sets this process's threads (at::set_num_threads) and joins the replicas of `environment`.
@@ -26,8 +49,11 @@ struct Placement {
   double busy_at_start = 0.0;           // cores other processes kept busy at start (with `load`)
   int threads;                          // this process's, now (the training loop follows the load)
   const c10::Device device;
+  CudaStepTimer timer;                  // auto's timings on CUDA, taken when asked
   const runtime::Precision precision;   // --precision resolved for `device`
   Replicas replicas;
+  bool cuda_graphs = false;             // --cuda-graphs resolved (false on the CPU)
+  std::string cuda_graphs_reason;       // train.log's line on CUDA ("" on the CPU)
 };
 
 }  // namespace trafo::train

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -13,6 +14,7 @@
 #include "trafo/report/run_advice.h"
 #include "trafo/train/progress_line.h"
 #include "trafo/train/schedule.h"
+#include "trafo/train/step_graphs.h"
 #include "trafo/train/train_step.h"
 #include "trafo/util/memory.h"
 #include "session.h"
@@ -75,7 +77,7 @@ class TrainingLoop {
         progress_(p_.training.progress),
         step_(p_.model, *p_.training.optimizer, p_.place.device,
               StepOptions{c_.label_smoothing, c_.clip_norm, p_.place.precision.bf16, c_.src_word_dropout,
-                          c_.tgt_word_dropout, p_.tags},
+                          c_.tgt_word_dropout, p_.tags, p_.place.cuda_graphs},
               &p_.place.replicas),
         line_(c_, p_.batcher.batches_per_epoch(), p_.clock.max_time_s()),
         stop_requested_(stop_requested),
@@ -86,20 +88,27 @@ class TrainingLoop {
 
   // A fine-tuned run is validated before its first step (`validate_first`, rank 0): what it starts
   // from, as `trafo eval` sees it.
+  //
+  // Each update is queued before the one before it is read (docs/design.md "A step that never
+  // waits"): the host learns whether an update was applied, and its loss and norm, while the device
+  // works on the next. An update that would end on a log, validation or checkpoint step, or on the
+  // last step, is read at once, so that those see the weights of that step and no later one.
   TrainResult run(bool validate_first) {
     window_ = Window{};
     if (validate_first && progress_.step == 0) validate_and_checkpoint();
     std::string reason;
+    std::optional<StepResult> pending;
     while ((reason = stop_reason()).empty()) {
-      const auto update = take_step();
+      auto update = take_step(pending.has_value());
       follow_load();
-      if (!update) continue;  // skipped by the NaN guard
-      if (every(c_.log_every)) log_train(*update);
-      if (main() && every(c_.valid_every)) validate_and_checkpoint();
-      if (main() && every(c_.checkpoint_every)) {
-        p_.folder.save_numbered(progress_.step, make_checkpoint(), c_.keep_checkpoints);
+      if (pending) settle(*std::exchange(pending, std::nullopt));
+      if (read_at_once()) {
+        if (settle(update)) after_update(update);
+      } else {
+        pending = std::move(update);
       }
     }
+    if (pending) settle(*pending);
     return finish(reason);
   }
 
@@ -127,36 +136,64 @@ class TrainingLoop {
     return "";
   }
 
-  // One update of `accumulate` global batches; empty when the NaN guard skipped it. The data stream
-  // moves on either way; too many skipped in a row end the run.
-  std::optional<StepResult> take_step() {
+  // Queues one update of `accumulate` global batches; the data stream moves on whether or not the
+  // device applies it. Its learning rate counts `unread` updates not yet read as applied.
+  StepResult take_step(bool unread) {
     std::vector<data::Batch> batches;
     for (int64_t i = 0; i < c_.accumulate; ++i) batches.push_back(p_.batcher.next());
-    const auto update = step_.run(batches, inverse_sqrt_lr(progress_.step + 1, c_.lr, c_.warmup_steps));
+    const int64_t step = progress_.step + (unread ? 1 : 0) + 1;
+    auto update = step_.run(batches, inverse_sqrt_lr(step, c_.lr, c_.warmup_steps));
     window_.communication_s += update.communication_s;
     for (const auto& batch : batches) {
       if (batch.corpus == 0) epoch_now_ = batch.position.epoch + 1;
       corpus_pairs_[static_cast<size_t>(batch.corpus)] += static_cast<int64_t>(batch.pairs.size());
     }
     progress_.data = batches.back().next;
-    if (!update.applied) {
+    return update;
+  }
+
+  // Whether the update just queued must be read before the next is queued: it may end on a step that
+  // logs, validates, checkpoints or ends the run, or the moving average follows every applied step.
+  bool read_at_once() const {
+    const int64_t step = progress_.step + 1;
+    const auto at = [&](int64_t every) { return every > 0 && step % every == 0; };
+    return p_.training.average || at(c_.log_every) || at(c_.valid_every) || at(c_.checkpoint_every) ||
+           (c_.max_steps > 0 && step >= c_.max_steps);
+  }
+
+  // Reads an update (waiting for it if the device has not finished it) and counts it: false when the
+  // NaN guard skipped it. Too many skipped in a row end the run.
+  bool settle(const StepResult& update) {
+    if (!update.applied()) {
+      ++skipped_in_a_row_;
+      ++skipped_total_;
       spdlog::warn("step {}: non-finite loss or gradient, update skipped ({} in a row)", progress_.step + 1,
-                   step_.skipped_in_a_row());
-      if (step_.skipped_in_a_row() >= kMaxSkippedUpdatesInARow) {
+                   skipped_in_a_row_);
+      if (skipped_in_a_row_ >= kMaxSkippedUpdatesInARow) {
         record("end", {{"reason", "nan"}});
         const auto checkpoints = p_.folder.checkpoints();
-        throw RunError("training diverged: " + std::to_string(step_.skipped_in_a_row()) +
+        throw RunError("training diverged: " + std::to_string(skipped_in_a_row_) +
                        " updates in a row had a non-finite loss; the newest checkpoint is " +
                        (checkpoints.empty() ? std::string("none") : checkpoints.front().string()));
       }
-      return std::nullopt;
+      return false;
     }
+    skipped_in_a_row_ = 0;
     ++progress_.step;
     if (p_.training.average) p_.training.average->update(progress_.step);
-    window_.loss += update.loss;
+    window_.loss += update.loss();
     window_.tokens += update.target_tokens;
     ++window_.steps;
-    return update;
+    return true;
+  }
+
+  // What follows an applied update read at once: the log line, validation and checkpoints.
+  void after_update(const StepResult& update) {
+    if (every(c_.log_every)) log_train(update);
+    if (main() && every(c_.valid_every)) validate_and_checkpoint();
+    if (main() && every(c_.checkpoint_every)) {
+      p_.folder.save_numbered(progress_.step, make_checkpoint(), c_.keep_checkpoints);
+    }
   }
 
   // With --threads 0, every kLoadCheckEvery: the threads the cores other processes leave free allow.
@@ -177,8 +214,8 @@ class TrainingLoop {
     const double seconds = std::chrono::duration<double>(Clock::now() - window_.start).count();
     const double loss = p_.place.replicas.sum(window_.loss) / static_cast<double>(window_.tokens);
     const double tokens_per_s = static_cast<double>(window_.tokens) / std::max(seconds, 1e-9);
-    nlohmann::json fields = {{"loss", loss}, {"lr", update.lr}, {"grad_norm", update.grad_norm},
-                             {"tgt_tokens_per_s", tokens_per_s}, {"skipped_updates", step_.skipped_total()}};
+    nlohmann::json fields = {{"loss", loss}, {"lr", update.lr}, {"grad_norm", update.grad_norm()},
+                             {"tgt_tokens_per_s", tokens_per_s}, {"skipped_updates", skipped_total_}};
     if (p_.place.replicas.size() > 1) fields["allreduce_s"] = window_.communication_s / static_cast<double>(window_.steps);
     if (corpus_pairs_.size() > 1) {
       // Pairs this process took from each corpus since the last train record.
@@ -242,6 +279,10 @@ class TrainingLoop {
       for (const auto& sentence : advice) spdlog::info("{}", sentence);
       if (!advice.empty()) end["advice"] = advice;
     }
+    if (const auto* graphs = step_.graphs()) {
+      spdlog::info("CUDA graphs: {} shape buckets captured, {} steps replayed{}", graphs->captured(), graphs->replays(),
+                   graphs->failure().empty() ? "" : "; captures stopped: " + graphs->failure());
+    }
     record("end", end);
     TrainResult result;
     result.reason = reason;
@@ -276,6 +317,8 @@ class TrainingLoop {
   int64_t epoch_now_;
   std::vector<int64_t> corpus_pairs_;  // taken from each corpus since the last train record
   int64_t last_validated_ = -1;
+  int64_t skipped_in_a_row_ = 0;  // NaN guard: updates skipped since the last applied one
+  int64_t skipped_total_ = 0;
   Window window_;
   Clock::time_point load_checked_ = Clock::now();
 };
@@ -294,6 +337,7 @@ TrainResult Trainer::run() {
                     stop_requested_);
   loop.record("start", start_record(s));
   log_start(s);
+  if (s.place.device.is_cuda()) spdlog::info("{}", s.place.cuda_graphs_reason);
   return loop.run(/*validate_first=*/s.main_rank() && s.fine_tuned());
 }
 

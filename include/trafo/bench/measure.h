@@ -36,6 +36,7 @@ struct TrainOptions {
   double lr = 1e-4;                // constant; Adam betas 0.9/0.98, eps 1e-9 as trafo train's defaults
   double label_smoothing = 0.1;
   double clip_norm = 1.0;          // 0: off
+  bool cuda_graphs = false;        // on CUDA: each batch's shape bucket replayed as a CUDA graph
   std::string profile_path;        // not empty: after the timed rounds, 3 more steps under the profiler
                                    // (CPU ops, and CUDA kernels on CUDA), its Chrome trace written here
                                    // (bench/profile_summary.py reads it)

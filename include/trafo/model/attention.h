@@ -60,8 +60,10 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
 
   // query [B,Tq,d], memory [B,Tk,d] (ignored for self-attention), mask broadcastable to
   // [B,1,Tq,Tk] (undefined: attend everywhere), cache: see AttentionCache. Returns [B,Tq,d].
+  // `causal`: the mask is the plain causal one over the queries themselves, which lets CUDA's SDPA
+  // take its causal kernels instead of reading the mask.
   torch::Tensor forward(const torch::Tensor& query, const torch::Tensor& memory, const torch::Tensor& mask,
-                        AttentionCache* cache = nullptr);
+                        AttentionCache* cache = nullptr, bool causal = false);
 
   // Cross-attention: the keys and values [B,h,S,d_k] of encoder memory [B,S,d].
   std::pair<torch::Tensor, torch::Tensor> memory_keys_values(const torch::Tensor& memory);

@@ -22,9 +22,10 @@ LossSums label_smoothed_loss(const at::Tensor& logits, const at::Tensor& target,
 // src [B,S], tgt_in and tgt_out [B,T], on the model's device -> the LossSums of
 // label_smoothed_loss(model(src, tgt_in), tgt_out, ...), through ops::projection_loss over the
 // non-padding rows (its kernel choice: the fused projection and loss on the CPU, in bf16 products
-// under bf16 autocast).
+// under bf16 autocast). Choosing those rows waits for the device; with `select_rows` false every row
+// goes through, the padding masked in the sums: no host sync and the same shapes every call (CUDA).
 LossSums batch_loss(Transformer& model, const at::Tensor& src, const at::Tensor& tgt_in, const at::Tensor& tgt_out,
-                    double epsilon);
+                    double epsilon, bool select_rows = true);
 
 // hidden [N,d], weight [V,d], bias [V] (or undefined), target [N] -> the LossSums of
 // label_smoothed_loss(hidden·weightᵀ + bias, target, epsilon, pad_id), `chunk_rows` rows at a time

@@ -44,6 +44,9 @@ struct AttentionCall {
   at::Tensor* weights = nullptr;  // keep the weights [B,h,Tq,Tk] here (the explicit maths)
   // A cached step whose rows joined at different steps: row b's keys begin at (*starts)[b].
   const std::vector<int64_t>* starts = nullptr;
+  // The mask is the plain causal one [1,1,T,T] over the queries: on CUDA, SDPA gets is_causal and no
+  // mask, so that its flash and memory-efficient kernels skip reading one.
+  bool causal = false;
 };
 
 // Attention as above, heads merged: [B,Tq,h·d_k]. In order:

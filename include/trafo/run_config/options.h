@@ -83,6 +83,7 @@ struct TrainConfig {
   std::string device = "auto";        // cpu | cuda | auto
   int threads = 0;                    // intra-op threads (0: the cores others leave free, followed)
   std::string precision = "auto";     // fp32 | bf16 (autocast, fp32 master weights) | auto (runtime/precision.h)
+  std::string cuda_graphs = "auto";   // auto | on | off: CUDA graphs of the training step (train/step_graphs.h)
   uint64_t seed = 1;
 
   // Data parallelism (torchrun's environment variables, or --nproc on one machine).

@@ -31,12 +31,16 @@ constexpr double kMinBf16Speedup = 1.2;
 // The same for decoding: a margin over timing noise, so that validation and a later eval on the
 // same machine choose alike.
 constexpr double kMinBf16DecodingSpeedup = 1.1;
+// The same for training on CUDA, timed on whole training steps of the model: a margin over noise.
+constexpr double kMinCudaBf16Speedup = 1.05;
 
 // `requested` is fp32, bf16 or auto; `cpu_flags` as named in /proc/cpuinfo (only the bf16 ones
 // matter); `cpu_speedup` gives bf16 / fp32 matmul speed on this CPU, called only where auto finds
-// the flags on a CPU run.
+// the flags on a CPU run; `cuda_speedup`, where given, bf16 / fp32 speed of the model's training
+// steps on a CUDA device with native bf16 (without it such a device takes bf16 untimed).
 Precision resolve_precision(const std::string& requested, bool cuda, bool cuda_native_bf16,
-                            const std::set<std::string>& cpu_flags, const std::function<double()>& cpu_speedup);
+                            const std::set<std::string>& cpu_flags, const std::function<double()>& cpu_speedup,
+                            const std::function<double()>& cuda_speedup = {});
 
 // The same for decoding: `decoding_speedup` gives bf16 / fp32 speed of decoding steps of the model,
 // called where auto finds native bf16 (CPU flags, or a CUDA device of compute capability >= 8.0).
@@ -55,7 +59,9 @@ bool cuda_native_bf16();
 
 // What every command runs: resolve_precision for `device` with this machine's flags and timing
 // (on the current intra-op threads); bf16 where it is emulated warns once, naming `what` ("training").
-Precision pick_precision(const std::string& requested, const c10::Device& device, const std::string& what);
+// On CUDA, `cuda_speedup` (where given) times the model's training steps in both precisions.
+Precision pick_precision(const std::string& requested, const c10::Device& device, const std::string& what,
+                         const std::function<double()>& cuda_speedup = {});
 // resolve_decoding_precision for `device` with this machine's flags; `decoding_speedup` times the
 // model (decode::bf16_decoding_speedup), or test_hooks().bf16_decoding_speedup gives the number (tests).
 // bf16 where it is emulated warns unless `quiet` (validation: training has warned already).
