@@ -194,32 +194,38 @@ def make_model(c, seed, device="cpu"):
 
 # ---- training ----
 
-def make_training_step(c, bf16, seed, device):
-    """One step as a PyTorch user writes it; returns the smoothed loss per target token."""
+def make_training_step(c, bf16, seed, device, loop="reference"):
+    """One step as a PyTorch user writes it; returns the smoothed loss per target token.
+
+    loop "reference": Adam's default implementation, the loss read back every step. "plain": the
+    loop a user tuning for a GPU writes: fused Adam, the loss read back only when asked (a tensor is
+    returned). "compile": that, with the model under torch.compile (dynamic shapes)."""
     model = make_model(c, seed, device)
     model.train()
     # transformers' Trainer uses AdamW, with no weight decay by default: Adam's update.
     kind = torch.optim.AdamW if c.get("model") == "marian" else torch.optim.Adam
-    optimizer = kind(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.0)
+    fused = {"fused": True} if loop != "reference" else {}
+    optimizer = kind(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.0, **fused)
+    forward = torch.compile(model, dynamic=True) if loop == "compile" else model
 
     def step(batch):
         src, tgt_in, tgt_out, pairs = batch
         tokens = sum(T for _, T in pairs)
         optimizer.zero_grad(set_to_none=True)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-            logits = model(src, tgt_in)  # [B,T,V]
+            logits = forward(src, tgt_in)  # [B,T,V]
         loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), tgt_out.view(-1), ignore_index=PAD,
                                label_smoothing=0.1, reduction="sum")
         (loss / tokens).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
-        return loss.item() / tokens
+        return loss.item() / tokens if loop == "reference" else loss.detach() / tokens
 
     return step
 
 
-def measure_training(c, batches, bf16, warmup, steps, rounds, seed, device, log):
-    step = make_training_step(c, bf16, seed, device)
+def measure_training(c, batches, bf16, warmup, steps, rounds, seed, device, log, loop="reference"):
+    step = make_training_step(c, bf16, seed, device, loop)
     n = len(batches)
     for i in range(warmup):
         step(batches[i % n])
@@ -232,6 +238,7 @@ def measure_training(c, batches, bf16, warmup, steps, rounds, seed, device, log)
             loss = step(batches[i % n])
         synchronize(device)
         seconds.append(time.perf_counter() - started)
+        loss = float(loss)
         log(f"training {'bf16' if bf16 else 'fp32'} round {r + 1}: {steps} steps in {seconds[-1]:.2f} s, "
             f"{tokens / seconds[-1]:.0f} target tokens/s, loss {loss:.3f}")
     return tokens, flops, seconds
@@ -531,6 +538,9 @@ def parse_args(argv):
     p.add_argument("--model", choices=["torch", "marian"], default="torch",
                    help="torch: torch.nn.Transformer as written above; marian: transformers' MarianMTModel "
                         "(training only: give --decode-sentences 0)")
+    p.add_argument("--loop", choices=["reference", "plain", "compile"], default="reference",
+                   help="reference: Adam's default implementation, the loss read every step; plain: fused Adam, "
+                        "the loss read once a round; compile: plain with the model under torch.compile")
     p.add_argument("--check", action="store_true",
                    help="check that the cached decoder agrees with the recomputing one, then exit")
     defaults = {"vocab-size": 8000, "d-model": 256, "heads": 4, "encoder-layers": 3, "decoder-layers": 3,
@@ -605,7 +615,7 @@ def main(argv):
     rows = sum(len(b[3]) for b in batches)
     parameters = sum(p.numel() for p in make_model(c, args.seed).parameters())
     batches = [(src.to(device), tgt_in.to(device), tgt_out.to(device), pairs) for src, tgt_in, tgt_out, pairs in batches]
-    report({"record": "setup", "impl": "pytorch", "torch": torch.__version__, "threads": threads,
+    report({"record": "setup", "impl": "pytorch", "loop": args.loop, "torch": torch.__version__, "threads": threads,
             "device": str(device), "native_bf16": native_bf16, "vocab_size": c["vocab_size"], "d_model": c["d_model"], "heads": c["heads"],
             "encoder_layers": c["encoder_layers"], "decoder_layers": c["decoder_layers"], "d_ff": c["d_ff"],
             "norm": c["norm"], "parameters": parameters, "batch_tokens": args.batch_tokens, "batches": n,
@@ -627,7 +637,7 @@ def main(argv):
                row("matmul peak 2048x2048", p, f"{peak[p] / 1e9:.1f} GFLOP/s"))
     for p in precisions:
         tokens, round_flops, seconds = measure_training(c, batches, p == "bf16", warmup, steps, args.rounds,
-                                                        args.seed, device, log)
+                                                        args.seed, device, log, args.loop)
         per_s = statistics.median(tokens / s for s in seconds)
         flops_per_s = statistics.median(round_flops / s for s in seconds)
         step_ms = 1000 * statistics.median(seconds) / steps

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Packs what bench/gpu.sh needs on a CUDA machine into device/ (git-ignored): the trafo binary
+# built here, the Debian libraries it links beyond LibTorch and the C runtime, and a copy of a
+# corpus for the real training run. The CUDA machine brings its own PyTorch (the same LibTorch
+# version, built for CUDA), which gpu.sh puts first on the library path.
+# Usage: bench/gpu_pack.sh [CORPUS_DIR]   (default ../shared/data/gettext-enfr when present)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+corpus=${1:-../shared/data/gettext-enfr}
+[ -x build/trafo ] || { echo "gpu_pack: error: build/trafo is missing: run scripts/build.sh" >&2; exit 2; }
+rm -rf device && mkdir -p device/lib
+cp build/trafo device/trafo
+strip device/trafo
+# Everything ldd resolves outside LibTorch's wheel, less glibc, the C++ runtime and CUDA's runtime
+# (the CUDA machine's are newer, and its PyTorch needs them).
+ldd build/trafo | awk '$3 ~ /^\// {print $3}' | grep -v -e '/site-packages/' \
+  -e '/libc\.so' -e '/libm\.so' -e '/libdl\.so' -e '/librt\.so' -e '/libpthread\.so' -e '/ld-linux' \
+  -e '/libstdc++' -e '/libgcc_s' -e '/libcudart' -e '/libcuda\.so' | while read -r lib; do cp -L "$lib" device/lib/; done
+# The sync-free step's and the CUDA graphs' tests, which skip without a GPU.
+if [ -x build/tests/train_step_test ]; then
+  cp build/tests/train_step_test device/ && strip device/train_step_test
+fi
+if [ -d "$corpus" ]; then
+  mkdir -p device/data && cp "$corpus"/* device/data/
+fi
+du -sh device
