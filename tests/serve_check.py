@@ -9,6 +9,7 @@ holds, and prints what failed otherwise.
 
 import argparse
 import atexit
+import gzip
 import json
 import os
 import re
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 
 import requests
 from libretranslatepy import LibreTranslateAPI
@@ -113,6 +115,23 @@ def http_request(method, path, body=b"", content_type="application/json"):
     if body or method == "POST":
         head += "Content-Type: %s\r\nContent-Length: %d\r\n" % (content_type, len(body))
     return head.encode() + b"\r\n" + body
+
+
+def chunked(body, size=1000):
+    """`body` in chunked transfer coding, `size` bytes a chunk."""
+    out = b""
+    for start in range(0, len(body), size):
+        piece = body[start:start + size]
+        out += b"%x\r\n" % len(piece) + piece + b"\r\n"
+    return out + b"0\r\n\r\n"
+
+
+def gzip_request(body, encoding):
+    """A POST /translate whose JSON body is compressed (a few KB that unpack to `body`)."""
+    packed = gzip.compress(body) if encoding == "gzip" else zlib.compress(body)
+    head = ("POST /translate HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n"
+            "Content-Encoding: %s\r\nContent-Length: %d\r\n\r\n" % (encoding, len(packed)))
+    return head.encode() + packed
 
 
 # -- cases ------------------------------------------------------------------------------------------
@@ -307,6 +326,13 @@ def case_bad():
         ("beam a string", http_request("POST", "/v1/translate", json.dumps(dict(ok, text="a", beam="4")).encode()), 400),
         ("score with fewer translations", http_request("POST", "/v1/score", json.dumps(dict(ok, text=["a", "b"], translation=["c"])).encode()), 400),
         ("an unknown endpoint", http_request("GET", "/nothing"), 404),
+        # Bodies --max-request-bytes could not bound: chunked (any Transfer-Encoding), compressed.
+        ("a chunked body", b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                           b"Transfer-Encoding: chunked\r\n\r\n" + chunked(json.dumps(dict(ok, q=["ab"] * 1200)).encode()), 411),
+        ("a small chunked body", b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                 b"Transfer-Encoding: chunked\r\n\r\n" + chunked(json.dumps(dict(ok, q="a")).encode()), 411),
+        ("a gzip body", gzip_request(json.dumps(dict(ok, q=["ab"] * 200000)).encode(), "gzip"), 415),
+        ("a deflate body", gzip_request(json.dumps(dict(ok, q="a")).encode(), "deflate"), 415),
         ("a request line that is not HTTP", b"HELLO THERE\r\n\r\n", 400),
     ]
     for name, data, status in cases:
@@ -446,10 +472,16 @@ def case_start_errors():
                   ["--checkpoint", ARGS.checkpoint, "--max-connections", "0"],
                   ["--checkpoint", ARGS.checkpoint, "--decoders", "-1"],
                   ["--checkpoint", ARGS.checkpoint, "--api-keys", os.path.join(ARGS.workdir, "no-keys.txt")],
-                  ["--checkpoint", ARGS.checkpoint, "--host", "256.1.1.1", "--port", "0"]):
+                  ["--checkpoint", ARGS.checkpoint, "--host", "256.1.1.1", "--port", "0"],
+                  ["--checkpoint", ARGS.checkpoint, "--host", "", "--port", "0"],
+                  ["--checkpoint", ARGS.checkpoint, "--api-keys", ARGS.workdir, "--port", "0"]):
         code, lines = start(*extra)
         errors = [line for line in lines if "error" in line]
         assert code == 2 and len(errors) == 1 and errors[0].startswith("trafo: error:"), (extra, code, lines)
+        if "--host" in extra and extra[extra.index("--host") + 1] == "":
+            assert "--host is empty" in errors[0], errors
+        if "--api-keys" in extra and extra[extra.index("--api-keys") + 1] == ARGS.workdir:
+            assert "is a directory" in errors[0], errors
     server.healthy()
     server.stop()
 

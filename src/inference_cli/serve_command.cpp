@@ -46,6 +46,11 @@ void check_limits(const ServeOptions& o) {
                        std::to_string(static_cast<int64_t>(high)));
     }
   };
+  // An empty address would listen on every interface: reaching beyond loopback is asked for by name.
+  if (o.server.host.find_first_not_of(" \t") == std::string::npos) {
+    throw InputError("--host is empty: name the address to listen on (127.0.0.1 for this machine only, 0.0.0.0 "
+                     "for every interface)");
+  }
   within("--port", o.server.port, 0, 65535);
   within("--max-request-bytes", static_cast<double>(l.max_request_bytes), 1024, 1 << 30);
   within("--max-sentences", static_cast<double>(l.max_sentences), 1, 1000000);

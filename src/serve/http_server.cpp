@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -297,14 +298,31 @@ struct HttpServer::Impl {
     server.Get("/metrics", [this](const httplib::Request&, httplib::Response& r) {
       r.set_content(metrics.text(service.stats()), "text/plain; version=0.0.4");
     });
-    // Crowded out (ConnectionPool): 503 before anything is read past the headers.
-    server.set_pre_routing_handler([](const httplib::Request&, httplib::Response& r) {
-      if (!over_capacity) return httplib::Server::HandlerResponse::Unhandled;
-      r.status = 503;
-      r.set_header("Retry-After", "1");
-      r.set_header("Connection", "close");
-      r.set_content(json({{"error", "too many connections: try again later"}}).dump(), "application/json");
-      return httplib::Server::HandlerResponse::Handled;
+    // Decided from the headers, before anything of the body is read: crowded out (ConnectionPool):
+    // 503; a body whose size --max-request-bytes cannot bound: refused. The library bounds a body
+    // with a Content-Length only; a chunked one it would read whole, and a compressed one it would
+    // unpack whole (a small body can unpack to gigabytes).
+    server.set_pre_routing_handler([this](const httplib::Request& q, httplib::Response& r) {
+      const auto refuse = [&](int status, const std::string& reason) {
+        r.status = status;
+        r.set_header("Connection", "close");
+        r.set_content(json({{"error", reason}}).dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+        if (status != 503) metrics.record("other", status, 0, 0.0);
+        return httplib::Server::HandlerResponse::Handled;
+      };
+      if (over_capacity) {
+        r.set_header("Retry-After", "1");
+        return refuse(503, "too many connections: try again later");
+      }
+      if (q.has_header("Transfer-Encoding")) {
+        return refuse(411, "send the body with a Content-Length: bodies of another framing (Transfer-Encoding: " +
+                               q.get_header_value("Transfer-Encoding") + ") are not accepted");
+      }
+      const auto encoding = q.get_header_value("Content-Encoding");
+      if (!encoding.empty() && encoding != "identity") {
+        return refuse(415, "send the body uncompressed: Content-Encoding " + encoding + " is not accepted");
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
     });
     // The library's own refusals (413 for a body past the limit, 404, 400 for a bad request line)
     // get a JSON reason too.
@@ -377,6 +395,8 @@ void HttpServer::serve() { impl_->server.listen_after_bind(); }
 void HttpServer::stop() { impl_->server.stop(); }
 
 std::vector<std::string> read_api_keys(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) throw InputError("--api-keys " + path + " is a directory, not a file");
   std::ifstream in(path);
   if (!in) throw InputError("cannot read --api-keys " + path);
   std::vector<std::string> keys;
