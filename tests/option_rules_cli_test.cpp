@@ -231,6 +231,26 @@ TEST_F(OptionRules, AnUnreadableTrainingStateIsPassedOverForTheNextCheckpoint) {
       << resumed.errors;
   EXPECT_EQ(last_step("s"), 6);
 
+  // A training state whose record is damaged (no step) sorts last: passed over, and named.
+  ASSERT_EQ(run_trafo(run("d") + kTinyModel + " --max-steps 4 --checkpoint-every 2 --keep-checkpoints 5 --valid-every 0")
+                .exit_code,
+            0);
+  std::filesystem::remove(folder("d") / "checkpoint-best.pt");
+  const auto damaged = folder("d") / "checkpoint-last.pt";
+  {
+    auto saved = checkpoint::load(damaged);
+    ASSERT_TRUE(saved.training);
+    saved.training->json = "{\"damaged\": true}";
+    checkpoint::save(damaged, saved);
+  }
+  const auto passed = run_trafo(resume("d") + " --max-steps 6 --checkpoint-every 2 --keep-checkpoints 5");
+  ASSERT_EQ(passed.exit_code, 0) << passed.errors;
+  EXPECT_NE(line_with(passed.errors, "cannot resume from " + damaged.string()).find("records no step"),
+            std::string::npos)
+      << passed.errors;
+  EXPECT_NE(passed.errors.find("resuming from " + (folder("d") / "checkpoint-4.pt").string()), std::string::npos)
+      << passed.errors;
+
   // With no other checkpoint: refused, the error naming the file and the cause, the file left as it was.
   ASSERT_EQ(run_trafo(run("t") + kTinyModel + " --max-steps 2 --valid-every 0").exit_code, 0);
   for (const auto& entry : std::filesystem::directory_iterator(folder("t"))) {

@@ -195,6 +195,12 @@ std::optional<checkpoint::Checkpoint> newest_complete_checkpoint(const RunFolder
       const auto foreign = foreign_reason(saved, c, path.string());
       if (!foreign.empty()) throw InputError("it belongs to another run: " + foreign);
       check_training_state(saved, c);
+      // A training state whose step is unreadable sorts last and is never tried: it is named too.
+      for (const auto& other : loaded) {
+        if (other.path != path && other.step < 0 && other.saved.training) {
+          pass_over(other.path, "its training state is damaged: it records no step");
+        }
+      }
       found = path;
       return std::move(saved);
     } catch (const InputError& e) {
