@@ -225,6 +225,9 @@ TEST_F(InputErrors, OutputsNeverDestroyInputs) {
   expect_input_error(run_trafo("export --checkpoint " + quote(model) + " --force --out " + quote(dir)),
                      "holds the --checkpoint");
   expect_input_error(run_trafo("average --force --out " + quote(model) + " " + quote(model)), "averaged");
+  // A file of a folder the command reads (import reads a MarianMT folder), with or without --force.
+  expect_input_error(run_trafo("import --from " + quote(dir / "run") + " --force --out " + quote(model)), "--from");
+  expect_input_error(run_trafo("import --from " + quote(dir / "run") + " --out " + quote(model)), "--from");
   expect_input_error(run_trafo("report " + quote(dir / "run") + " --out " + quote(dir / "run" / "metrics.jsonl")),
                      "metrics.jsonl");
   fs::copy_file(model, dir / "model.html");

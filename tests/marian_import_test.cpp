@@ -262,7 +262,8 @@ TEST_F(MarianImport, WhatTrafoCannotReadOrExpressIsRefusedInOneLine) {
   };
   const std::vector<std::pair<fs::path, std::string>> cases = {
       {variant("decoder-vocab", with_config("decoder_vocab_size", 100)), "there is no target_vocab.json"},
-      {variant("d-model", with_config("d_model", 64)), "shape does not match config.json"},
+      {variant("d-model", with_config("d_model", 64)),
+       "model.safetensors: encoder.layers.0.self_attn.q_proj.weight has shape [32, 32], not [64, 64] as config.json gives"},
       {variant("vocab-size", with_config("vocab_size", 1000000000000LL)), "vocab_size 1000000000000 is not in"},
       {variant("list", pickled("[torch.zeros(2)]")), "holds no dict of tensors"},
       {variant("code", pickled("{\"x\": Evil()}")), "no state dict LibTorch reads (Unpickler found unknown type"},
@@ -284,7 +285,22 @@ TEST_F(MarianImport, WhatTrafoCannotReadOrExpressIsRefusedInOneLine) {
                [](const fs::path& f) { fs::resize_file(f / "model.safetensors", fs::file_size(f / "model.safetensors") / 2); }),
        "model.safetensors"},
       {variant("bad-spm", [](const fs::path& f) { write_text(f / "target.spm", "not a model"); }),
-       "invalid SentencePiece model (target)"},
+       "target.spm is not a valid SentencePiece model"},
+      {variant("bad-source-spm", [](const fs::path& f) { write_text(f / "source.spm", "not a model"); }),
+       "source.spm is not a valid SentencePiece model"},
+      // A projection of the wrong shape is named with its file, its name and both shapes, before any
+      // arithmetic meets it.
+      {variant("k-proj-shape",
+               [](const fs::path& f) {
+                 const auto file = (f / "model.safetensors").string();
+                 const auto changed = run_command(
+                     std::string("'") + TRAFO_PYTHON + "' -c 'import torch\nfrom safetensors.torch import load_file, save_file\n"
+                     "w = load_file(\"" + file + "\")\nname = [k for k in w if k.endswith(\"encoder.layers.0.self_attn.k_proj.weight\")][0]\n"
+                     "w[name] = torch.zeros(w[name].shape[0], w[name].shape[1] // 2)\nsave_file(w, \"" + file +
+                     "\", metadata={\"format\": \"pt\"})'");
+                 ASSERT_EQ(changed.exit_code, 0) << changed.errors;
+               }),
+       "model.safetensors: encoder.layers.0.self_attn.k_proj.weight has shape ["},
       {*dir_ / "no-such-folder", "is not a folder"},
   };
   for (const auto& [folder, expected] : cases) {

@@ -72,6 +72,12 @@ Tokenizer::Tokenizer(std::string model) : model_(std::move(model)) {
   target_ = processor_of(target_model_, " (target)");
 }
 
+void Tokenizer::check_model(const std::string& model, const std::string& name) {
+  sentencepiece::SentencePieceProcessor processor;
+  const auto status = processor.LoadFromSerializedProto(model);
+  if (!status.ok()) throw InputError(name + " is not a valid SentencePiece model: " + status.ToString());
+}
+
 Tokenizer Tokenizer::from_table(std::string source_model, std::string target_model, std::vector<std::string> pieces,
                                 std::vector<std::string> target_pieces) {
   nlohmann::json json = {{"source", util::to_base64(source_model)},

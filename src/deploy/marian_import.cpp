@@ -5,6 +5,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/torch.h>
 
 #include "marian_layers.h"
@@ -41,7 +43,17 @@ T value_of(const json& config, const char* key, T fallback, const fs::path& path
 class StateDict {
  public:
   StateDict(std::map<std::string, at::Tensor> weights, fs::path folder)
-      : weights_(std::move(weights)), folder_(std::move(folder)) {}
+      : weights_(std::move(weights)), folder_(std::move(folder)), file_(state_dict_file(folder_)) {}
+
+  // `name` must have `shape` (what config.json gives): checked before any arithmetic, so that a
+  // wrong file is named with the tensor and both shapes, not met as LibTorch's error inside a cat.
+  void expect(const std::string& name, const std::vector<int64_t>& shape) const {
+    const auto& tensor = get(name);
+    if (tensor.sizes() == at::IntArrayRef(shape)) return;
+    const auto text = [](at::IntArrayRef sizes) { return fmt::format("[{}]", fmt::join(sizes, ", ")); };
+    throw InputError(fmt::format("{}: {} has shape {}, not {} as config.json gives", file_.string(), name,
+                                 text(tensor.sizes()), text(shape)));
+  }
 
   bool has(const std::string& name) const { return find(name) != nullptr; }
   void drop_inputs() { weights_.clear(); }  // once `out` holds what is needed of them
@@ -74,13 +86,26 @@ class StateDict {
   }
   std::map<std::string, at::Tensor> weights_;
   fs::path folder_;
+  fs::path file_;  // the weights file, for messages
 };
 
-// An encoder or decoder layer's weights, by the table export reads too.
-void layer(StateDict& dict, const std::string& to, const std::string& from, bool decoder) {
+// An encoder or decoder layer's weights, by the table export reads too, each checked against `c`.
+void layer(StateDict& dict, const std::string& to, const std::string& from, bool decoder,
+           const model::ModelConfig& c) {
   for (const auto& weight : layer_weights(decoder)) {
     std::vector<std::string> parts;
-    for (const auto& part : weight.marian) parts.push_back(from + "." + part);
+    for (const auto& part : weight.marian) {
+      const auto name = from + "." + part;
+      // A LayerNorm is d wide; fc1 goes from d to d_ff, fc2 back; every other projection is d by d.
+      const int64_t rows = weight.norm ? c.d_model : part == "fc1" ? c.d_ff : c.d_model;
+      if (weight.norm) {
+        dict.expect(name + ".weight", {rows});
+      } else {
+        dict.expect(name + ".weight", {rows, part == "fc2" ? c.d_ff : c.d_model});
+      }
+      dict.expect(name + ".bias", {rows});
+      parts.push_back(name);
+    }
     dict.linear(to + "." + weight.trafo, parts);
   }
 }
@@ -262,10 +287,10 @@ checkpoint::Checkpoint import_marian(const fs::path& folder) {
 
   StateDict dict(read_state_dict(folder), folder);
   for (int64_t i = 0; i < c.encoder_layers; ++i) {
-    layer(dict, "encoder_layers." + std::to_string(i), "encoder.layers." + std::to_string(i), false);
+    layer(dict, "encoder_layers." + std::to_string(i), "encoder.layers." + std::to_string(i), false, c);
   }
   for (int64_t i = 0; i < c.decoder_layers; ++i) {
-    layer(dict, "decoder_layers." + std::to_string(i), "decoder.layers." + std::to_string(i), true);
+    layer(dict, "decoder_layers." + std::to_string(i), "decoder.layers." + std::to_string(i), true, c);
   }
   // The embeddings and the output projection: each the first of its names the file holds (a tied
   // model's file may keep one of them).
@@ -327,6 +352,10 @@ checkpoint::Checkpoint import_marian(const fs::path& folder) {
   checkpoint::Checkpoint result;
   result.model_config = c;
   result.weights = checkpoint::model_weights(model);
+  // Each SentencePiece model is checked by its file's name first.
+  for (const char* name : {"source.spm", "target.spm"}) {
+    data::Tokenizer::check_model(util::read_file(folder / name), (folder / name).string());
+  }
   result.tokenizer = data::Tokenizer::from_table(util::read_file(folder / "source.spm"),
                                                  util::read_file(folder / "target.spm"), source.table,
                                                  separate ? target.table : std::vector<std::string>{})

@@ -23,6 +23,12 @@ std::map<std::string, at::Tensor> float32(std::map<std::string, at::Tensor> weig
 
 }  // namespace
 
+std::filesystem::path state_dict_file(const std::filesystem::path& folder) {
+  std::error_code error;
+  return std::filesystem::exists(folder / "model.safetensors", error) ? folder / "model.safetensors"
+                                                                      : folder / "pytorch_model.bin";
+}
+
 std::map<std::string, at::Tensor> read_state_dict(const std::filesystem::path& folder) {
   namespace fs = std::filesystem;
   std::map<std::string, at::Tensor> weights;

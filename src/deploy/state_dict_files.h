@@ -14,5 +14,7 @@ namespace trafo::deploy {
 // The state dict's tensors under their names, floating-point ones as contiguous float32. trafo::InputError,
 // naming the file, for a folder with neither file, a corrupt one, or a pickle that is no dict of tensors.
 std::map<std::string, at::Tensor> read_state_dict(const std::filesystem::path& folder);
+// The file read_state_dict reads in `folder` (for messages).
+std::filesystem::path state_dict_file(const std::filesystem::path& folder);
 
 }  // namespace trafo::deploy

@@ -207,6 +207,12 @@ void refuse_overwriting(const std::string& option, const std::filesystem::path& 
       throw InputError(option + " " + output.string() + " holds the " + input.option + " file " + input.path.string() +
                        ": writing it would destroy it");
     }
+    // A folder input is read file by file: any file already in it may be one the command reads.
+    if (in_end == in.end() && out_end != out.end() && std::filesystem::is_directory(in, error) &&
+        std::filesystem::exists(out, error)) {
+      throw InputError(option + " " + output.string() + " is a file of the " + input.option + " folder " +
+                       input.path.string() + ": writing it could destroy what is read from there");
+    }
   }
 }
 

@@ -66,6 +66,8 @@ class Tokenizer {
   // or table.
   static Tokenizer from_table(std::string source_model, std::string target_model, std::vector<std::string> pieces,
                               std::vector<std::string> target_pieces = {});
+  // Throws InputError, naming `name` (a file), unless `model` is a SentencePiece model.
+  static void check_model(const std::string& model, const std::string& name);
   // Loads a serialised vocabulary: the bytes of a .model file, or to_bytes() of either kind, as
   // checkpoints store them.
   static Tokenizer from_bytes(const std::string& model);

@@ -52,7 +52,8 @@ struct NamedPath {
 
 // Throws trafo::InputError when writing `output` (given as `option`) would destroy one of `inputs`:
 // it is the same file, by any path or link, or a folder that holds it (a folder output is
-// replaced whole). Missing inputs, "-" (a standard stream) and empty paths are skipped.
+// replaced whole), or a file that already exists inside an input that is a folder (a command reads
+// such a folder file by file). Missing inputs, "-" (a standard stream) and empty paths are skipped.
 void refuse_overwriting(const std::string& option, const std::filesystem::path& output,
                         const std::vector<NamedPath>& inputs);
 
