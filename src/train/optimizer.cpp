@@ -75,7 +75,10 @@ class FusedAdam final : public Base, public SkippableStep {
     for (auto& group : this->param_groups_) update(group, skip, lr);
   }
 
-  DeviceStepCounts& counts() { return counts_; }
+  // The host's step counts set to the device's (before a checkpoint takes the state).
+  void steps_to_host() { counts_.to_host<ParamState>(*this); }
+  // The host's step counts were set anew (a checkpoint loaded): the device's follow them.
+  void forget_device_steps() { counts_.forget(); }
 
  private:
   static constexpr bool kDecoupledWeightDecay = std::is_same_v<Base, torch::optim::AdamW>;
@@ -150,6 +153,13 @@ class FusedAdam final : public Base, public SkippableStep {
 using FusedAdamL2 = FusedAdam<torch::optim::Adam, torch::optim::AdamOptions, torch::optim::AdamParamState>;
 using FusedAdamW = FusedAdam<torch::optim::AdamW, torch::optim::AdamWOptions, torch::optim::AdamWParamState>;
 
+// Calls `f` with `optimizer` as the fused Adam or AdamW it is; nothing for another optimizer.
+template <typename F>
+void as_fused(torch::optim::Optimizer& optimizer, F f) {
+  if (auto* adam = dynamic_cast<FusedAdamL2*>(&optimizer)) f(*adam);
+  if (auto* adamw = dynamic_cast<FusedAdamW*>(&optimizer)) f(*adamw);
+}
+
 // Adam and AdamW keep the same state (step, exp_avg, exp_avg_sq) in two classes of their own.
 template <typename State>
 void put_state(torch::optim::Optimizer& optimizer, const torch::Tensor& p, const torch::Tensor& exp_avg,
@@ -183,8 +193,7 @@ NamedParameters named_parameters(const torch::nn::Module& module) {
 
 std::map<std::string, torch::Tensor> optimizer_state(torch::optim::Optimizer& optimizer,
                                                      const NamedParameters& parameters) {
-  if (auto* adam = dynamic_cast<FusedAdamL2*>(&optimizer)) adam->counts().to_host<torch::optim::AdamParamState>(optimizer);
-  if (auto* adamw = dynamic_cast<FusedAdamW*>(&optimizer)) adamw->counts().to_host<torch::optim::AdamWParamState>(optimizer);
+  as_fused(optimizer, [](auto& fused) { fused.steps_to_host(); });
   std::map<std::string, torch::Tensor> tensors;
   for (const auto& [name, p] : parameters) {
     const auto found = optimizer.state().find(p.unsafeGetTensorImpl());
@@ -219,8 +228,7 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, const NamedParamet
       put_state<torch::optim::AdamParamState>(optimizer, p, exp_avg->second, exp_avg_sq->second, count);
     }
   }
-  if (auto* adam = dynamic_cast<FusedAdamL2*>(&optimizer)) adam->counts().forget();
-  if (auto* adamw = dynamic_cast<FusedAdamW*>(&optimizer)) adamw->counts().forget();
+  as_fused(optimizer, [](auto& fused) { fused.forget_device_steps(); });
 }
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::string& name, std::vector<torch::Tensor> params,
