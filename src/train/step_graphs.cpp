@@ -115,9 +115,7 @@ DeviceValues StepGraphs::run(const data::Batch& batch, double tokens, double lr,
     ++bucket.seen;
     s.put(bucket, batch, tokens, lr);
     const bool capture_now = !bucket.graph && bucket.seen >= 2 && s.failure.empty() && s.captured < s.max_graphs;
-    if (capture_now && s.capture(bucket, step)) {
-      // A capture records the step without running it.
-    }
+    if (capture_now) s.capture(bucket, step);  // records the step without running it: the replay below runs it
     if (bucket.graph) {
       bucket.graph->replay();
       ++s.replays;
