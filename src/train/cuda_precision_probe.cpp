@@ -54,10 +54,6 @@ double time_steps(const run_config::TrainConfig& c, const model::ModelConfig& co
 
 }  // namespace
 
-bool graphs_apply(const run_config::TrainConfig& c) {
-  return c.accumulate == 1 && c.model.encoder_layerdrop == 0.0 && c.model.decoder_layerdrop == 0.0;
-}
-
 double CudaStepTimer::seconds(bool bf16, bool graphs) {
   const auto key = std::make_pair(bf16, graphs);
   const auto found = seconds_.find(key);

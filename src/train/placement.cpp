@@ -49,6 +49,10 @@ std::chrono::milliseconds timeout(const TrainConfig& c) {
 
 }  // namespace
 
+bool graphs_apply(const TrainConfig& c) {
+  return c.accumulate == 1 && c.model.encoder_layerdrop == 0.0 && c.model.decoder_layerdrop == 0.0;
+}
+
 Placement::Placement(const TrainConfig& c, const dist::Environment& environment)
     : load(make_load_meter(c, environment)),
       threads(use_threads(c, environment, load, busy_at_start)),
