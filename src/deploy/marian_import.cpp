@@ -353,11 +353,12 @@ checkpoint::Checkpoint import_marian(const fs::path& folder) {
   result.model_config = c;
   result.weights = checkpoint::model_weights(model);
   // Each SentencePiece model is checked by its file's name first.
-  for (const char* name : {"source.spm", "target.spm"}) {
-    data::Tokenizer::check_model(util::read_file(folder / name), (folder / name).string());
-  }
-  result.tokenizer = data::Tokenizer::from_table(util::read_file(folder / "source.spm"),
-                                                 util::read_file(folder / "target.spm"), source.table,
+  const auto spm = [&](const char* name) {
+    auto model = util::read_file(folder / name);
+    data::Tokenizer::check_model(model, (folder / name).string());
+    return model;
+  };
+  result.tokenizer = data::Tokenizer::from_table(spm("source.spm"), spm("target.spm"), source.table,
                                                  separate ? target.table : std::vector<std::string>{})
                          .to_bytes();
   result.inference.src_lang = value_of<std::string>(tokenizer_config, "source_lang", "", folder);
