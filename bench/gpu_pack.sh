@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Packs what bench/gpu.sh needs on a CUDA machine into device/ (git-ignored): the trafo binary
 # built here, the Debian libraries it links beyond LibTorch and the C runtime, and a copy of a
-# corpus for the real training run. The CUDA machine brings its own PyTorch (the same LibTorch
-# version, built for CUDA), which gpu.sh puts first on the library path.
-# Usage: bench/gpu_pack.sh [CORPUS_DIR]   (default ../shared/data/gettext-enfr when present)
+# corpus for the real training run (CORPUS_DIR with train/dev/test.en and .fr, for example one
+# bench/gettext_corpus.py made; without it gpu.sh skips the real run). The CUDA machine brings
+# its own PyTorch (the same LibTorch version, built for CUDA), which gpu.sh puts first on the
+# library path.
+# Usage: bench/gpu_pack.sh [CORPUS_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-corpus=${1:-../shared/data/gettext-enfr}
+corpus=${1:-}
 [ -x build/trafo ] || { echo "gpu_pack: error: build/trafo is missing: run scripts/build.sh" >&2; exit 2; }
 rm -rf device && mkdir -p device/lib
 cp build/trafo device/trafo
@@ -20,7 +22,8 @@ ldd build/trafo | awk '$3 ~ /^\// {print $3}' | grep -v -e '/site-packages/' \
 if [ -x build/tests/train_step_test ]; then
   cp build/tests/train_step_test device/ && strip device/train_step_test
 fi
-if [ -d "$corpus" ]; then
+if [ -n "$corpus" ]; then
+  [ -f "$corpus/train.en" ] || { echo "gpu_pack: error: $corpus holds no train.en" >&2; exit 2; }
   mkdir -p device/data && cp "$corpus"/* device/data/
 fi
 du -sh device
