@@ -175,7 +175,8 @@ int run_bench(BenchOptions o) {
   Report report(o.json);
   const int64_t parameters = make_model(m, o.seed)->parameter_count();
   report.add({{"record", "setup"}, {"impl", "trafo"}, {"version", TRAFO_VERSION}, {"torch", TORCH_VERSION},
-              {"threads", threads}, {"device", device.str()}, {"cuda_graphs", device.is_cuda() && o.shape.cuda_graphs != "off"}, {"native_bf16", native_bf16},
+              {"threads", threads}, {"device", device.str()},
+              {"cuda_graphs", device.is_cuda() && o.shape.cuda_graphs != "off"}, {"native_bf16", native_bf16},
               {"cpu_kernels", ops::isa_name(ops::cpu_isa())}, {"vocab_size", m.vocab_size}, {"d_model", m.d_model}, {"heads", m.heads},
               {"encoder_layers", m.encoder_layers}, {"decoder_layers", m.decoder_layers}, {"d_ff", m.d_ff},
               {"norm", m.norm}, {"parameters", parameters}, {"batch_tokens", o.batch_tokens},

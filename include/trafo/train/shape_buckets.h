@@ -2,8 +2,9 @@
 // replay the training step of every batch of a bucket. A length goes up to the next step of a ladder:
 // multiples of 2 up to 16, of 4 up to 64, of 8 up to 128, then steps of about 3% (multiples of 8);
 // the rows go up the same way. Padding adds a few percent to each side of an ordinary batch (the
-// synthetic batches of `trafo bench`: about 6% more positions) and never a target token: an added row has one eos as its source, bos as its decoder input and only padding
-// to predict, and added columns are padding.
+// synthetic batches of `trafo bench`: about 6% more positions) and never a target token: an added
+// row has one eos as its source, bos as its decoder input and only padding to predict, and added
+// columns are padding.
 #pragma once
 
 #include <cstdint>
