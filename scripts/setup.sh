@@ -37,7 +37,6 @@ APT_PACKAGES=(
   libsentencepiece-dev sentencepiece
   googletest libgtest-dev libbenchmark-dev
   nlohmann-json3-dev libutfcpp-dev libgloo-dev libxxhash-dev libjemalloc-dev
-  libcpp-httplib-dev
   libjs-chart.js chromium
   clang-14 libclang-rt-14-dev
 )

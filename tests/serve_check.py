@@ -380,25 +380,129 @@ def case_bad():
     assert post(server, "/translate", dict(ok, q=dev_lines(10)))["translatedText"] == offline(dev_lines(10))
     server.stop()
 
+    # Connections being read hold no worker: with one worker, two clients half-way through their
+    # headers leave /health and a translation answered; each is served when it has sent the rest.
     server = Server("--max-connections", "1", "--read-timeout", "10")
     held = []
-    for _ in range(2):  # one served (reading its headers), one waiting for it
+    for _ in range(2):
         s = socket.create_connection(("127.0.0.1", server.port), timeout=30)
         s.sendall(b"GET /health HTTP/1.1\r\n")
         held.append(s)
-        time.sleep(0.3)
-    answer = requests.get(server.url + "/health", timeout=10)
-    assert answer.status_code == 503 and "error" in answer.json(), answer.text
+    server.healthy()
+    assert post(server, "/translate", dict(ok, q=dev_lines(3)))["translatedText"] == offline(dev_lines(3))
     for s in held:
         s.sendall(b"Host: x\r\nConnection: close\r\n\r\n")
         assert s.recv(100).startswith(b"HTTP/1.1 200"), "a held connection was not served"
         s.close()
-    server.healthy()
+    # Past one worker and one waiting, a request that decodes is answered 503 at once, with a reason.
+    answers = []
+
+    def long_request():
+        answers.append(requests.post(server.url + "/translate", json=dict(ok, q=dev_lines(1500)), timeout=120))
+
+    runners = [threading.Thread(target=long_request) for _ in range(4)]
+    for runner in runners:
+        runner.start()
+    for runner in runners:
+        runner.join()
+    statuses = sorted(a.status_code for a in answers)
+    assert statuses.count(200) >= 2 and set(statuses) <= {200, 503}, statuses
+    for a in answers:
+        assert a.status_code == 200 or ("error" in a.json() and a.headers.get("Retry-After") == "1"), a.text
     server.stop()
 
     server = Server("--request-timeout", "1", "--max-sentences", "20000", "--max-request-bytes", "8000000")
     answer = requests.post(server.url + "/translate", json=dict(ok, q=dev_lines(20000)), timeout=120)
     assert answer.status_code == 503 and "error" in answer.json(), answer.text
+    server.healthy()
+    server.stop()
+
+
+def case_hostile():
+    """Clients that connect and say nothing, drip their headers, or stop reading never take the server
+    down: /health and translations are answered throughout, and a silent client is dropped on time."""
+    server = Server("--max-connections", "2", "--read-timeout", "3")
+    ok = {"source": "en", "target": "de"}
+    silent = [socket.create_connection(("127.0.0.1", server.port), timeout=30) for _ in range(8)]
+    stop_dripping = threading.Event()
+
+    def dripping_client():
+        try:
+            with socket.create_connection(("127.0.0.1", server.port), timeout=30) as s:
+                for byte in b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" + b"x" * 5000:
+                    if stop_dripping.is_set():
+                        return
+                    s.sendall(bytes([byte]))
+                    time.sleep(0.2)
+        except OSError:
+            pass  # dropped at its deadline: fine
+
+    drippers = [threading.Thread(target=dripping_client) for _ in range(8)]
+    for dripper in drippers:
+        dripper.start()
+    time.sleep(0.5)
+    for _ in range(5):
+        started = time.time()
+        server.healthy()
+        assert time.time() - started < 1, "a health check waited %.1f s behind idle clients" % (time.time() - started)
+        assert post(server, "/translate", dict(ok, q=dev_lines(2)))["translatedText"] == offline(dev_lines(2))
+        time.sleep(0.3)
+    # A silent client is dropped at --read-timeout (3 s after it connected), not later.
+    started = time.time()
+    assert silent[0].recv(100) == b"", "a silent client got an answer"
+    assert time.time() - started < 3.5, "a silent client was kept %.1f s" % (time.time() - started)
+    for s in silent:
+        s.close()
+    # A client that drips a request is answered 408 at the deadline of the whole request.
+    stop_dripping.set()
+    for dripper in drippers:
+        dripper.join()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as s:
+        started = time.time()
+        s.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\n")
+        time.sleep(1.5)
+        s.sendall(b"Content-Length: 10\r\n")
+        received = s.recv(200)
+        assert received.startswith(b"HTTP/1.1 408") and time.time() - started < 3.5, received
+    # Clients that send requests and never read the answers, and ones that go away mid-request.
+    for _ in range(20):
+        s = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+        s.sendall(http_request("POST", "/translate", json.dumps(dict(ok, q=dev_lines(5))).encode()) * 3)
+        s.close()
+    server.healthy()
+    deadline = time.time() + 60  # their sentences are decoded all the same; then the workers are free
+    while requests.post(server.url + "/translate", json=dict(ok, q="a"), timeout=60).status_code != 200:
+        assert time.time() < deadline, "the server did not recover from clients that left"
+        time.sleep(0.2)
+    # Two requests in one write (pipelined) get two answers, in order.
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as s:
+        one = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+        s.sendall((one + one.replace("/health", "/nothing")).encode())
+        received = b""
+        while received.count(b"HTTP/1.1") < 2:
+            received += s.recv(4096)
+        assert received.index(b"HTTP/1.1 200") < received.index(b"HTTP/1.1 404"), received
+    # A client that waits for "100 Continue" before its body (curl does, past 1 KiB) gets it.
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as s:
+        body = json.dumps(dict(ok, q=dev_lines(3))).encode()
+        s.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                  b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(body))
+        assert s.recv(100).startswith(b"HTTP/1.1 100 Continue"), "no 100 Continue"
+        s.sendall(body)
+        received = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+        assert json.loads(received.split(b"\r\n\r\n", 1)[1]).get("translatedText") == offline(dev_lines(3)), received
+    # A form (LibreTranslate's client sends one) is read up to --max-request-bytes, not 8 KiB.
+    lines = dev_lines(1000)
+    assert len("\n".join(lines)) > 16384
+    answer = requests.post(server.url + "/translate", data=dict(ok, q="\n".join(lines)), timeout=60)
+    assert answer.status_code == 200 and answer.json()["translatedText"] == "\n".join(offline(lines)), answer.text[:200]
+    # Headers past 16 KiB: 431.
+    assert raw(server, b"GET /health HTTP/1.1\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n") == 431
     server.healthy()
     server.stop()
 
@@ -422,6 +526,21 @@ def case_keys():
         raise AssertionError("a wrong key was taken")
     except Exception as error:  # noqa: BLE001 - urllib's HTTPError
         assert "403" in str(error), error
+    # /health and /languages are public, as LibreTranslate has /languages (a client asks for the
+    # languages before it has a key); /v1 endpoints and /metrics need a key, and /metrics takes it as
+    # a bearer token too, as Prometheus sends it.
+    assert requests.get(server.url + "/health", timeout=10).status_code == 200
+    assert requests.get(server.url + "/languages", timeout=10).json()[0]["code"] == "en"
+    assert requests.post(server.url + "/languages", json={"api_key": "wrong"}, timeout=10).status_code == 200
+    v1 = {"text": [body["q"]], "source": "en", "target": "de"}
+    assert requests.post(server.url + "/v1/translate", json=v1, timeout=30).status_code == 403
+    assert requests.post(server.url + "/v1/translate", json=dict(v1, api_key="key-two-77c1"), timeout=30).status_code == 200
+    assert requests.post(server.url + "/v1/score", json=dict(v1, translation=["x"]), timeout=30).status_code == 403
+    assert requests.get(server.url + "/metrics", timeout=10).status_code == 403
+    assert requests.get(server.url + "/metrics", params={"api_key": "wrong"}, timeout=10).status_code == 403
+    assert "trafo_requests_total" in requests.get(server.url + "/metrics", params={"api_key": "key-one-3f9a"}, timeout=10).text
+    answer = requests.get(server.url + "/metrics", headers={"Authorization": "Bearer key-two-77c1"}, timeout=10)
+    assert answer.status_code == 200 and "trafo_requests_total" in answer.text
     server.stop()
     assert "key-one" not in server.errors and "key-two" not in server.errors, server.errors
 
@@ -452,6 +571,40 @@ def case_stop():
             raise AssertionError("still answering after it stopped")
         except requests.ConnectionError:
             pass
+
+    # SIGTERM with requests past --max-connections: every request sent before it is answered, in
+    # full (taken before the signal) or with 503 (refused, or arrived as the server stopped).
+    server = Server("--max-connections", "4")
+    sockets = []
+    for i in range(20):
+        s = socket.create_connection(("127.0.0.1", server.port), timeout=120)
+        body = json.dumps({"q": dev_lines(200 + i), "source": "en", "target": "de"}).encode()
+        s.sendall(http_request("POST", "/translate", body))
+        sockets.append(s)
+    deadline = time.time() + 60
+    while (server.metric("trafo_queue_sentences") or 0) == 0:
+        assert time.time() < deadline, "no request queued"
+        time.sleep(0.01)
+    server.process.send_signal(signal.SIGTERM)
+    statuses = []
+    for s in sockets:
+        received = b""
+        while True:
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                break
+            received += chunk
+        s.close()
+        match = re.match(rb"HTTP/1\.1 (\d{3})", received)
+        assert match, "a request got its connection closed with no answer: %r" % received[:100]
+        status = int(match.group(1))
+        statuses.append(status)
+        if status == 200:
+            assert len(json.loads(received.split(b"\r\n\r\n", 1)[1])["translatedText"]) >= 200
+        else:
+            assert status == 503 and b"Retry-After: 1" in received, received[:300]
+    assert statuses.count(200) >= 4, statuses
+    assert server.process.wait(60) == 0
 
 
 def case_start_errors():

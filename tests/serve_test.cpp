@@ -54,6 +54,7 @@ std::filesystem::path* ServeCli::root_ = nullptr;
 TEST_F(ServeCli, ServedTextEqualsOfflineTextWhateverSharedTheBatch) { check("equal"); }
 TEST_F(ServeCli, AOneSentenceRequestIsAnsweredWhileALongOneRuns) { check("fair"); }
 TEST_F(ServeCli, BadRequestsAndBoundsGetAStatusAndAReasonAndTheServerStaysUp) { check("bad"); }
+TEST_F(ServeCli, IdleSlowAndDeafClientsNeverTakeTheServerDown) { check("hostile"); }
 TEST_F(ServeCli, ApiKeysAreRequiredAndNeverLogged) { check("keys"); }
 TEST_F(ServeCli, SigtermAndSigintAnswerWhatIsInFlightThenExitZero) { check("stop"); }
 TEST_F(ServeCli, BadStartsAreOneLineAndExitTwo) { check("start_errors"); }

@@ -193,7 +193,7 @@ CommandRunner add_serve_command(CLI::App& app) {
   command->add_option("--max-line-bytes", limits.max_line_bytes, "a longer line is answered 413")->capture_default_str();
   command
       ->add_option("--max-connections", limits.max_connections,
-                   "connections served at once; as many more wait, and past that a connection is answered 503")
+                   "requests that decode worked on at once; as many more wait, and past that a request is answered 503")
       ->capture_default_str();
   command->add_option("--max-queue", options->max_queue, "sentences that may wait for the decoder; past that 503")
       ->capture_default_str();
@@ -208,10 +208,12 @@ CommandRunner add_serve_command(CLI::App& app) {
       ->add_option("--request-timeout", limits.request_seconds,
                    "seconds a request may wait for its translations; past that 503")
       ->capture_default_str();
-  command->add_option("--read-timeout", limits.read_seconds, "seconds of silence after which a client is dropped")
+  command->add_option("--read-timeout", limits.read_seconds, "seconds a request has to arrive whole from its connection opening: a silent client is dropped "
+                      "then, a half-sent request answered 408")
       ->capture_default_str();
   command->add_option("--api-keys", options->api_keys,
-                      "a file of keys, one a line: every request must carry one as api_key (403 otherwise)");
+                      "a file of keys, one a line: requests but /health and /languages must carry one as api_key "
+                      "(403 otherwise)");
   return [options] { return run_serve(*options); };
 }
 

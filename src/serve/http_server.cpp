@@ -1,21 +1,15 @@
 #include "trafo/serve/http_server.h"
 
-#include <httplib.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-
 #include <algorithm>
-#include <cmath>
+#include <chrono>
 #include <functional>
 #include <map>
-#include <mutex>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "connection_pool.h"
+#include "http_transport.h"
 #include "request_fields.h"
 #include "request_metrics.h"
 #include "trafo/errors.h"
@@ -25,11 +19,9 @@ namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
-using detail::ConnectionPool;
 using detail::Fields;
 using detail::HttpError;
 using detail::Metrics;
-using detail::over_capacity;
 using detail::split_lines;
 
 
@@ -47,16 +39,15 @@ bool same_key(const std::string& given, const std::string& key) {
 struct HttpServer::Impl {
   Service& service;
   ServerOptions options;
-  httplib::Server server;
   Metrics metrics;
-  int listening_socket = -1;
-  int bound_port = -1;
+  std::unique_ptr<http::Transport> transport;
 
   Impl(Service& service, ServerOptions options) : service(service), options(std::move(options)) {}
 
-  void check_key(const Fields& fields) const {
+  void check_key(const Fields& fields) const { check_key(fields.has("api_key") ? fields.text("api_key") : ""); }
+
+  void check_key(const std::string& given) const {
     if (options.api_keys.empty()) return;
-    const std::string given = fields.has("api_key") ? fields.text("api_key") : "";
     bool found = false;
     for (const auto& key : options.api_keys) found |= same_key(given, key);
     if (!found) throw HttpError(403, given.empty() ? "Visit the operator of this server for an API key" : "Invalid API key");
@@ -135,7 +126,7 @@ struct HttpServer::Impl {
   }
 
   // POST /translate, as LibreTranslate answers it.
-  json libretranslate(const httplib::Request& request, int64_t& sentences) {
+  json libretranslate(const http::Request& request, int64_t& sentences) {
     Fields fields(request);
     check_key(fields);
     bool listed = false;
@@ -178,7 +169,7 @@ struct HttpServer::Impl {
   }
 
   // POST /v1/translate: what trafo adds.
-  json native_translate(const httplib::Request& request, int64_t& sentences) {
+  json native_translate(const http::Request& request, int64_t& sentences) {
     Fields fields(request);
     check_key(fields);
     bool listed = false;
@@ -209,7 +200,7 @@ struct HttpServer::Impl {
   }
 
   // POST /v1/score: log p of given translations, as `trafo score-pairs` prints them.
-  json native_score(const httplib::Request& request, int64_t& sentences) {
+  json native_score(const http::Request& request, int64_t& sentences) {
     Fields fields(request);
     check_key(fields);
     bool listed = false, listed_too = false;
@@ -243,153 +234,112 @@ struct HttpServer::Impl {
   }
 
   // Runs `answer` for a route: JSON back, HttpError as {"error": ...}, and the metrics counted.
-  void route(const std::string& endpoint, const httplib::Request& request, httplib::Response& response,
-             const std::function<json(int64_t&)>& answer) {
+  http::Response route(const std::string& endpoint, const http::Request& request,
+                       const std::function<json(int64_t&)>& answer) {
     const auto started = Clock::now();
     int64_t sentences = 0;
-    int status = 200;
-    std::string body;
+    http::Response response;
     try {
-      body = answer(sentences).dump();
+      response.body = answer(sentences).dump();
     } catch (const HttpError& error) {
-      status = error.status;
-      body = json({{"error", error.what()}}).dump();
+      response.status = error.status;
+      response.body = json({{"error", error.what()}}).dump();
     } catch (const std::exception& error) {
-      status = 500;
+      response.status = 500;
       spdlog::error("{} failed: {}", endpoint, error.what());
-      body = json({{"error", std::string("the server failed: ") + error.what()}}).dump(-1, ' ', false,
-                                                                                      json::error_handler_t::replace);
+      response.body = json({{"error", std::string("the server failed: ") + error.what()}})
+                          .dump(-1, ' ', false, json::error_handler_t::replace);
     }
-    response.status = status;
-    if (status == 503) response.set_header("Retry-After", "1");
-    response.set_content(body, "application/json");
+    if (response.status == 503) response.headers.emplace_back("Retry-After", "1");
     const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
-    metrics.record(endpoint, status, sentences, seconds);
-    spdlog::debug("{} {} {} {} sentences {:.1f} ms", request.method, request.path, status, sentences, seconds * 1e3);
+    metrics.record(endpoint, response.status, sentences, seconds);
+    spdlog::debug("{} {} {} {} sentences {:.1f} ms", request.method, request.path, response.status, sentences,
+                  seconds * 1e3);
+    return response;
   }
 
-  void add_routes() {
-    server.Post("/translate", [this](const httplib::Request& q, httplib::Response& r) {
-      route("translate", q, r, [&](int64_t& n) { return libretranslate(q, n); });
-    });
-    auto languages_route = [this](const httplib::Request& q, httplib::Response& r) {
-      route("languages", q, r, [&](int64_t&) {
-        if (!options.api_keys.empty() && (q.has_param("api_key") || !q.body.empty())) check_key(Fields(q));
-        return languages();
-      });
-    };
-    server.Get("/languages", languages_route);
-    server.Post("/languages", languages_route);
-    server.Post("/v1/translate", [this](const httplib::Request& q, httplib::Response& r) {
-      route("v1/translate", q, r, [&](int64_t& n) { return native_translate(q, n); });
-    });
-    server.Post("/v1/score", [this](const httplib::Request& q, httplib::Response& r) {
-      route("v1/score", q, r, [&](int64_t& n) { return native_score(q, n); });
-    });
-    server.Get("/health", [this](const httplib::Request& q, httplib::Response& r) {
-      route("health", q, r, [&](int64_t&) {
-        json directions = json::array();
-        for (const auto& d : service.directions()) directions.push_back(d.source + "-" + d.target);
-        return json{{"status", "ok"}, {"directions", directions}};
-      });
-    });
-    server.Get("/metrics", [this](const httplib::Request&, httplib::Response& r) {
-      r.set_content(metrics.text(service.stats()), "text/plain; version=0.0.4");
-    });
-    // Decided from the headers, before anything of the body is read: crowded out (ConnectionPool):
-    // 503; a body whose size --max-request-bytes cannot bound: refused. The library bounds a body
-    // with a Content-Length only; a chunked one it would read whole, and a compressed one it would
-    // unpack whole (a small body can unpack to gigabytes).
-    server.set_pre_routing_handler([this](const httplib::Request& q, httplib::Response& r) {
-      const auto refuse = [&](int status, const std::string& reason) {
-        r.status = status;
-        r.set_header("Connection", "close");
-        r.set_content(json({{"error", reason}}).dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-        if (status != 503) metrics.record("other", status, 0, 0.0);
-        return httplib::Server::HandlerResponse::Handled;
-      };
-      if (over_capacity) {
-        r.set_header("Retry-After", "1");
-        return refuse(503, "too many connections: try again later");
-      }
-      if (q.has_header("Transfer-Encoding")) {
-        return refuse(411, "send the body with a Content-Length: bodies of another framing (Transfer-Encoding: " +
-                               q.get_header_value("Transfer-Encoding") + ") are not accepted");
-      }
-      const auto encoding = q.get_header_value("Content-Encoding");
-      if (!encoding.empty() && encoding != "identity") {
-        return refuse(415, "send the body uncompressed: Content-Encoding " + encoding + " is not accepted");
-      }
-      return httplib::Server::HandlerResponse::Unhandled;
-    });
-    // The library's own refusals (413 for a body past the limit, 404, 400 for a bad request line)
-    // get a JSON reason too.
-    server.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& q, httplib::Response& r) {
-      if (!r.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-      std::string reason = "error " + std::to_string(r.status);
-      if (r.status == 404) reason = "no such endpoint: " + q.path;
-      if (r.status == 405) reason = q.method + " is not allowed here";
-      if (r.status == 413) reason = fmt::format("the request is larger than {} bytes", options.limits.max_request_bytes);
-      if (r.status == 400) reason = "a malformed request";
-      r.set_content(json({{"error", reason}}).dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-      if (r.status == 413 || r.status == 404) metrics.record("other", r.status, 0, 0.0);
-      return httplib::Server::HandlerResponse::Handled;
-    }));
-    server.set_exception_handler([](const httplib::Request&, httplib::Response& r, std::exception_ptr) {
-      r.status = 500;
-      r.set_content(json({{"error", "the server failed"}}).dump(), "application/json");
-    });
+  // GET /metrics: with --api-keys, the key comes as api_key or as a bearer token (as Prometheus sends it).
+  http::Response metrics_text(const http::Request& request) {
+    auto given = request.param("api_key");
+    const auto authorization = request.header("authorization");
+    if (authorization.rfind("Bearer ", 0) == 0) given = authorization.substr(7);
+    try {
+      check_key(given);
+    } catch (const HttpError& error) {
+      return refusal(error.status, error.what());
+    }
+    http::Response response;
+    response.content_type = "text/plain; version=0.0.4";
+    response.body = metrics.text(service.stats());
+    return response;
+  }
+
+  json health() const {
+    json directions = json::array();
+    for (const auto& d : service.directions()) directions.push_back(d.source + "-" + d.target);
+    return json{{"status", "ok"}, {"directions", directions}};
+  }
+
+  // Requests that decode go to a worker; the rest are cheap and answered on the connections' thread,
+  // so that /health answers while every worker decodes.
+  static bool decodes(const http::Request& request) {
+    return request.path == "/translate" || request.path == "/v1/translate" || request.path == "/v1/score";
+  }
+
+  http::Response answer(const http::Request& q) {
+    const auto method = q.method == "HEAD" ? std::string("GET") : q.method;
+    const auto& path = q.path;
+    if (path == "/translate" && method == "POST") return route("translate", q, [&](int64_t& n) { return libretranslate(q, n); });
+    if (path == "/v1/translate" && method == "POST") {
+      return route("v1/translate", q, [&](int64_t& n) { return native_translate(q, n); });
+    }
+    if (path == "/v1/score" && method == "POST") return route("v1/score", q, [&](int64_t& n) { return native_score(q, n); });
+    // Public, as LibreTranslate has them: clients ask which languages there are before they have a key.
+    if (path == "/languages" && (method == "GET" || method == "POST")) {
+      return route("languages", q, [&](int64_t&) { return languages(); });
+    }
+    if (path == "/health" && method == "GET") return route("health", q, [&](int64_t&) { return health(); });
+    if (path == "/metrics" && method == "GET") return metrics_text(q);
+    if (decodes(q) || path == "/languages" || path == "/health" || path == "/metrics") {
+      return refusal(405, q.method + " is not allowed here");
+    }
+    return refusal(404, "no such endpoint: " + path);
+  }
+
+  http::Response refusal(int status, const std::string& reason) {
+    http::Response response;
+    response.status = status;
+    response.body = json({{"error", reason}}).dump(-1, ' ', false, json::error_handler_t::replace);
+    if (status == 503) response.headers.emplace_back("Retry-After", "1");
+    metrics.record("other", status, 0, 0.0);
+    return response;
   }
 };
 
 HttpServer::HttpServer(Service& service, ServerOptions options)
     : impl_(std::make_unique<Impl>(service, std::move(options))) {
-  auto& s = impl_->server;
-  const auto& limits = impl_->options.limits;
-  const int workers = limits.max_connections;
-  s.new_task_queue = [workers] { return new ConnectionPool(workers); };
-  s.set_payload_max_length(static_cast<size_t>(limits.max_request_bytes));
-  const auto read_seconds = static_cast<time_t>(std::ceil(limits.read_seconds));
-  s.set_read_timeout(read_seconds, 0);
-  s.set_write_timeout(read_seconds, 0);
-  s.set_keep_alive_timeout(read_seconds);
-  s.set_keep_alive_max_count(1000);
-  // The listening socket, caught as the library makes it, so that its backlog can be raised after
-  // bind (the library listens with a backlog of 5: a burst of clients would wait a second each).
-  s.set_socket_options([this](int socket) {
-    impl_->listening_socket = socket;
-    int yes = 1;
-    ::setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    // Answers go out in two writes (head, body): without TCP_NODELAY (which accepted connections
-    // inherit) the body waits for the client's delayed ACK, 40 ms on Linux.
-    ::setsockopt(socket, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
-  });
-  impl_->add_routes();
+  auto& i = *impl_;
+  http::TransportOptions t;
+  t.host = i.options.host;
+  t.port = i.options.port;
+  t.workers = i.options.limits.max_connections;
+  t.message.max_body_bytes = i.options.limits.max_request_bytes;
+  t.read_seconds = i.options.limits.read_seconds;
+  http::Handlers handlers;
+  handlers.answer = [&i](const http::Request& q) { return i.answer(q); };
+  handlers.at_once = [](const http::Request& q) { return !Impl::decodes(q); };
+  handlers.refusal = [&i](int status, const std::string& reason) { return i.refusal(status, reason); };
+  i.transport = std::make_unique<http::Transport>(std::move(t), std::move(handlers));
 }
 
 HttpServer::~HttpServer() = default;
 
-void HttpServer::bind() {
-  const auto& o = impl_->options;
-  bool bound = false;
-  if (o.port == 0) {
-    const int port = impl_->server.bind_to_any_port(o.host);
-    bound = port > 0;
-    impl_->bound_port = port;
-  } else {
-    bound = impl_->server.bind_to_port(o.host, o.port);
-    impl_->bound_port = o.port;
-  }
-  if (!bound) {
-    throw InputError(fmt::format("cannot listen on {}:{} (taken, or not an address of this machine)", o.host, o.port));
-  }
-  if (impl_->listening_socket >= 0) ::listen(impl_->listening_socket, SOMAXCONN);
-}
+void HttpServer::bind() { impl_->transport->bind(); }
 
-int HttpServer::port() const { return impl_->bound_port; }
+int HttpServer::port() const { return impl_->transport->port(); }
 
-void HttpServer::serve() { impl_->server.listen_after_bind(); }
+void HttpServer::serve() { impl_->transport->serve(); }
 
-void HttpServer::stop() { impl_->server.stop(); }
+void HttpServer::stop() { impl_->transport->stop(); }
 
 }  // namespace trafo::serve

@@ -2,8 +2,6 @@
 // a form, checked for type and UTF-8, and the HttpError that answers a bad one.
 #pragma once
 
-#include <httplib.h>
-
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -14,6 +12,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <utf8.h>
+
+#include "trafo/serve/http_message.h"
 
 namespace trafo::serve::detail {
 
@@ -29,8 +29,8 @@ class Fields {
   using json = nlohmann::json;
 
  public:
-  explicit Fields(const httplib::Request& request) : request_(request) {
-    const auto type = request.get_header_value("Content-Type");
+  explicit Fields(const http::Request& request) : request_(request) {
+    const auto type = request.header("content-type");
     if (type.rfind("application/json", 0) == 0) {
       try {
         body_ = json::parse(request.body);
@@ -43,7 +43,7 @@ class Fields {
 
   bool has(const std::string& name) const {
     if (body_) return body_->contains(name) && !(*body_)[name].is_null();
-    return request_.has_param(name) || request_.has_file(name);
+    return request_.has_param(name);
   }
 
   std::string text(const std::string& name) const {
@@ -54,7 +54,7 @@ class Fields {
       if (!field.is_string()) throw HttpError(400, name + " must be a string");
       value = field.get<std::string>();
     } else {
-      value = request_.has_param(name) ? request_.get_param_value(name) : request_.get_file_value(name).content;
+      value = request_.param(name);
     }
     utf8_checked(value, name);
     return value;
@@ -83,10 +83,9 @@ class Fields {
         throw HttpError(400, name + " must be a string or a list of strings");
       }
     } else {
-      const size_t count = request_.get_param_value_count(name);
+      const size_t count = request_.param_count(name);
       listed = count > 1;
-      for (size_t i = 0; i < count; ++i) values.push_back(request_.get_param_value(name, i));
-      if (count == 0) values.push_back(request_.get_file_value(name).content);
+      for (size_t i = 0; i < count; ++i) values.push_back(request_.param(name, i));
     }
     if (listed && values.empty()) throw HttpError(400, name + " is an empty list");
     for (const auto& value : values) utf8_checked(value, name);
@@ -100,7 +99,7 @@ class Fields {
       if (!field.is_number()) throw HttpError(400, name + " must be a number");
       return field.get<double>();
     }
-    const auto value = request_.get_param_value(name);
+    const auto value = request_.param(name);
     try {
       size_t used = 0;
       const double parsed = std::stod(value, &used);
@@ -126,7 +125,7 @@ class Fields {
       if (!field.is_boolean()) throw HttpError(400, name + " must be true or false");
       return field.get<bool>();
     }
-    const auto value = request_.get_param_value(name);
+    const auto value = request_.param(name);
     if (value == "true" || value == "1") return true;
     if (value == "false" || value == "0") return false;
     throw HttpError(400, name + " must be true or false");
@@ -137,7 +136,7 @@ class Fields {
     if (!utf8::is_valid(value.begin(), value.end())) throw HttpError(400, name + " is not valid UTF-8");
   }
 
-  const httplib::Request& request_;
+  const http::Request& request_;
   std::optional<json> body_;
 };
 

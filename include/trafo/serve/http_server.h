@@ -3,7 +3,8 @@
 //   POST /v1/translate, POST /v1/score     trafo's own: beams, n-best with scores, sampling, tags,
 //                                          alignments, log-probabilities of given translations
 //   GET /health, GET /metrics              liveness, and Prometheus' text format
-// Every answer is JSON (metrics aside); an error is {"error": "..."} with 400, 403, 404, 413, 503.
+// Every answer is JSON (metrics aside); an error is {"error": "..."} with its status
+// (docs/guide-serving.md "Limits and errors"). The bytes move in serve/http_transport.cpp.
 #pragma once
 
 #include <cstdint>
@@ -19,17 +20,17 @@ struct Limits {
   int64_t max_request_bytes = int64_t{1} << 20;  // a body past this: 413
   int64_t max_sentences = 10000;                 // lines in one request: 413
   int64_t max_line_bytes = 10000;                // one line: 413
-  int max_connections = 64;                      // connections served at once; more wait, then 503
+  int max_connections = 64;                      // requests that decode at once; as many wait, then 503
   int max_beam = 16;                             // a request's beam: 400 past it
   double request_seconds = 60.0;                 // waiting for the decoder: 503 past it
-  double read_seconds = 5.0;                     // a client silent this long is dropped
+  double read_seconds = 5.0;                     // a request must arrive whole in this time
 };
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 5000;                    // 0: any free port (port() says which)
   Limits limits;
-  std::vector<std::string> api_keys;  // not empty: every request must carry one of them as api_key
+  std::vector<std::string> api_keys;  // not empty: requests but /health and /languages carry one
 };
 
 class HttpServer {
