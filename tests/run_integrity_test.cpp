@@ -46,9 +46,9 @@ class RunIntegrity : public ::testing::Test {
 // The stale-weights bug: decoding packs weights, and the fused Adam updates them without bumping
 // version counters, so later validations decoded with old copies. Every validation's loss, BLEU, chrF
 // and every hypothesis must equal what a fresh process computes from the checkpoint of that step, in
-// either precision validation may pick: a CPU is posed where auto validates in bf16 (training stays
-// fp32), where bf16's rounding turns the last bits that padding beside a sentence changes into another
-// token near a tie. The dev set spans several of eval's batches.
+// either precision validation may run: fp32 (auto's), and bf16 where it is asked for (a CPU with
+// native bf16 posed), where bf16's rounding turns the last bits that padding beside a sentence changes
+// into another token near a tie. The dev set spans several of eval's batches.
 class ValidationAsEval : public RunIntegrity, public ::testing::WithParamInterface<const char*> {};
 
 TEST_P(ValidationAsEval, EqualsAFreshEvalOfTheCheckpointOfThatStep) {
@@ -59,12 +59,13 @@ TEST_P(ValidationAsEval, EqualsAFreshEvalOfTheCheckpointOfThatStep) {
   ASSERT_EQ(run_trafo("toy-corpus --out " + quoted(toy) + " --train 300 --dev 300 --test 10").exit_code, 0);
   data_ = toy;
   vocab_size_ = 400;
-  const auto trained = run_trafo(base() + " --max-steps 40 --valid-every 10 --valid-samples 300"
-                                          " --keep-checkpoints 5 --lr 1e-3 --warmup-steps 1 --dropout 0"
-                                          " --early-stopping 0");
+  const auto trained = run_trafo(base() + (bf16 ? " --precision bf16" : "") +
+                                 " --max-steps 40 --valid-every 10 --valid-samples 300"
+                                 " --keep-checkpoints 5 --lr 1e-3 --warmup-steps 1 --dropout 0"
+                                 " --early-stopping 0");
   ASSERT_EQ(trained.exit_code, 0) << trained.errors;
   const auto start = read_jsonl(run_ / "metrics.jsonl").front();
-  ASSERT_EQ(start["precision"], "fp32") << start;
+  ASSERT_EQ(start["precision"], GetParam()) << start;
   ASSERT_EQ(start["validation_precision"], GetParam()) << start;
   const auto hypotheses = expect_validations_equal_fresh_evals(run_, data_);
   ASSERT_EQ(hypotheses.size(), 4u);

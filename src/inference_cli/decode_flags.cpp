@@ -89,8 +89,9 @@ void add_runtime_flags(CLI::App& command, RuntimeOptions& options, bool with_pre
   if (!with_precision) return;
   command
       .add_option("--precision", options.precision,
-                  "fp32, bf16 (autocast; checkpoints stay fp32) or auto: bf16 where the device runs it natively and "
-                  "decoding steps of this model, timed at start in both, run at least 1.1x as fast in bf16")
+                  "fp32, bf16 (autocast; checkpoints stay fp32) or auto: fp32 on a CPU (a sentence's text never "
+                  "depends on its batch); on CUDA, bf16 where decoding steps of this model, timed at start, run at "
+                  "least 1.1x as fast")
       ->check(CLI::IsMember({"fp32", "bf16", "auto"}))
       ->capture_default_str();
   command.add_option("--tag", options.tag,

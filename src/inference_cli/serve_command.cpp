@@ -181,7 +181,8 @@ CommandRunner add_serve_command(CLI::App& app) {
       ->capture_default_str();
   command
       ->add_option("--precision", options->runtime.precision,
-                   "fp32, bf16 or auto (bf16 where each model's decoding steps, timed at start, run at least 1.1x as fast)")
+                   "fp32, bf16 or auto (fp32 on a CPU, where served text equals offline text whatever the batch; on "
+                   "CUDA, bf16 where each model's decoding steps, timed at start, run at least 1.1x as fast)")
       ->check(CLI::IsMember({"fp32", "bf16", "auto"}))
       ->capture_default_str();
   add_decode_flags(*command, options->decode, /*with_n_best=*/false);

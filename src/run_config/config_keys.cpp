@@ -122,7 +122,7 @@ const std::vector<ConfigKey> kKeys = {
     {"device", "Machine", "cpu, cuda or auto", TRAFO_MEMBER(device)},
     {"threads", "Machine", "intra-op threads (0: the cores other processes leave free, followed during the run)",
      TRAFO_MEMBER(threads)},
-    {"precision", "Machine", "fp32, bf16 (autocast, fp32 master weights) or auto: bf16 where the device runs it natively and faster (CUDA >= 8.0; a CPU with amx_bf16 or avx512_bf16 whose bf16 matmuls time >= 1.2x fp32 at start), else fp32; validation decodes in bf16 only where the model's decoding steps time >= 1.1x fp32, as trafo eval picks", TRAFO_MEMBER(precision)},
+    {"precision", "Machine", "fp32, bf16 (autocast, fp32 master weights) or auto: bf16 where the device runs it natively and faster (CUDA >= 8.0; a CPU with amx_bf16 or avx512_bf16 whose bf16 matmuls time >= 1.2x fp32 at start), else fp32; validation decodes as trafo eval picks: fp32 on a CPU, on CUDA bf16 where the model's decoding steps time >= 1.1x fp32", TRAFO_MEMBER(precision)},
     {"cuda-graphs", "Machine",
      "auto, on or off: on CUDA, each batch is padded to its shape bucket and the training step of a bucket is "
      "captured as a CUDA graph and replayed (one process, --accumulate 1, no LayerDrop); auto: where the model's "

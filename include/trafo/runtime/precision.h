@@ -4,8 +4,10 @@
 //   avx512_bf16 (elsewhere bf16 is emulated, tens of times slower) and whose bf16 matmuls, timed at
 //   start, run at least kMinBf16Speedup times as fast as its fp32 ones (an Intel CPU with
 //   avx512_bf16 but no AMX runs them slower than fp32);
-// - decoding (eval, translate, validation): the same native bf16, and decoding steps of the loaded
-//   model itself, timed in both precisions, at least kMinBf16DecodingSpeedup times as fast in bf16.
+// - decoding (eval, translate, serve, validation) on a CPU: fp32, the precision in which a sentence's
+//   translation never depends on what shares its batch (docs/contracts.md); bf16 only when asked;
+// - decoding on CUDA: native bf16, and decoding steps of the loaded model itself, timed in both
+//   precisions, at least kMinBf16DecodingSpeedup times as fast in bf16.
 //   Decoding is small products, casts and the packed fp32 kernels: on a Zen 5 whose bf16 matmuls run
 //   4x fp32, greedy decoding ran 0.6x as fast in bf16.
 #pragma once
@@ -43,7 +45,7 @@ Precision resolve_precision(const std::string& requested, bool cuda, bool cuda_n
                             const std::function<double()>& cuda_speedup = {});
 
 // The same for decoding: `decoding_speedup` gives bf16 / fp32 speed of decoding steps of the model,
-// called where auto finds native bf16 (CPU flags, or a CUDA device of compute capability >= 8.0).
+// called where auto finds native bf16 on CUDA (compute capability >= 8.0); auto on a CPU is fp32.
 Precision resolve_decoding_precision(const std::string& requested, bool cuda, bool cuda_native_bf16,
                                      const std::set<std::string>& cpu_flags,
                                      const std::function<double()>& decoding_speedup);
