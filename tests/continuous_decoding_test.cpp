@@ -7,31 +7,27 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "toy_model_support.h"
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/decode/continuous.h"
 #include "trafo/decode/translator.h"
-#include "trafo/toy/toy_corpus.h"
 
 namespace trafo::decode {
 namespace {
 
-const std::filesystem::path kToyModel =
-    std::filesystem::path(TRAFO_SOURCE_DIR) / "tests" / "fixtures" / "checkpoints" / "toy-format2.pt";
-
-std::vector<std::string> toy_sentences(int64_t count) {
-  data::ToyCorpusOptions toy;
-  toy.train = 0;
-  toy.dev = 0;
-  toy.test = count;
-  std::vector<std::string> sentences;
-  for (const auto& pair : data::generate_toy_corpus(toy).test) sentences.push_back(pair.source);
-  return sentences;
-}
+using testing::kToyModel;
+using testing::toy_sentences;
 
 // Feeds `sentences` to a ContinuousDecoder, 0 to `most` of them before each step (seeded), and
-// returns their results in input order; `steps` counts the steps taken.
+// returns their results in input order; `steps` counts the steps taken. With `tokenizer`, they join
+// as `trafo serve` adds them: tokenized once beforehand (source_ids), through add_ids.
 std::vector<Hypothesis> decode_continuously(ContinuousDecoder& decoder, const std::vector<std::string>& sentences,
-                                            int most, uint32_t seed, int64_t& steps) {
+                                            int most, uint32_t seed, int64_t& steps,
+                                            const data::Tokenizer* tokenizer = nullptr) {
+  std::vector<std::vector<int>> ids;
+  if (tokenizer != nullptr) {
+    for (const auto& sentence : sentences) ids.push_back(source_ids(*tokenizer, sentence, decoder.options().source_tag));
+  }
   std::mt19937 random(seed);
   std::map<int64_t, size_t> sentence_of;  // ticket -> input line
   std::vector<Hypothesis> results(sentences.size());
@@ -41,9 +37,10 @@ std::vector<Hypothesis> decode_continuously(ContinuousDecoder& decoder, const st
   while (done < sentences.size()) {
     const size_t joining = std::min<size_t>(sentences.size() - next, std::uniform_int_distribution<int>(0, most)(random));
     if (joining > 0) {
-      const std::vector<std::string> batch(sentences.begin() + static_cast<std::ptrdiff_t>(next),
-                                           sentences.begin() + static_cast<std::ptrdiff_t>(next + joining));
-      const auto tickets = decoder.add(batch);
+      const auto first = static_cast<std::ptrdiff_t>(next), end = static_cast<std::ptrdiff_t>(next + joining);
+      const auto tickets = tokenizer != nullptr
+                               ? decoder.add_ids({ids.begin() + first, ids.begin() + end})
+                               : decoder.add({sentences.begin() + first, sentences.begin() + end});
       for (size_t i = 0; i < tickets.size(); ++i) sentence_of[tickets[i]] = next + i;
       next += joining;
     }
@@ -131,6 +128,45 @@ TEST_F(ContinuousDecoding, LengthLimitsAndCutSourcesAreTranslatorsToo) {
   size_t at_limit = 0;
   for (const auto& result : offline) at_limit += result.front().tokens.size() == 4 ? 1 : 0;
   EXPECT_GT(at_limit, sentences.size() / 2);
+}
+
+// `trafo serve` tokenizes each sentence once, as it queues it, and hands the decoders its ids. There
+// is no seam to count the tokenizer's calls (data::Tokenizer is a concrete class): this checks that
+// the ids it hands them (source_ids: the tag in front, an empty line untagged, a long one uncut) are
+// the very ones the text paths decode, in both decoders: the same pieces, scores and text, bit for bit.
+TEST_F(ContinuousDecoding, SentencesAddedAsIdsGetWhatTheirTextGets) {
+  auto sentences = toy_sentences(150);
+  std::string very_long;
+  for (int i = 0; i < 60; ++i) very_long += sentences[static_cast<size_t>(i)] + " ";
+  sentences[3] = very_long;  // cut to the model's positions by the decoders, not before
+  sentences[4] = "";
+  DecodeOptions options;
+  options.source_tag = tokenizer_->vocab_size() - 1;  // a piece before every non-empty source
+  const auto as_ids = [&](const std::vector<std::string>& lines) {
+    std::vector<std::vector<int>> ids;
+    for (const auto& line : lines) ids.push_back(source_ids(*tokenizer_, line, options.source_tag));
+    return ids;
+  };
+  EXPECT_TRUE(as_ids({""}).front().empty());
+  EXPECT_EQ(as_ids({sentences[0]}).front().front(), options.source_tag);
+
+  Translator translator(model_, *tokenizer_, options);
+  const auto offline = translator.translate(sentences);
+  // The same sentences join the same steps, as text and as ids.
+  ContinuousDecoder by_text(model_, *tokenizer_, options), by_ids(model_, *tokenizer_, options);
+  int64_t steps = 0;
+  std::vector<std::vector<Hypothesis>> from_text;
+  for (auto& hypothesis : decode_continuously(by_text, sentences, 4, /*seed=*/5, steps)) from_text.push_back({hypothesis});
+  const auto from_ids = decode_continuously(by_ids, sentences, 4, /*seed=*/5, steps, tokenizer_.get());
+  expect_same(from_ids, from_text, sentences, /*bits=*/true);
+  expect_same(from_ids, offline, sentences);
+  const auto offline_ids = translator.translate_ids(as_ids(sentences));
+  ASSERT_EQ(offline_ids.size(), offline.size());
+  for (size_t i = 0; i < offline.size(); ++i) {
+    expect_same({offline_ids[i].front()}, {offline[i]}, {sentences[i]}, /*bits=*/true);
+  }
+  // The tag was read: it changes translations (else the ids could have lost it unseen).
+  EXPECT_NE(Translator(model_, *tokenizer_, DecodeOptions{}).translate_best(sentences), translator.translate_best(sentences));
 }
 
 TEST_F(ContinuousDecoding, TakesGreedySearchOfTheBestPiecesOnly) {

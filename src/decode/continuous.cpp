@@ -58,6 +58,13 @@ int64_t ContinuousDecoder::sentences() const { return state_->open + static_cast
 int64_t ContinuousDecoder::source_pieces() const { return state_->open_pieces; }
 
 std::vector<int64_t> ContinuousDecoder::add(const std::vector<std::string>& sources) {
+  std::vector<std::vector<int>> ids;
+  ids.reserve(sources.size());
+  for (const auto& source : sources) ids.push_back(source_ids(state_->tokenizer, source, options_.source_tag));
+  return add_ids(ids);
+}
+
+std::vector<int64_t> ContinuousDecoder::add_ids(const std::vector<std::vector<int>>& sources) {
   c10::InferenceMode inference;
   auto& s = *state_;
   const auto device = s.model->parameters().front().device();
@@ -65,19 +72,17 @@ std::vector<int64_t> ContinuousDecoder::add(const std::vector<std::string>& sour
   const int64_t max_positions = s.model->config().max_positions;
   const int64_t longest = max_positions - 1;  // source pieces; eos takes the last position
   std::vector<int64_t> tickets;
-  std::vector<std::vector<int>> ids;  // the non-empty sentences, tokenized as Translator::translate does
+  std::vector<std::vector<int>> ids;  // the non-empty sentences, to be cut as Translator cuts them
   std::vector<int64_t> joining;       // their tickets
   for (const auto& source : sources) {
     tickets.push_back(s.next_ticket++);
-    auto pieces = s.tokenizer.encode(source);
-    if (pieces.empty()) {
+    if (source.empty()) {
       Hypothesis empty;
       empty.text = one_line(s.tokenizer.decode({}));
       s.ready.push_back({tickets.back(), std::move(empty)});
       continue;
     }
-    if (options_.source_tag >= 0) pieces.insert(pieces.begin(), options_.source_tag);
-    ids.push_back(std::move(pieces));
+    ids.push_back(source);
     joining.push_back(tickets.back());
   }
   if (ids.empty()) return tickets;

@@ -59,6 +59,12 @@ int64_t max_output_length(int64_t source_length, const DecodeOptions& options, i
   return static_cast<int64_t>(std::clamp(limit, 0.0, cap));
 }
 
+std::vector<int> source_ids(const data::Tokenizer& tokenizer, const std::string& text, int source_tag) {
+  auto ids = tokenizer.encode(text);
+  if (source_tag >= 0 && !ids.empty()) ids.insert(ids.begin(), source_tag);
+  return ids;
+}
+
 Translator::Translator(model::Transformer model, const data::Tokenizer& tokenizer, DecodeOptions options)
     : Translator(std::move(model), options) {
   tokenizer_ = &tokenizer;
@@ -85,11 +91,7 @@ std::vector<std::vector<Hypothesis>> Translator::translate(const std::vector<std
   if (tokenizer_ == nullptr) throw std::logic_error("Translator::translate needs a tokenizer");
   std::vector<std::vector<int>> ids;
   ids.reserve(sources.size());
-  for (const auto& source : sources) {
-    ids.push_back(tokenizer_->encode(source));
-    // An empty line stays empty (one empty hypothesis), tagged or not.
-    if (options_.source_tag >= 0 && !ids.back().empty()) ids.back().insert(ids.back().begin(), options_.source_tag);
-  }
+  for (const auto& source : sources) ids.push_back(source_ids(*tokenizer_, source, options_.source_tag));
   return translate_ids(ids, first_sentence);
 }
 

@@ -188,11 +188,11 @@ void Service::decode_step(Decoder& me, const std::vector<Part>& joining) {
         me.continuous = std::make_unique<decode::ContinuousDecoder>(direction.model, *direction.tokenizer, first.job.options);
         me.decoder_key = first.key;
       }
-      std::vector<std::string> sources;
+      std::vector<std::vector<int>> sources;
       for (const auto& [pending, rows_of_job] : joining) {
-        for (const size_t row : rows_of_job) sources.push_back(pending->job.sentences[row]);
+        for (const size_t row : rows_of_job) sources.push_back(pending->ids[row]);
       }
-      const auto tickets = me.continuous->add(sources);
+      const auto tickets = me.continuous->add_ids(sources);
       size_t at = 0;
       for (const auto& [pending, rows_of_job] : joining) {
         for (const size_t row : rows_of_job) me.in_flight[tickets[at++]] = {pending, row};
@@ -233,9 +233,11 @@ void Service::decode_batch(Decoder& me, const std::vector<Part>& parts) {
   const Job& first = parts.front().first->job;
   auto& direction = directions_[first.direction];
   std::vector<std::string> sources, targets;
+  std::vector<std::vector<int>> ids;  // the translator's; scores and alignments take the text
   for (const auto& [pending, rows] : parts) {
     for (const size_t row : rows) {
       sources.push_back(pending->job.sentences[row]);
+      ids.push_back(pending->ids[row]);
       if (!pending->job.targets.empty()) targets.push_back(pending->job.targets[row]);
     }
   }
@@ -252,7 +254,7 @@ void Service::decode_batch(Decoder& me, const std::vector<Part>& parts) {
       decode::Translator translator(direction.model, *direction.tokenizer, first.options);
       // Sampling draws from (seed, sentence index): a sampling job's part is its own consecutive rows.
       const int64_t first_sentence = first.options.sampling() ? static_cast<int64_t>(parts.front().second.front()) : 0;
-      batch.results = translator.translate(sources, first_sentence);
+      batch.results = translator.translate_ids(ids, first_sentence);
       if (first.alignment) {
         batch.alignments =
             report::align_best(direction.model, *direction.tokenizer, first.options.source_tag, sources, batch.results);

@@ -66,7 +66,7 @@ Outcome Service::run(Job job, std::chrono::steady_clock::time_point deadline) {
   const auto& direction = directions_.at(job.direction);
   auto pending = std::make_shared<Pending>();
   for (const auto& sentence : job.sentences) {
-    pending->pieces.push_back(static_cast<int64_t>(direction.tokenizer->encode(sentence).size()) + 1);
+    pending->ids.push_back(decode::source_ids(*direction.tokenizer, sentence, job.options.source_tag));
   }
   pending->key = batch_key(job);
   if (job.options.sampling()) pending->key += "|sampling|" + std::to_string(reinterpret_cast<uintptr_t>(pending.get()));
@@ -109,8 +109,8 @@ std::vector<Service::Part> Service::take(const std::string& key, int64_t budget,
     for (size_t j = 0; j < sharing.size() && pieces < budget && count < most; ++j) {
       auto& p = *sharing[j];
       if (p.next == p.job.sentences.size()) continue;
-      if (pieces > 0 && pieces + p.pieces[p.next] > budget) continue;
-      pieces += p.pieces[p.next];
+      if (pieces > 0 && pieces + p.pieces(p.next) > budget) continue;
+      pieces += p.pieces(p.next);
       taken[j].push_back(p.next++);
       took = true;
       ++count;

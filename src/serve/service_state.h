@@ -20,13 +20,17 @@ namespace trafo::serve {
 struct Service::Pending {
   Job job;
   std::string key;              // jobs with the same key may share a batch
-  std::vector<int64_t> pieces;  // source pieces per sentence (the batch budget counts them)
+  // Per sentence, its source ids (decode::source_ids), encoded once by run(): the batch budget counts
+  // them, and the decoders decode them.
+  std::vector<std::vector<int>> ids;
   size_t next = 0;              // the first sentence not yet taken into a batch
   size_t done = 0;              // sentences decoded
   Outcome outcome;
   std::exception_ptr error;     // a batch that failed fails every job in it
   std::condition_variable answered;  // run() waits on it; notified when finished() (under mutex_)
   bool finished() const { return error || done == job.sentences.size(); }
+  // Sentence `row`'s source pieces with eos: what the batch budget counts.
+  int64_t pieces(size_t row) const { return static_cast<int64_t>(ids[row].size()) + 1; }
 };
 
 // A decoding thread: its running batch, and what the line knows of it.

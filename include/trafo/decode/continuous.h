@@ -38,9 +38,12 @@ class ContinuousDecoder {
   // Greedy search of the best pieces with the KV cache (no beam, no sampling).
   static bool supports(const DecodeOptions& options);
 
-  // Tokenizes `sources` and encodes them into the batch; returns one ticket per sentence, which
-  // step() returns with its translation. An empty line is finished at once (one empty hypothesis).
+  // Tokenizes `sources` (source_ids) and adds them (add_ids).
   std::vector<int64_t> add(const std::vector<std::string>& sources);
+  // Encodes sentences tokenized by source_ids (the tag included) into the batch; returns one ticket
+  // per sentence, which step() returns with its translation. An empty one is finished at once (one
+  // empty hypothesis).
+  std::vector<int64_t> add_ids(const std::vector<std::vector<int>>& sources);
   // One decoding step of every sentence in the batch; the sentences that finished (at eos or at
   // their length limit), with their translation (text included).
   struct Finished {

@@ -64,6 +64,11 @@ struct Hypothesis {
   double score = 0.0;       // sum of token log-probabilities (eos included), length-penalised for beams
 };
 
+// A source line's ids as the decoders read them: its pieces after `source_tag` (-1: none). An empty
+// line stays empty (one empty hypothesis), tagged or not. Not yet cut to the model's positions: the
+// decoders cut, and warn.
+std::vector<int> source_ids(const data::Tokenizer& tokenizer, const std::string& text, int source_tag);
+
 // The searches on one padded batch with the best tokens (tests, benchmarks; search.h has the
 // strategies and selectors behind them): `src` [B,S] holds ids + eos padded with
 // pad, on the model's device; `max_lengths[b]` is row b's length limit. One list of hypotheses
@@ -91,7 +96,7 @@ class Translator {
   std::vector<std::vector<Hypothesis>> translate(const std::vector<std::string>& sources, int64_t first_sentence = 0);
   // The best hypothesis' text per sentence.
   std::vector<std::string> translate_best(const std::vector<std::string>& sources);
-  // Pre-tokenized input: token ids without eos.
+  // Pre-tokenized input: token ids without eos (source_ids' for text, the tag included).
   std::vector<std::vector<Hypothesis>> translate_ids(const std::vector<std::vector<int>>& sources,
                                                      int64_t first_sentence = 0);
 

@@ -1,0 +1,89 @@
+// The service behind `trafo serve`, without HTTP: each sentence is tokenized once, as its job is
+// queued, and its ids go to the decoders; what they give is `trafo translate`'s text, tagged or not,
+// in the running batch (greedy) and in batches of their own (beams).
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "toy_model_support.h"
+#include "trafo/checkpoint/checkpoint.h"
+#include "trafo/decode/translator.h"
+#include "trafo/serve/service.h"
+
+namespace trafo::serve {
+namespace {
+
+using testing::kToyModel;
+using testing::toy_sentences;
+
+// Runs the service's decoders while it lives, and stops them however the test leaves (a thread left
+// running would abort it).
+struct Decoding {
+  Service& service;
+  std::thread thread{[this] { service.run_decoder(); }};
+  ~Decoding() {
+    service.stop();
+    thread.join();
+  }
+};
+
+TEST(Service, ServedTranslationsAreTheTranslatorsTaggedOrNot) {
+  at::set_num_threads(2);
+  const auto saved = checkpoint::load(kToyModel, /*with_training_state=*/false);
+  Direction direction{"en", "de", checkpoint::make_model(saved, torch::kCPU),
+                      std::make_shared<const data::Tokenizer>(data::Tokenizer::from_bytes(saved.tokenizer)),
+                      decode::DecodeOptions{}, {}};
+  direction.model->eval();
+  auto sentences = toy_sentences(60);
+  std::string very_long;
+  for (int i = 0; i < 60; ++i) very_long += sentences[static_cast<size_t>(i)] + " ";
+  sentences[3] = very_long;  // cut to the model's positions
+  sentences[4] = "";
+
+  // Greedy (the running batch) and beams (a batch of their own), each with and without a tag.
+  std::vector<decode::DecodeOptions> kinds(4);
+  kinds[2].beam = kinds[3].beam = 3;
+  kinds[1].source_tag = kinds[3].source_tag = direction.tokenizer->vocab_size() - 1;
+  std::vector<std::vector<std::vector<decode::Hypothesis>>> offline;
+  for (const auto& options : kinds) {
+    offline.push_back(decode::Translator(direction.model, *direction.tokenizer, options).translate(sentences));
+  }
+
+  Service service({direction}, /*max_queue=*/10000, /*decoders=*/2);
+  std::vector<Outcome> outcomes;
+  {
+    const Decoding decoding{service};
+    std::vector<std::future<Outcome>> served;  // the jobs at once, as concurrent requests
+    for (const auto& options : kinds) {
+      served.push_back(std::async(std::launch::async, [&, options] {
+        return service.run(Job{0, options, sentences, false, {}},
+                           std::chrono::steady_clock::now() + std::chrono::minutes(5));
+      }));
+    }
+    for (auto& outcome : served) outcomes.push_back(outcome.get());
+  }
+
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    ASSERT_EQ(outcomes[k].results.size(), sentences.size()) << "kind " << k;
+    for (size_t i = 0; i < sentences.size(); ++i) {
+      const auto& got = outcomes[k].results[i].front();
+      const auto& expected = offline[k][i].front();
+      EXPECT_EQ(got.tokens, expected.tokens) << "kind " << k << ", line " << i;
+      EXPECT_EQ(got.text, expected.text) << "kind " << k << ", line " << i;
+      EXPECT_NEAR(got.score, expected.score, 1e-4) << "kind " << k << ", line " << i;
+    }
+  }
+  const auto best_texts = [](const std::vector<std::vector<decode::Hypothesis>>& results) {
+    std::vector<std::string> texts;
+    for (const auto& hypotheses : results) texts.push_back(hypotheses.front().text);
+    return texts;
+  };
+  EXPECT_NE(best_texts(offline[0]), best_texts(offline[1])) << "the tag changed no translation: nothing shown";
+  EXPECT_EQ(service.stats().sentences_decoded, static_cast<int64_t>(kinds.size() * sentences.size()));
+}
+
+}  // namespace
+}  // namespace trafo::serve
