@@ -38,24 +38,12 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -n "$work" ]] || work=$(mktemp -d /tmp/trafo-serve-bench.XXXXXX)
 mkdir -p "$work"
-say() { printf 'serve.sh: %s\n' "$*" >&2; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-field() { "$python" -c "import json,sys; print(json.loads(sys.stdin.read())['$1'])"; }
+# shellcheck source=bench/serve_common.sh
+source "$root/bench/serve_common.sh"
 
-echo "processor: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')" \
-  "(family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' '), model $(grep -m1 '^model\s' /proc/cpuinfo | cut -d: -f2 | tr -d ' ');" \
-  "$(grep -o -m1 -w -E 'amx_bf16|avx512_bf16' /proc/cpuinfo | head -1 || echo 'no bf16 flag'); $(nproc) cores)"
-if [[ -z "$checkpoint" ]]; then
-  say "toy corpus and a default-size model trained for $steps steps in $work"
-  "$trafo" toy-corpus --out "$work/toy" --train 20000 --dev 100 --test 1000 >/dev/null 2>&1
-  "$trafo" train --data-dir "$work/toy" --src-lang en --tgt-lang de --run-dir "$work/run" --max-steps "$steps" \
-    --valid-every "$steps" --vocab-size 2000 --threads "$threads" --early-stopping 0 --overwrite >/dev/null 2>&1
-  checkpoint="$work/run/checkpoint-last.pt"
-  sentences="$work/toy/test.en"
-else
-  [[ -f "$work/toy/test.en" ]] || "$trafo" toy-corpus --out "$work/toy" --train 100 --dev 10 --test 1000 >/dev/null 2>&1
-  sentences="$work/toy/test.en"
-fi
+processor
+toy_model
 head -1 "$sentences" >"$work/one.en"
 "$trafo" export --checkpoint "$checkpoint" --out "$work/ct2" --force >/dev/null 2>&1
 decoding=(--threads "$threads" --precision fp32)
@@ -70,12 +58,7 @@ offline_round() {
   echo "$(wc -l <"$sentences") / ($all - $one)" | bc -l
 }
 
-port=$((20000 + RANDOM % 20000))
-"$trafo" serve -c "$checkpoint" "${decoding[@]}" --port "$port" >"$work/serve.out" 2>"$work/serve.err" &
-server=$!
-trap 'kill $server 2>/dev/null || true' EXIT
-for _ in $(seq 100); do grep -q listening "$work/serve.out" 2>/dev/null && break; sleep 0.2; done
-url="http://127.0.0.1:$port"
+start_server "${decoding[@]}"
 # Offline and served take turns in each round (the server idles meanwhile), so that a change in the
 # machine's speed moves both; the share is each round's served over its offline, their median.
 offline=(); served=(); share=(); p50=(); p95=(); p99=(); lone=(); lone_decoding=(); ratio=()

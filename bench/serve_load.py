@@ -10,16 +10,27 @@
     serve_load.py ct2-server --model DIR --sp MODEL --port PORT [--threads 2]
         Serves a CTranslate2 model folder with LibreTranslate's POST /translate (one sentence a
         request, greedy), on 127.0.0.1: Python's threading HTTP server, no batching across requests.
-    serve_load.py soak --url URL --pid PID --sentences FILE [--minutes 5] [--clients 16]
-        Good requests (their answers checked against the first answer for the same line), malformed
-        ones and clients that disconnect mid-request, for MINUTES; samples the server's VmRSS.
-        Prints failures of good requests, RSS after the first minute and at the end, and each minute's (MB).
+    serve_load.py soak --url URL --pid PID --sentences FILE [--minutes 5] [--clients 64] [--hostile 8]
+                       [--read-timeout 5] [--max-request-bytes 1048576] [--sigterm-at-end]
+        For MINUTES, CLIENTS clients send good requests (their answers checked against the first answer
+        for the same line), malformed ones and ones that disconnect mid-request; HOSTILE clients, a
+        request every few seconds, connect and say nothing, drip a head a byte at a time (408), send
+        chunked or gzip bodies past the limit (411, 415) or a Content-Length past it (413), or never read
+        their answer; /health must answer 200 within 1 s every 0.5 s. Samples the server's VmRSS. With
+        --sigterm-at-end, sends SIGTERM with good requests in flight: each must be answered 200 or 503.
+        Prints one JSON object: requests of each kind, failures, /health misses, RSS after the first
+        minute and at the end, and each minute's (MB). (bench/serve_soak.sh runs it.)
+    serve_load.py verdict --result JSON --exit-code RC
+        One line from a soak's JSON and the server's exit status; exits 1 on FAIL.
 """
 
 import argparse
+import gzip
 import json
+import os
 import random
 import re
+import signal
 import socket
 import statistics
 import sys
@@ -34,6 +45,16 @@ def post_json(url, body, timeout=120):
                                      headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=timeout) as answer:
         return json.loads(answer.read())
+
+
+def post_bytes(body, headers=b"", length=None):
+    """POST /translate with a JSON BODY, as bytes; LENGTH: its Content-Length, if not BODY's."""
+    return (b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n%s"
+            % (headers, len(body) if length is None else length, body))
+
+
+def query(line):
+    return json.dumps({"q": line, "source": "en", "target": "de"}).encode()
 
 
 def percentile(values, p):
@@ -64,8 +85,7 @@ def load(args):
                 if connection is None:
                     connection = await asyncio.open_connection(where.hostname, where.port)
                 reader, writer = connection
-                writer.write(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                             b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+                writer.write(post_bytes(body))
                 head = await reader.readuntil(b"\r\n\r\n")
                 length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
                 answer = await reader.readexactly(length)
@@ -157,77 +177,228 @@ def ct2_server(args):
 
 
 def rss_mb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except FileNotFoundError:  # the server is gone
+        pass
     return 0.0
+
+
+def exchange(where, request, timeout=30):
+    """REQUEST on a connection of its own; the answer's first bytes. A body refused before it has
+    all come makes the send fail once the server stops reading: the answer is read all the same."""
+    with socket.create_connection(where, timeout=timeout) as s:
+        try:
+            s.sendall(request)
+        except OSError:
+            pass
+        return s.recv(100)
+
+
+def expect(status, answer):
+    return None if answer.startswith(b"HTTP/1.1 %d " % status) else "answered %r" % answer[:40]
+
+
+def silent(where, wait):
+    """Connects and says nothing: the server must close the connection, unanswered."""
+    with socket.create_connection(where, timeout=wait) as s:
+        answer = s.recv(100)
+    return None if answer == b"" else "answered %r" % answer[:40]
+
+
+def drip(where, wait):
+    """Sends a request's head a byte every 0.25 s: it cannot arrive whole in time, so 408."""
+    with socket.create_connection(where, timeout=0.25) as s:
+        for byte in post_bytes(b"", length=40):
+            s.send(bytes([byte]))
+            try:
+                return expect(408, s.recv(100))
+            except socket.timeout:
+                continue
+        s.settimeout(wait)
+        return expect(408, s.recv(100))
+
+
+def unread(where, request, hold):
+    """Sends a good request on a small receive window, and never reads its answer."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+        s.connect(where)
+        s.sendall(request)
+        time.sleep(hold)
+
+
+def hostile_requests(where, args, lines):
+    """What the hostile clients do, each a function of a random generator that returns what went wrong,
+    or None. Bodies past --max-request-bytes are made once: chunked (411), a gzip body that unpacks to
+    64 times the limit (415) and a Content-Length of 1,024 times it (413)."""
+    limit, wait = args.max_request_bytes, args.read_timeout + 5
+    chunk = b"a" * 65536
+    chunked = (b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               b"Transfer-Encoding: chunked\r\n\r\n" + (b"10000\r\n%s\r\n" % chunk) * (limit // len(chunk) + 2)
+               + b"0\r\n\r\n")
+    gzipped = post_bytes(gzip.compress(b'{"q": "%s"}' % (b"a" * 64 * limit)), b"Content-Encoding: gzip\r\n")
+    too_long = post_bytes(b'{"q": "' + b"a" * 1000, length=1024 * limit)
+    many = post_bytes(json.dumps({"q": lines[:20], "source": "en", "target": "de"}).encode())
+    return {"silent": lambda rng: silent(where, wait), "drip": lambda rng: drip(where, wait),
+            "chunked": lambda rng: expect(411, exchange(where, chunked)),
+            "gzip": lambda rng: expect(415, exchange(where, gzipped)),
+            "too_long": lambda rng: expect(413, exchange(where, too_long)),
+            "unread": lambda rng: unread(where, many, args.read_timeout + 1)}
+
+
+class Tally:
+    """Requests of each kind, and what went wrong, from many threads."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.counts, self.failures = {}, []
+
+    def record(self, kind, failure):
+        with self.lock:
+            self.counts[kind] = self.counts.get(kind, 0) + 1
+            if failure:
+                self.failures.append("%s: %s" % (kind, failure))
+
+
+def client(seed, kinds, weights, pause, end, tally):
+    """Requests of KINDS drawn by WEIGHTS until END, each followed by up to PAUSE seconds of rest."""
+    rng = random.Random(seed)
+    while time.time() < end:
+        kind = rng.choices(list(kinds), weights)[0]
+        try:
+            failure = kinds[kind](rng)
+        except Exception as error:  # noqa: BLE001 - a failure of that request
+            failure = repr(error)
+        tally.record(kind, failure)
+        time.sleep(pause * rng.random())
+
+
+def health_probe(url, stop, tally):
+    """Every 0.5 s until STOP: /health must answer 200 within 1 s."""
+    while not stop.wait(0.5):
+        started, answered = time.time(), None
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=1) as answer:
+                answered = answer.status
+        except Exception:  # noqa: BLE001 - a miss
+            pass
+        late = time.time() - started > 1
+        tally.record("health", None if answered == 200 and not late else "status %s, late %s" % (answered, late))
+
+
+def sigterm_under_load(where, args, lines, expected):
+    """Good requests sent whole, then SIGTERM while they are in flight: each must be answered 503, or
+    200 with its line's first answer."""
+    outcome, failures, sent = {"sigterm_sent": 0, "sigterm_200": 0, "sigterm_503": 0}, [], []
+    try:
+        for i in random.Random(0).choices(range(len(lines)), k=4 * args.clients):
+            s = socket.create_connection(where, timeout=args.request_timeout + 10)
+            s.sendall(post_bytes(query(lines[i]), b"Connection: close\r\n"))
+            sent.append((i, s))
+        os.kill(args.pid, signal.SIGTERM)
+    except OSError as error:  # the server is gone
+        failures.append("sigterm: %r" % error)
+    for i, s in sent:
+        outcome["sigterm_sent"] += 1
+        try:
+            with s:
+                head, _, body = b"".join(iter(lambda: s.recv(65536), b"")).partition(b"\r\n\r\n")
+            text = json.loads(body).get("translatedText") if head.startswith(b"HTTP/1.1 200 ") else None
+        except (OSError, ValueError) as error:
+            failures.append("sigterm: line %d: %r" % (i, error))
+            continue
+        if head.startswith(b"HTTP/1.1 503 "):
+            outcome["sigterm_503"] += 1
+        elif text is not None and expected.setdefault(i, text) == text:
+            outcome["sigterm_200"] += 1
+        else:
+            failures.append("sigterm: line %d answered %r" % (i, head[:40]))
+    return outcome, failures
+
+
+def good_requests(where, args, lines, expected, lock):
+    """What the ordinary clients do: good requests (their answers checked against the first answer
+    for the same line), malformed ones (400) and ones that disconnect mid-body."""
+    def good(rng):
+        i = rng.randrange(len(lines))
+        text = post_json(args.url, {"q": lines[i], "source": "en", "target": "de"})["translatedText"]
+        with lock:
+            return None if expected.setdefault(i, text) == text else "line %d changed" % i
+
+    def dropped(rng):
+        with socket.create_connection(where, timeout=30) as s:
+            s.sendall(post_bytes(b'{"q": ', length=500))
+
+    malformed = post_bytes(b'{"q": ["a", 3', b"Connection: close\r\n")
+    return {"good": good, "bad": lambda rng: expect(400, exchange(where, malformed)), "dropped": dropped}
+
+
+def rss_summary(samples):
+    """The median RSS of each minute: a plateau is what "flat after warm-up" means; a slow leak rises
+    minute after minute. (The server hands freed pages back every 10 s, so single samples jump.)"""
+    by_minute = {}
+    for at, mb in samples:
+        by_minute.setdefault(int(at // 60), []).append(mb)
+    after_warm = statistics.median(by_minute.get(1) or [samples[0][1]])  # the second minute
+    last = statistics.median([mb for at, mb in samples if at >= samples[-1][0] - 60])
+    return {"rss_mb_after_warm_up": round(after_warm, 1), "rss_mb_at_end": round(last, 1),
+            "rss_growth_pct": round(100 * (last / after_warm - 1), 2) if after_warm else 100.0,
+            "rss_mb_by_minute": [round(statistics.median(by_minute[m]), 1) for m in sorted(by_minute)]}
 
 
 def soak(args):
     with open(args.sentences, encoding="utf-8") as f:
         lines = f.read().splitlines()
-    host, port = urllib.parse.urlparse(args.url).hostname, urllib.parse.urlparse(args.url).port
-    expected, failures, counts = {}, [], {"good": 0, "bad": 0, "dropped": 0}
-    lock = threading.Lock()
+    where = (urllib.parse.urlparse(args.url).hostname, urllib.parse.urlparse(args.url).port)
+    expected, tally, health, stop = {}, Tally(), Tally(), threading.Event()
     end = time.time() + args.minutes * 60
-
-    def client(seed):
-        rng = random.Random(seed)
-        while time.time() < end:
-            roll = rng.random()
-            try:
-                if roll < 0.8:
-                    i = rng.randrange(len(lines))
-                    text = post_json(args.url, {"q": lines[i], "source": "en", "target": "de"})["translatedText"]
-                    with lock:
-                        counts["good"] += 1
-                        if expected.setdefault(i, text) != text:
-                            failures.append("line %d changed" % i)
-                elif roll < 0.9:
-                    body = b'{"q": ["a", 3'
-                    with socket.create_connection((host, port), timeout=30) as s:
-                        s.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                                  b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
-                        answer = s.recv(100)
-                    with lock:
-                        counts["bad"] += 1
-                        if not answer.startswith(b"HTTP/1.1 400"):
-                            failures.append("bad request answered %r" % answer[:20])
-                else:
-                    with socket.create_connection((host, port), timeout=30) as s:
-                        s.sendall(b"POST /translate HTTP/1.1\r\nContent-Length: 500\r\n\r\n{\"q\": ")
-                    with lock:
-                        counts["dropped"] += 1
-            except Exception as error:  # noqa: BLE001 - a failed good request
-                with lock:
-                    failures.append(repr(error))
-
-    samples = []
-    threads = [threading.Thread(target=client, args=(seed,)) for seed in range(args.clients)]
+    ordinary = good_requests(where, args, lines, expected, tally.lock)
+    hostile = hostile_requests(where, args, lines)
+    threads = [threading.Thread(target=client, args=(seed, ordinary, [8, 1, 1], 0, end, tally))
+               for seed in range(args.clients)]
+    threads += [threading.Thread(target=client, args=(-seed, hostile, [1] * len(hostile), 1, end, tally))
+                for seed in range(1, args.hostile + 1)]
+    threads.append(threading.Thread(target=health_probe, args=(args.url, stop, health)))
     for t in threads:
         t.start()
-    started = time.time()
-    while any(t.is_alive() for t in threads):
+    samples, started = [], time.time()
+    while any(t.is_alive() for t in threads[:-1]):
         samples.append((time.time() - started, rss_mb(args.pid)))
         time.sleep(2)
-    # The median RSS of each minute: a plateau is what "flat after warm-up" means; a slow leak rises
-    # minute after minute. (The server hands freed pages back every 10 s, so single samples jump.)
-    by_minute = {}
-    for at, mb in samples:
-        by_minute.setdefault(int(at // 60), []).append(mb)
-    after_warm = by_minute.get(1) or [samples[0][1]]  # the second minute
-    last = [mb for at, mb in samples if at >= samples[-1][0] - 60]
-    print(json.dumps({"minutes": args.minutes, "requests": counts, "failures": len(failures),
-                      "first_failures": failures[:5], "rss_mb_after_warm_up": round(statistics.median(after_warm), 1),
-                      "rss_mb_at_end": round(statistics.median(last), 1),
-                      "rss_growth_pct": round(100 * (statistics.median(last) / statistics.median(after_warm) - 1), 2),
-                      "rss_mb_by_minute": [round(statistics.median(by_minute[m]), 1) for m in sorted(by_minute)]}))
+    stop.set()
+    threads[-1].join()
+    result = {"minutes": args.minutes, "requests": tally.counts, "good": tally.counts.get("good", 0),
+              "health_probes": health.counts.get("health", 0), "health_misses": len(health.failures)}
+    failures = tally.failures + health.failures
+    if args.sigterm_at_end:
+        outcome, more = sigterm_under_load(where, args, lines, expected)
+        result.update(outcome)
+        failures += more
+    result.update({"failures": len(failures), "first_failures": failures[:5]})
+    result.update(rss_summary(samples))
+    print(json.dumps(result))
+
+
+def verdict(args):
+    """One line from a soak's JSON and the server's exit status: PASS when no request failed, /health
+    never missed, RSS at the end is within 10% of the second minute's and the server exited 0."""
+    r = json.loads(args.result)
+    passed = r["failures"] == 0 and r["health_misses"] == 0 and r["rss_growth_pct"] <= 10 and args.exit_code == 0
+    print("%s: %g minutes, %d good requests, %d failures, /health missed %d of %d, RSS %.1f MB after the first "
+          "minute and %.1f MB at the end (%+.2f%%); SIGTERM with %d requests in flight: %d answered 200, %d 503; "
+          "exit %d" % ("PASS" if passed else "FAIL", r["minutes"], r["good"], r["failures"], r["health_misses"],
+                       r["health_probes"], r["rss_mb_after_warm_up"], r["rss_mb_at_end"], r["rss_growth_pct"],
+                       r.get("sigterm_sent", 0), r.get("sigterm_200", 0), r.get("sigterm_503", 0), args.exit_code))
+    return 0 if passed else 1
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["load", "lone", "ct2-server", "soak"])
+    parser.add_argument("what", choices=["load", "lone", "ct2-server", "soak", "verdict"])
     parser.add_argument("--url")
     parser.add_argument("--sentences")
     parser.add_argument("--sentence")
@@ -241,8 +412,15 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--pid", type=int)
     parser.add_argument("--minutes", type=float, default=5)
+    parser.add_argument("--hostile", type=int, default=8)
+    parser.add_argument("--read-timeout", type=float, default=5)
+    parser.add_argument("--request-timeout", type=float, default=60)
+    parser.add_argument("--max-request-bytes", type=int, default=1048576)
+    parser.add_argument("--sigterm-at-end", action="store_true")
+    parser.add_argument("--result")
+    parser.add_argument("--exit-code", type=int, default=0)
     args = parser.parse_args()
-    {"load": load, "lone": lone, "ct2-server": ct2_server, "soak": soak}[args.what](args)
+    return {"load": load, "lone": lone, "ct2-server": ct2_server, "soak": soak, "verdict": verdict}[args.what](args)
 
 
 if __name__ == "__main__":
