@@ -38,6 +38,9 @@ struct TestHooks {
   // Each token-cache chunk written waits this many ms, as on a slow disk, so that a kill lands while
   // the cache is built (data token cache; tests/corpora_cli_test.cpp). Off: 0.
   int cache_chunk_delay_ms = 0;
+  // Poses a GPU on which a training batch of at most this many tokens fits: --batch-tokens auto fits
+  // the budget against it on the CPU (train::fit_batch_tokens; tests/batch_fit_test.cpp). Off: -1.
+  int64_t fit_tokens = -1;
 };
 
 // The environment variable that carries the switch to the binary.
@@ -126,9 +129,11 @@ inline TestHooks test_hooks_from_switch(const std::string& text) {
       hooks.cache_chunk_delay_ms = static_cast<int>(whole(key, value));
     } else if (key == "batch_fails_at") {
       hooks.batch_fails_at = whole(key, value);
+    } else if (key == "fit_tokens") {
+      hooks.fit_tokens = whole(key, value);
     } else {
       fail("unknown hook '" + key + "' (known: cpu_flags, bf16_speedup, bf16_decoding_speedup, other_load, "
-           "slow_writes_ms, cache_chunk_delay_ms, batch_fails_at)");
+           "slow_writes_ms, cache_chunk_delay_ms, batch_fails_at, fit_tokens)");
     }
   }
   return hooks;

@@ -1,6 +1,7 @@
 #include "trafo/run_config/config_keys.h"
 
 #include <cctype>
+#include <string_view>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -83,7 +84,8 @@ const std::vector<ConfigKey> kKeys = {
     {"src-word-dropout", "Optimisation", "share of source pieces replaced by <unk> at each training step (0: off)", TRAFO_MEMBER(src_word_dropout)},
     {"tgt-word-dropout", "Optimisation", "share of the decoder's input pieces replaced by <unk> at each training step; the pieces it learns to predict stay (0: off)", TRAFO_MEMBER(tgt_word_dropout)},
     {"batch-tokens", "Optimisation",
-     "token budget per batch, padding included; with several ranks, of the global batch they share",
+     "token budget per batch, padding included; with several ranks, of the global batch they share; auto (0): "
+     "the largest that fits the GPU's memory (on CUDA, where no budget is given), 4096 on a CPU",
      TRAFO_MEMBER(batch_tokens)},
     {"accumulate", "Optimisation", "batches per update", TRAFO_MEMBER(accumulate)},
     {"ema", "Optimisation",
@@ -180,7 +182,14 @@ std::string format_value(const ConfigKey& key, const TrainConfig& config) {
       field);
 }
 
+// The one number key that also takes the word auto, held as 0 (train/batch_fit.h: kAutoBatchTokens).
+static bool takes_auto(const ConfigKey& key) { return key.name == std::string_view("batch-tokens"); }
+
 void parse_value(const ConfigKey& key, const std::string& text, TrainConfig& config) {
+  if (takes_auto(key) && text == "auto") {
+    config.batch_tokens = 0;
+    return;
+  }
   std::visit(
       [&text](auto* value) {
         using T = std::remove_pointer_t<decltype(value)>;
@@ -198,6 +207,7 @@ void parse_value(const ConfigKey& key, const std::string& text, TrainConfig& con
 }
 
 const char* type_name(const ConfigKey& key) {
+  if (takes_auto(key)) return "INT|auto";  // not INT: the command line's integer check would refuse auto
   static constexpr const char* kNames[] = {"TEXT", "BOOL", "INT", "INT", "UINT", "FLOAT"};  // Field's order
   TrainConfig scratch;
   return kNames[key.field(scratch).index()];

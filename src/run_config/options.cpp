@@ -150,8 +150,8 @@ void validate(const TrainConfig& c) {
   require(c.label_smoothing >= 0 && c.label_smoothing < 1, "label-smoothing must be in [0, 1)");
   require(c.src_word_dropout >= 0 && c.src_word_dropout < 1, "src-word-dropout must be in [0, 1)");
   require(c.tgt_word_dropout >= 0 && c.tgt_word_dropout < 1, "tgt-word-dropout must be in [0, 1)");
-  require(c.batch_tokens > 0 && c.batch_tokens <= kMaxBatchTokens,
-          "batch-tokens must be between 1 and " + std::to_string(kMaxBatchTokens));
+  require(c.batch_tokens >= 0 && c.batch_tokens <= kMaxBatchTokens,  // 0: auto
+          "batch-tokens must be auto or between 1 and " + std::to_string(kMaxBatchTokens));
   // The batches of one update are held until its step: far beyond any real use, memory runs out.
   require(c.accumulate >= 1 && c.accumulate <= 1000, "accumulate must be between 1 and 1000");
   require(c.ema >= 0 && c.ema < 1, "ema must be in [0, 1) (0: off)");

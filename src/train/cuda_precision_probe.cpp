@@ -1,12 +1,20 @@
-// --precision auto and --cuda-graphs auto on CUDA: the model's own training steps, timed (placement.h).
+// What auto decides on CUDA from the model's own training steps (placement.h): --precision and
+// --cuda-graphs, timed, and --batch-tokens, fitted to the memory.
 #include <chrono>
 
 #include <ATen/Context.h>
+#include <fmt/format.h>
 #include <torch/torch.h>
+
+#if __has_include(<c10/cuda/CUDACachingAllocator.h>) && __has_include(<cuda_runtime_api.h>)
+#define TRAFO_CUDA_ALLOCATOR 1
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
 
 #include "placement.h"
 #include "trafo/model/transformer.h"
 #include "trafo/special_ids.h"
+#include "trafo/test_hooks.h"
 #include "trafo/train/optimizer.h"
 #include "trafo/train/train_step.h"
 #include "trafo/util/device.h"
@@ -18,17 +26,45 @@ constexpr int64_t kLength = 37;  // pieces per side of the probe's sentences: of
 constexpr int kUntimed = 3;      // covers a CUDA graph's capture (the second step of a shape)
 constexpr int kTimed = 5;
 
-// Sentences of kLength random pieces (none special), as many as the token budget holds.
-data::Batch random_batch(const model::ModelConfig& config, int64_t batch_tokens) {
-  const int64_t rows = std::max<int64_t>(1, batch_tokens / kLength);
-  const auto ids = [&] { return torch::randint(kEosId + 1, config.vocab_size, {rows, kLength}, torch::kLong); };
+// Sentences of `length` random pieces (none special), as many as the token budget holds.
+data::Batch random_batch(const model::ModelConfig& config, int64_t batch_tokens, int64_t length = kLength) {
+  const int64_t rows = std::max<int64_t>(1, batch_tokens / length);
+  const auto ids = [&] { return torch::randint(kEosId + 1, config.vocab_size, {rows, length}, torch::kLong); };
   data::Batch batch;
   batch.source = ids();
   batch.target_input = ids();
   batch.target_output = ids();
-  batch.target_tokens = batch.global_target_tokens = rows * kLength;
-  batch.source_tokens = rows * kLength;
+  batch.target_tokens = batch.global_target_tokens = rows * length;
+  batch.source_tokens = rows * length;
   return batch;
+}
+
+// The run's own draws (weights, dropout, word dropout) must not depend on whether auto probed.
+class GeneratorsKept {
+ public:
+  explicit GeneratorsKept(const c10::Device& device)
+      : cpu_(at::globalContext().defaultGenerator(c10::Device(c10::kCPU))),
+        cpu_state_(cpu_.get_state()),
+        device_(device.is_cuda() ? std::optional(at::globalContext().defaultGenerator(device)) : std::nullopt),
+        device_state_(device_ ? std::optional(device_->get_state()) : std::nullopt) {}
+  ~GeneratorsKept() {
+    cpu_.set_state(cpu_state_);
+    if (device_) device_->set_state(*device_state_);
+  }
+  GeneratorsKept(const GeneratorsKept&) = delete;
+  GeneratorsKept& operator=(const GeneratorsKept&) = delete;
+
+ private:
+  at::Generator cpu_;
+  at::Tensor cpu_state_;
+  std::optional<at::Generator> device_;
+  std::optional<at::Tensor> device_state_;
+};
+
+void release_cached_memory() {
+#ifdef TRAFO_CUDA_ALLOCATOR
+  c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
 }
 
 // Seconds of kTimed steps of a fresh model of `config` in one precision, with or without graphs.
@@ -58,18 +94,66 @@ double CudaStepTimer::seconds(bool bf16, bool graphs) {
   const auto key = std::make_pair(bf16, graphs);
   const auto found = seconds_.find(key);
   if (found != seconds_.end()) return found->second;
-  // The run's own draws (weights, dropout, word dropout) must not depend on whether auto timed.
-  auto cpu = at::globalContext().defaultGenerator(c10::Device(c10::kCPU));
-  auto gpu = at::globalContext().defaultGenerator(device_);
-  const auto cpu_state = cpu.get_state(), gpu_state = gpu.get_state();
+  const GeneratorsKept kept(device_);
   auto config = config_.model;
   config.vocab_size = config_.vocab.vocab_size;  // the tokenizer's may differ a little: a timing only
-  const auto batch = random_batch(config, config_.batch_tokens);
+  const auto budget = config_.batch_tokens > 0 ? config_.batch_tokens : kDefaultBatchTokens;
+  const auto batch = random_batch(config, budget);
   const double seconds = time_steps(config_, config, device_, batch, bf16, graphs && graphs_apply(config_));
-  cpu.set_state(cpu_state);
-  gpu.set_state(gpu_state);
   seconds_[key] = seconds;
   return seconds;
+}
+
+FittedBudget fit_batch_tokens(const run_config::TrainConfig& c, const model::ModelConfig& config,
+                              const c10::Device& device, bool bf16, const CorpusExtent& extent) {
+  const int64_t length = std::max<int64_t>(extent.longest, 8);
+  std::function<bool(int64_t)> fits;
+  std::optional<GeneratorsKept> kept;
+  model::Transformer model{nullptr};
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::unique_ptr<TrainStep> step;
+  if (const int64_t posed = test_hooks().fit_tokens; posed >= 0) {
+    fits = [posed](int64_t budget) { return static_cast<double>(budget) * kFitHeadroom <= static_cast<double>(posed); };
+  } else {
+    // One fresh model of the run's shape, its optimizer state made by the first step that fits.
+    kept.emplace(device);
+    model = model::Transformer(config);
+    model->to(device);
+    model->train();
+    optimizer = make_optimizer(c.optimizer, model->parameters(), c.lr, c.adam_beta1, c.adam_beta2, c.adam_eps,
+                               c.weight_decay);
+    step = std::make_unique<TrainStep>(model, *optimizer, device, StepOptions{c.label_smoothing, c.clip_norm, bf16});
+    fits = [&](int64_t budget) {
+      try {
+        step->run({random_batch(config, static_cast<int64_t>(static_cast<double>(budget) * kFitHeadroom), length)}, 0.0)
+            .applied();
+        util::synchronize(device);
+        return true;
+      } catch (const c10::OutOfMemoryError&) {
+        release_cached_memory();
+        return false;
+      }
+    };
+  }
+  bool any = false;
+  const int64_t ceiling = fit_ceiling(extent);
+  const int64_t tokens = largest_fitting(kFitStep, ceiling, kFitStep, [&](int64_t budget) {
+    const bool fit = fits(budget);
+    any |= fit;
+    return fit;
+  });
+  step.reset();
+  optimizer.reset();
+  model = model::Transformer{nullptr};
+  release_cached_memory();  // the run's own model takes what the probe held
+  if (!any) {
+    return {tokens, fmt::format("--batch-tokens auto: {} tokens, though a {} training step on sentences of {} pieces "
+                                "did not fit the GPU's memory even at this budget; give a smaller --batch-tokens",
+                                tokens, bf16 ? "bf16" : "fp32", length)};
+  }
+  return {tokens, fmt::format("--batch-tokens auto: {} tokens, the largest multiple of {} up to {} whose {} training "
+                              "step on sentences of {} pieces (the corpus's longest) fits the GPU's memory {}x over",
+                              tokens, kFitStep, ceiling, bf16 ? "bf16" : "fp32", length, kFitHeadroom)};
 }
 
 }  // namespace trafo::train

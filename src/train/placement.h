@@ -10,6 +10,8 @@
 #include <c10/core/Device.h>
 
 #include "trafo/dist/environment.h"
+#include "trafo/model/config.h"
+#include "trafo/train/batch_fit.h"
 #include "trafo/run_config/options.h"
 #include "trafo/runtime/precision.h"
 #include "trafo/util/device.h"
@@ -32,6 +34,14 @@ class CudaStepTimer {
   c10::Device device_;
   std::map<std::pair<bool, bool>, double> seconds_;
 };
+
+// --batch-tokens auto on `device`: training steps of a fresh model of `config`'s shape on sentences of
+// the corpus's longest length, at budgets from kFitStep to fit_ceiling(extent) (each
+// kFitHeadroom over), the largest that does not run out of memory. The random generators are left as
+// they were, and the memory the probe took is given back. With the fit_tokens test hook, a budget fits
+// where kFitHeadroom of it is at most the hook's tokens, and nothing runs.
+FittedBudget fit_batch_tokens(const run_config::TrainConfig& c, const model::ModelConfig& config,
+                              const c10::Device& device, bool bf16, const CorpusExtent& extent);
 
 // Whether CUDA graphs apply at all to `config` (one batch per update, no LayerDrop; one process is
 // the caller's to add).

@@ -1,8 +1,12 @@
 #include "session.h"
 
+#include <algorithm>
+
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "trafo/run_config/config_file.h"
+#include "trafo/test_hooks.h"
 #include "trafo/train/trainer.h"
 
 namespace trafo::train {
@@ -47,10 +51,31 @@ SettledConfig settle_config(TrainConfig given) {
   return settled;
 }
 
-TrainConfig final_config(const TrainConfig& settled, const data::Tokenizer& tokenizer) {
+TrainConfig final_config(const TrainConfig& settled, const data::Tokenizer& tokenizer, int64_t batch_tokens) {
   TrainConfig config = settled;
   config.model.vocab_size = tokenizer.vocab_size();
+  config.batch_tokens = batch_tokens;
   return config;
+}
+
+FittedBudget choose_batch_tokens(const SettledConfig& settled, const Placement& place, const TrainingData& data) {
+  const auto& c = settled.options;
+  const bool fitted = test_hooks().fit_tokens >= 0 || place.device.is_cuda();
+  const auto& preset = settled.preset.set;
+  const bool set_by_preset = std::find(preset.begin(), preset.end(), "batch-tokens") != preset.end();
+  if (c.batch_tokens != kAutoBatchTokens && (!fitted || run_config::was_given(c, "batch-tokens") || set_by_preset)) {
+    return {c.batch_tokens, fitted ? fmt::format("--batch-tokens {} ({})", c.batch_tokens,
+                                                 set_by_preset ? "the preset's" : "given") : ""};
+  }
+  if (!fitted) return {kDefaultBatchTokens, fmt::format("--batch-tokens auto: {} on a CPU", kDefaultBatchTokens)};
+  if (place.replicas.size() > 1) {
+    return {kDefaultBatchTokens, fmt::format("--batch-tokens {}: a fit to the GPU's memory needs one process",
+                                             kDefaultBatchTokens)};
+  }
+  auto model = c.model;
+  model.vocab_size = data.tokenizer.vocab_size();
+  return fit_batch_tokens(c, model, place.device, place.precision.bf16,
+                          corpus_extent(data.corpora, c.model.max_positions));
 }
 
 void check_before_launch(const TrainConfig& given) {
@@ -69,7 +94,8 @@ Session::Session(const TrainConfig& given)
       folder(open_folder(settled.options, place.replicas)),
       resume(choose_resume(settled.options, folder, place.replicas)),
       data(settled.options, files, resume, place.threads, place.replicas),
-      config(final_config(settled.options, data.tokenizer)),
+      budget(choose_batch_tokens(settled, place, data)),
+      config(final_config(settled.options, data.tokenizer, budget.tokens)),
       model(make_model(config, resume, place.device, place.replicas)),
       validation(config, files.paths, data.tokenizer, model, place.main()),
       training(config, model, resume, place.main()),

@@ -38,9 +38,14 @@ struct SettledConfig {
 // Throws InputError naming the first invalid value, or for a conflict with the run or --init-from.
 SettledConfig settle_config(run_config::TrainConfig given);
 
-// `settled` with the tokenizer's size as the model's vocabulary: a small corpus may give fewer pieces than
-// asked for, and a resumed or fine-tuned run keeps its checkpoint's tokenizer.
-run_config::TrainConfig final_config(const run_config::TrainConfig& settled, const data::Tokenizer& tokenizer);
+// `settled` with the tokenizer's size as the model's vocabulary (a small corpus may give fewer pieces than
+// asked for, and a resumed or fine-tuned run keeps its checkpoint's tokenizer) and `batch_tokens`.
+run_config::TrainConfig final_config(const run_config::TrainConfig& settled, const data::Tokenizer& tokenizer,
+                                     int64_t batch_tokens);
+
+// --batch-tokens for this run (batch_fit.h): a budget given, or set by the preset, is kept; auto, or
+// none given on CUDA, is fitted there with one process (kDefaultBatchTokens elsewhere).
+FittedBudget choose_batch_tokens(const SettledConfig& settled, const Placement& place, const TrainingData& data);
 
 // The wall-clock time of a run: its earlier sessions' and this one's.
 class RunClock {
@@ -78,6 +83,7 @@ struct Session {
   const RunFolder folder;                // locked by rank 0
   ResumePoint resume;                    // choose_resume; its checkpoints released by `training`
   const TrainingData data;               // tokenizer and corpora
+  const FittedBudget budget;             // choose_batch_tokens
   const run_config::TrainConfig config;  // final_config: what every later part reads
   model::Transformer model;              // make_model: raw weights (a resumed run's from its training state)
   Validation validation;                 // rank 0's

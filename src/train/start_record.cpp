@@ -81,6 +81,7 @@ nlohmann::json start_record(Session& s) {
   start["preset"] = s.settled.preset.name;
   start["preset_reason"] = s.settled.preset.why;
   start["preset_set"] = s.settled.preset.set;
+  start["batch_tokens"] = s.budget.tokens;  // fitted by --batch-tokens auto, or as given
   start["precision"] = s.place.precision.name();
   start["precision_reason"] = s.place.precision.reason;
   start["validation_precision"] = s.validation.decoding_precision.name();

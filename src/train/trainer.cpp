@@ -338,6 +338,7 @@ TrainResult Trainer::run() {
   loop.record("start", start_record(s));
   log_start(s);
   if (s.place.device.is_cuda()) spdlog::info("{}", s.place.cuda_graphs_reason);
+  if (!s.budget.reason.empty()) spdlog::info("{}", s.budget.reason);
   return loop.run(/*validate_first=*/s.main_rank() && s.fine_tuned());
 }
 

@@ -54,7 +54,7 @@ struct TrainConfig {
   double label_smoothing = 0.1;
   double src_word_dropout = 0.0;      // share of source pieces replaced by unk at each step (0: off)
   double tgt_word_dropout = 0.0;      // the same for the decoder's input pieces (the labels stay)
-  int64_t batch_tokens = 4096;        // per step, all ranks together: B × max(padded src, padded tgt)
+  int64_t batch_tokens = 4096;        // per step, all ranks together: B × max(padded src, padded tgt); 0: auto
   int64_t accumulate = 1;             // batches per update
   double ema = 0.0;                   // decay of a moving average of the weights for validation and
                                       // checkpoints, e.g. 0.9999 (0: off; train/ema.h)

@@ -1,0 +1,49 @@
+// --batch-tokens auto: on CUDA, the largest token budget whose training step on the corpus's longest
+// sentences fits the GPU's memory (as Marian's --mini-batch-fit); on a CPU, the default budget. A
+// budget the user or the preset gives is kept. The learning-rate schedule is the same whatever the
+// budget (docs/guide-own-data.md "Batches on a GPU").
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace trafo::data {
+struct CachedCorpus;
+}
+
+namespace trafo::train {
+
+constexpr int64_t kAutoBatchTokens = 0;        // --batch-tokens auto, as the config holds it
+constexpr int64_t kDefaultBatchTokens = 4096;  // auto on a CPU, and where a fit cannot be made
+constexpr int64_t kFitStep = 1024;             // fitted budgets are multiples of this
+constexpr int64_t kMaxFittedTokens = 262144;   // past this, a bigger batch buys no speed on one GPU
+constexpr int64_t kMinUpdatesPerEpoch = 20;    // a small corpus keeps at least this many updates an epoch
+// A budget fits when this much more of it does: the memory of a real run also holds CUDA graphs' pool,
+// the allocator's fragments and the validation's decoder.
+constexpr double kFitHeadroom = 1.25;
+
+// The largest multiple of `step` in [low, high] for which `fits` holds, assuming that a budget fits
+// whenever a larger one does: doubling from `low`, then halving the gap. `low` when even it does not
+// fit (the caller says so). Calls `fits` about log2(high / low) + log2(high / step) times.
+int64_t largest_fitting(int64_t low, int64_t high, int64_t step, const std::function<bool(int64_t)>& fits);
+
+// What a fit needs from the training data: its longest pair (pieces with <s> or </s>, at most the
+// model's positions) and its tokens per epoch (each pair counted at its longer side).
+struct CorpusExtent {
+  int64_t longest = 0;
+  int64_t epoch_tokens = 0;
+};
+CorpusExtent corpus_extent(const std::vector<data::CachedCorpus>& corpora, int64_t max_positions);
+
+// The highest budget a fit may choose: kMaxFittedTokens, and an epoch of at least
+// kMinUpdatesPerEpoch updates; never under kDefaultBatchTokens.
+int64_t fit_ceiling(const CorpusExtent& extent);
+
+struct FittedBudget {
+  int64_t tokens = kDefaultBatchTokens;
+  std::string reason;  // train.log's line ("" on a CPU without auto)
+};
+
+}  // namespace trafo::train
