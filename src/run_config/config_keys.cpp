@@ -96,7 +96,7 @@ const std::vector<ConfigKey> kKeys = {
     {"max-steps", "Stopping", "stop after this many updates (0: no limit)", TRAFO_MEMBER(max_steps)},
     {"max-epochs", "Stopping", "stop after this many epochs (0: no limit)", TRAFO_MEMBER(max_epochs)},
     {"max-time", "Stopping", "wall-clock budget, e.g. 90s, 20m, 1h30m", TRAFO_MEMBER(max_time), false, false},
-    {"early-stopping", "Stopping", "stop after this many validations without improvement (0: off)",
+    {"early-stopping", "Stopping", "stop after this many validations without the mean of the last three improving (0: off)",
      TRAFO_MEMBER(early_stopping)},
     {"early-stopping-metric", "Stopping", "bleu, chrf or loss", TRAFO_MEMBER(early_stopping_metric)},
 

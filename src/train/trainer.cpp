@@ -242,13 +242,11 @@ class TrainingLoop {
     last_validated_ = progress_.step;
     const double value = c_.early_stopping_metric == "loss" ? result.loss
                          : c_.early_stopping_metric == "chrf" ? result.chrf : result.bleu;
+    watch_plateau(progress_, c_.early_stopping_metric, value);
     const bool best = improved(c_.early_stopping_metric, value, progress_);
     if (best) {
       progress_.best_metric = value;
       progress_.best_step = progress_.step;
-      progress_.bad_validations = 0;
-    } else {
-      ++progress_.bad_validations;
     }
     record("valid", {{"loss", result.loss}, {"ppl", result.ppl}, {"bleu", result.bleu}, {"chrf", result.chrf},
                      {"repetition_loops", result.repetition_loops}, {"best", best}, {"samples", result.samples}});

@@ -66,7 +66,9 @@ checkpoint::TrainingState pack_training_state(const Progress& progress, torch::o
                               {"elapsed_s", progress.elapsed_s},
                               {"best_metric", progress.best_metric},
                               {"best_step", progress.best_step},
-                              {"bad_validations", progress.bad_validations}}
+                              {"bad_validations", progress.bad_validations},
+                              {"recent_metrics", progress.recent},
+                              {"best_smoothed", progress.best_smoothed}}
                    .dump();
   return state;
 }
@@ -94,6 +96,12 @@ Progress unpack_training_state(const checkpoint::TrainingState& state, torch::op
     progress.best_metric = json.at("best_metric").get<double>();
     progress.best_step = json.at("best_step").get<int64_t>();
     progress.bad_validations = json.at("bad_validations").get<int64_t>();
+    // States before smoothing start their window afresh, from the best they had.
+    progress.best_smoothed = progress.best_metric;
+    if (json.contains("recent_metrics")) {
+      progress.recent = json.at("recent_metrics").get<std::vector<double>>();
+      progress.best_smoothed = json.at("best_smoothed").get<double>();
+    }
     at::Tensor generator_state;
     if (state.tensors.count("optimizer") != 0) {
       load_legacy_state(state, optimizer, generator_state);
@@ -114,6 +122,24 @@ Progress unpack_training_state(const checkpoint::TrainingState& state, torch::op
     throw InputError("its training state is unreadable: " +
                      reason.substr(0, reason.find('\n')));
   }
+}
+
+bool watch_plateau(Progress& progress, const std::string& metric, double value) {
+  auto& recent = progress.recent;
+  recent.push_back(value);
+  if (recent.size() > kSmoothedValidations) recent.erase(recent.begin());
+  double smoothed = 0.0;
+  for (const double each : recent) smoothed += each;
+  smoothed /= static_cast<double>(recent.size());
+  const bool first = progress.best_step < 0;  // the caller sets it after this, at the first validation
+  const bool better = first || (metric == "loss" ? smoothed < progress.best_smoothed : smoothed > progress.best_smoothed);
+  if (better) {
+    progress.best_smoothed = smoothed;
+    progress.bad_validations = 0;
+  } else {
+    ++progress.bad_validations;
+  }
+  return better;
 }
 
 }  // namespace trafo::train

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <torch/optim/optimizer.h>
 
@@ -18,10 +19,22 @@ struct Progress {
   // The first corpus's position, by which epochs are counted.
   data::BatchPosition first_corpus() const { return data.corpora.empty() ? data::BatchPosition{} : data.corpora[0]; }
   double elapsed_s = 0.0;           // wall-clock time of all sessions of the run
-  double best_metric = 0.0;         // of the early-stopping metric
+  double best_metric = 0.0;         // of the early-stopping metric: checkpoint-best's
   int64_t best_step = -1;           // -1: no validation yet
-  int64_t bad_validations = 0;      // validations since the best
+  // Early stopping watches the mean of the last kSmoothedValidations values of the metric, so that
+  // one lucky validation does not start the count: `recent` holds them, `best_smoothed` the best
+  // mean, `bad_validations` the validations since that mean last improved.
+  std::vector<double> recent;
+  double best_smoothed = 0.0;
+  int64_t bad_validations = 0;
 };
+
+constexpr size_t kSmoothedValidations = 3;
+
+// Takes one validation's value of the early-stopping metric (lower is better for "loss"); returns
+// whether the smoothed value improved, and counts bad_validations. Call it before updating
+// best_metric and best_step (the raw best that checkpoint-best.pt follows), which are the caller's.
+bool watch_plateau(Progress& progress, const std::string& metric, double value);
 
 // The optimizer's moments as tensors ("optimizer/exp_avg/NAME", ...), and in the JSON the progress
 // and the CPU random generator's state (base64).
