@@ -1,0 +1,113 @@
+#include "api_context.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "trafo/errors.h"
+
+namespace trafo::serve::detail {
+namespace {
+
+// Compares without returning early, so that the time taken says nothing of how much matched.
+bool same_key(const std::string& given, const std::string& key) {
+  unsigned char difference = given.size() == key.size() ? 0 : 1;
+  for (size_t i = 0; i < key.size(); ++i) {
+    difference |= static_cast<unsigned char>(key[i] ^ (i < given.size() ? given[i] : 0));
+  }
+  return difference == 0;
+}
+
+size_t direction_of(const Fields& fields, const Service& service) {
+  const auto source = fields.text("source"), target = fields.text("target");
+  if (source == "auto") throw HttpError(400, "source \"auto\": this server detects no language; name the source language");
+  const int found = service.find(source, target);
+  if (found < 0) {
+    std::string offered;
+    for (const auto& d : service.directions()) offered += (offered.empty() ? "" : ", ") + d.source + "-" + d.target;
+    throw HttpError(400, source + " to " + target + " is not a direction this server translates (it has: " +
+                             offered + ")");
+  }
+  return static_cast<size_t>(found);
+}
+
+}  // namespace
+
+void ApiContext::check_key(const std::string& given) const {
+  if (options.api_keys.empty()) return;
+  bool found = false;
+  for (const auto& key : options.api_keys) found |= same_key(given, key);
+  if (!found) throw HttpError(403, given.empty() ? "Visit the operator of this server for an API key" : "Invalid API key");
+}
+
+Job ApiContext::job_of(const Fields& fields, const std::string& text_field, std::vector<size_t>& line_counts,
+                       bool& listed) const {
+  check_key(fields.has("api_key") ? fields.text("api_key") : "");
+  const auto texts = fields.texts(text_field, listed);
+  Job job;
+  job.direction = direction_of(fields, service);
+  job.options = service.directions()[job.direction].defaults;
+  job.sentences = sentences_of(texts, line_counts);
+  return job;
+}
+
+std::vector<std::string> ApiContext::sentences_of(const std::vector<std::string>& texts,
+                                                  std::vector<size_t>& line_counts) const {
+  std::vector<std::string> sentences;
+  for (const auto& text : texts) {
+    const auto lines = split_lines(text);
+    line_counts.push_back(lines.size());
+    for (const auto& line : lines) {
+      if (static_cast<int64_t>(line.size()) > options.limits.max_line_bytes) {
+        throw HttpError(413, fmt::format("a line of {} bytes: at most {} per line", line.size(),
+                                         options.limits.max_line_bytes));
+      }
+      sentences.push_back(line);
+    }
+    if (static_cast<int64_t>(sentences.size()) > options.limits.max_sentences) {
+      throw HttpError(413, fmt::format("more than {} lines in one request", options.limits.max_sentences));
+    }
+  }
+  return sentences;
+}
+
+decode::DecodeOptions ApiContext::decoding(const Fields& fields, const Direction& direction) const {
+  auto o = direction.defaults;
+  o.beam = static_cast<int>(fields.integer("beam", o.beam, 1, options.limits.max_beam));
+  o.n_best = static_cast<int>(fields.integer("n_best", 1, 1, o.beam));
+  o.length_penalty = fields.number("length_penalty", o.length_penalty);
+  o.max_length_a = fields.number("max_length_a", o.max_length_a);
+  o.max_length_b = fields.integer("max_length_b", o.max_length_b, 0, 1000000);
+  if (fields.has("sampling_topk")) {
+    o.sampling_topk = fields.integer("sampling_topk", 0, 0, 1000000000);
+    o.sampling_topp = fields.number("sampling_topp", 1.0);
+    o.sampling_temperature = fields.number("sampling_temperature", 1.0);
+    o.seed = static_cast<uint64_t>(fields.integer("seed", 0, 0, int64_t{1} << 53));
+  } else if (fields.has("sampling_topp") || fields.has("sampling_temperature") || fields.has("seed")) {
+    throw HttpError(400, "sampling_topp, sampling_temperature and seed need sampling_topk");
+  }
+  if (fields.has("tag")) {
+    const auto tag = fields.text("tag");
+    const auto found = direction.tags.find(tag);
+    if (found == direction.tags.end()) throw HttpError(400, "tag " + tag + " is not one of the model's corpus tags");
+    o.source_tag = found->second;
+  }
+  return o;
+}
+
+Outcome ApiContext::run(Job job) const {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(options.limits.request_seconds));
+  try {
+    return service.run(std::move(job), deadline);
+  } catch (const Busy& busy) {
+    throw HttpError(503, busy.what());
+  } catch (const TimedOut& late) {
+    throw HttpError(503, late.what());
+  } catch (const InputError& bad) {
+    throw HttpError(400, bad.what());
+  }
+}
+
+}  // namespace trafo::serve::detail

@@ -1,0 +1,47 @@
+// What trafo serve's two API dialects share: the service and its limits, the key check, and the one
+// function that turns a request's fields into a job (api_context.cpp). The dialects are
+// libretranslate_api.cpp (POST /translate, /languages) and native_api.cpp (POST /v1/...);
+// http_server.cpp routes to them, and http_transport.cpp moves the bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "request_fields.h"
+#include "trafo/serve/http_message.h"
+#include "trafo/serve/http_server.h"
+#include "trafo/serve/service.h"
+
+namespace trafo::serve::detail {
+
+struct ApiContext {
+  Service& service;
+  const ServerOptions& options;
+
+  // 403 unless `given` is one of --api-keys (when there are any).
+  void check_key(const std::string& given) const;
+  // The job for the texts of `text_field`: the key checked, the direction found, each text split into
+  // its lines and bounded by the limits (`line_counts` per text), and the direction's decoding
+  // defaults. `listed`: the texts came as a list.
+  Job job_of(const Fields& fields, const std::string& text_field, std::vector<size_t>& line_counts,
+             bool& listed) const;
+  // Each text's lines, one sentence each, checked against the limits; `line_counts` per text.
+  std::vector<std::string> sentences_of(const std::vector<std::string>& texts, std::vector<size_t>& line_counts) const;
+  // The decoding options a request may change, over the direction's defaults.
+  decode::DecodeOptions decoding(const Fields& fields, const Direction& direction) const;
+  // The service's answer within --request-timeout: 503 when busy or late, 400 for bad input.
+  Outcome run(Job job) const;
+};
+
+// LibreTranslate's API.
+nlohmann::json libretranslate_translate(const ApiContext& api, const http::Request& request, int64_t& sentences);
+nlohmann::json libretranslate_languages(const Service& service);
+
+// trafo's own.
+nlohmann::json native_translate(const ApiContext& api, const http::Request& request, int64_t& sentences);
+nlohmann::json native_score(const ApiContext& api, const http::Request& request, int64_t& sentences);
+
+}  // namespace trafo::serve::detail

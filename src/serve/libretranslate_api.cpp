@@ -1,0 +1,56 @@
+// LibreTranslate's API, as its clients call it: POST /translate (q a string or a list, a form or
+// JSON, alternatives) and GET|POST /languages.
+#include <algorithm>
+#include <map>
+
+#include "api_context.h"
+
+namespace trafo::serve::detail {
+
+using json = nlohmann::json;
+
+json libretranslate_translate(const ApiContext& api, const http::Request& request, int64_t& sentences) {
+  Fields fields(request);
+  bool listed = false;
+  std::vector<size_t> line_counts;
+  auto job = api.job_of(fields, "q", line_counts, listed);
+  const auto format = fields.text_or("format", "text");
+  if (format != "text") throw HttpError(400, "format \"" + format + "\": this server translates plain text only");
+  const auto alternatives = fields.integer("alternatives", 0, 0, api.options.limits.max_beam - 1);
+  if (alternatives > 0) {
+    job.options.beam = std::max<int>(job.options.beam, static_cast<int>(alternatives) + 1);
+    job.options.n_best = static_cast<int>(alternatives) + 1;
+  }
+  sentences = static_cast<int64_t>(job.sentences.size());
+  const auto outcome = api.run(std::move(job));
+  json translated = json::array(), others = json::array();
+  size_t at = 0;
+  for (const size_t lines : line_counts) {
+    std::string text;
+    std::vector<std::string> alternative(static_cast<size_t>(alternatives));
+    for (size_t i = 0; i < lines; ++i, ++at) {
+      const auto& hypotheses = outcome.results[at];
+      text += (i ? "\n" : "") + hypotheses.front().text;
+      for (size_t k = 0; k < alternative.size(); ++k) {
+        // A sentence with fewer distinct hypotheses repeats its best one.
+        const auto& h = k + 1 < hypotheses.size() ? hypotheses[k + 1] : hypotheses.front();
+        alternative[k] += (i ? "\n" : "") + h.text;
+      }
+    }
+    translated.push_back(text);
+    others.push_back(alternative);
+  }
+  json answer = {{"translatedText", listed ? translated : translated.front()}};
+  if (alternatives > 0) answer["alternatives"] = listed ? others : others.front();
+  return answer;
+}
+
+json libretranslate_languages(const Service& service) {
+  std::map<std::string, std::vector<std::string>> targets;
+  for (const auto& d : service.directions()) targets[d.source].push_back(d.target);
+  json list = json::array();
+  for (const auto& [code, to] : targets) list.push_back({{"code", code}, {"name", code}, {"targets", to}});
+  return list;
+}
+
+}  // namespace trafo::serve::detail

@@ -1,0 +1,59 @@
+// trafo's own API: POST /v1/translate (beams, n-best with scores, sampling, tags, alignments) and
+// POST /v1/score (log-probabilities of given translations, as `trafo score-pairs` prints them).
+#include <fmt/format.h>
+
+#include "api_context.h"
+
+namespace trafo::serve::detail {
+
+using json = nlohmann::json;
+
+json native_translate(const ApiContext& api, const http::Request& request, int64_t& sentences) {
+  Fields fields(request);
+  bool listed = false;
+  std::vector<size_t> line_counts;
+  auto job = api.job_of(fields, "text", line_counts, listed);
+  if (job.sentences.size() != line_counts.size()) throw HttpError(400, "text: one line per item (no line breaks)");
+  job.options = api.decoding(fields, api.service.directions()[job.direction]);
+  job.alignment = fields.flag("alignment");
+  if (job.alignment && job.options.n_best > 1) throw HttpError(400, "alignment aligns the best translation: leave out n_best");
+  sentences = static_cast<int64_t>(job.sentences.size());
+  const auto outcome = api.run(std::move(job));
+  json translations = json::array();
+  for (size_t i = 0; i < outcome.results.size(); ++i) {
+    const auto& best = outcome.results[i].front();
+    json item = {{"text", best.text}, {"score", best.score}};
+    if (outcome.results[i].size() > 1 || fields.has("n_best")) {
+      json hypotheses = json::array();
+      for (const auto& h : outcome.results[i]) hypotheses.push_back({{"text", h.text}, {"score", h.score}});
+      item["hypotheses"] = hypotheses;
+    }
+    if (!outcome.alignments.empty()) item["alignment"] = outcome.alignments[i];
+    translations.push_back(item);
+  }
+  return {{"translations", translations}};
+}
+
+json native_score(const ApiContext& api, const http::Request& request, int64_t& sentences) {
+  Fields fields(request);
+  bool listed = false, listed_too = false;
+  std::vector<size_t> counts, counts_too;
+  auto job = api.job_of(fields, "text", counts, listed);
+  job.options = api.decoding(fields, api.service.directions()[job.direction]);
+  job.targets = api.sentences_of(fields.texts("translation", listed_too), counts_too);
+  if (job.sentences.size() != counts.size() || job.targets.size() != counts_too.size()) {
+    throw HttpError(400, "text and translation: one line per item (no line breaks)");
+  }
+  if (job.sentences.size() != job.targets.size()) {
+    throw HttpError(400, fmt::format("{} texts but {} translations", job.sentences.size(), job.targets.size()));
+  }
+  sentences = static_cast<int64_t>(job.sentences.size());
+  const auto outcome = api.run(std::move(job));
+  json scores = json::array();
+  for (const auto& score : outcome.scores) {
+    scores.push_back({{"log_prob", score.scored() ? json(score.log_prob) : json(nullptr)}, {"pieces", score.pieces}});
+  }
+  return {{"scores", scores}};
+}
+
+}  // namespace trafo::serve::detail
