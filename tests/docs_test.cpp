@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -137,6 +138,62 @@ std::vector<Link> links_of(const fs::path& file) {
 TEST(Docs, ReadmeIsAtMost200Lines) {
   const auto lines = lines_of(read_text(kSource / "README.md"));
   EXPECT_LE(lines.size(), 200u) << "README.md is read in five minutes: move detail into docs/";
+}
+
+// Each area's `USES` in CMakeLists.txt, by area name.
+std::map<std::string, std::set<std::string>> areas_in_the_build() {
+  const std::string text = read_text(kSource / "CMakeLists.txt");
+  std::map<std::string, std::set<std::string>> areas;
+  const std::regex area(R"(trafo_area\((\w+)([^)]*)\))");
+  for (std::sregex_iterator it(text.begin(), text.end(), area), end; it != end; ++it) {
+    std::istringstream words((*it)[2].str());
+    auto& uses = areas[(*it)[1].str()];
+    bool in_uses = false;
+    for (std::string word; words >> word;) {
+      const bool keyword = std::all_of(word.begin(), word.end(), [](char c) { return std::isupper(c) || c == '_'; });
+      if (keyword) {
+        in_uses = word == "USES";
+      } else if (in_uses) {
+        uses.insert(word);
+      }
+    }
+  }
+  return areas;
+}
+
+// docs/design.md's area table: | `area` | holds | uses |, "none" or a comma-separated list.
+std::map<std::string, std::set<std::string>> areas_in_the_docs() {
+  std::map<std::string, std::set<std::string>> areas;
+  const std::regex row(R"(^\| `(\w+)` \|.*\| ([^|]+) \|$)");
+  bool in_table = false;
+  for (const auto& line : lines_of(read_text(kSource / "docs" / "design.md"))) {
+    if (line == "| area | holds | uses |") in_table = true;
+    if (line.empty()) in_table = false;
+    std::smatch match;
+    if (!in_table || !std::regex_match(line, match, row)) continue;
+    auto& uses = areas[match[1].str()];
+    std::string list = match[2].str();
+    list = list.substr(0, list.find(" ("));  // "none (LibTorch's c10d)"
+    std::istringstream items(list);
+    for (std::string item; std::getline(items, item, ',');) {
+      item.erase(0, item.find_first_not_of(' '));
+      if (item != "none") uses.insert(item);
+    }
+  }
+  return areas;
+}
+
+// A new area, or a new arrow between areas, cannot go undocumented: design.md's table names every
+// area of the build and what it uses, as CMakeLists.txt says.
+TEST(Docs, TheAreaTableIsTheBuilds) {
+  const auto built = areas_in_the_build(), documented = areas_in_the_docs();
+  ASSERT_GE(built.size(), 15u);
+  for (const auto& [area, uses] : built) {
+    const auto found = documented.find(area);
+    ASSERT_NE(found, documented.end()) << "docs/design.md's area table has no row for " << area;
+    EXPECT_EQ(found->second, uses) << "docs/design.md says what " << area << " uses otherwise than CMakeLists.txt";
+  }
+  EXPECT_EQ(documented.size(), built.size()) << "docs/design.md's area table has an area the build lacks";
 }
 
 TEST(Docs, EveryRelativeLinkResolves) {
