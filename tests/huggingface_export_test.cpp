@@ -2,7 +2,10 @@
 // scripts/setup.sh installs): toy models of trafo's default architecture and of others (post- and
 // pre-norm, each activation, tied and untied, positions interleaved and in halves), trained here and
 // exported, load with AutoTokenizer and AutoModelForSeq2SeqLM, generate trafo's translation of every
-// line greedily, and give each translation trafo's score-pairs log p (tests/huggingface_check.py).
+// line greedily, give each translation trafo's score-pairs log p, and print trafo's translations
+// through every user's recipe, batch_decode(generate(**tokenizer(texts, padding=True)),
+// skip_special_tokens=True), with no "<s>" first (tests/huggingface_check.py). Sources that spell a
+// special piece ("<s>", "</s>") are text to both.
 // A pre-norm model with untied embeddings, which no class expresses, is refused in one line.
 #include <gtest/gtest.h>
 
@@ -53,7 +56,9 @@ TEST_F(HuggingFaceExport, TransformersLoadsTheFolderAndTranslatesAsTrafo) {
       {"post-gelu", "--norm post --activation gelu"},
       {"post-relu-untied", "--norm post --tie-embeddings false"},
   };
-  const auto sources = *dir_ / "toy" / "dev.en";
+  // The dev sources, then text that spells special pieces, as a web page's <s> (struck) does.
+  const auto sources = *dir_ / "sources.en";
+  write_text(sources, read_text(*dir_ / "toy" / "dev.en") + "<s>the duck</s> sings.\n<pad> <unk> <s>\n");
   std::string checks;  // FOLDER SOURCES TRANSLATIONS SCORES of each model, checked by one Python process
   for (const auto& [name, options] : models) {
     SCOPED_TRACE(name);

@@ -217,7 +217,12 @@ std::vector<std::pair<std::string, std::string>> huggingface_files(const checkpo
   }
   const bool separate = tokenizer.has_target_table();  // an imported model's separate vocabularies
   const auto& info = checkpoint.inference;
-  const nlohmann::json special = {{"eos_token", tokenizer.piece(data::Tokenizer::kEos)},
+  // Every special piece generate() puts in its output is declared, so that skip_special_tokens drops it:
+  // the decoder's start (bos) too. Left out, it is decoded as text wherever the SentencePiece model lacks
+  // it as a control piece (an imported OPUS-MT model's has no <s>): "<s>" before every translation.
+  // MarianTokenizer adds only eos to its inputs, so declaring bos changes no encoding.
+  const nlohmann::json special = {{"bos_token", tokenizer.piece(data::Tokenizer::kBos)},
+                                  {"eos_token", tokenizer.piece(data::Tokenizer::kEos)},
                                   {"unk_token", tokenizer.piece(data::Tokenizer::kUnk)},
                                   {"pad_token", tokenizer.piece(data::Tokenizer::kPad)}};
   nlohmann::json tokenizer_config = special;
@@ -226,6 +231,9 @@ std::vector<std::pair<std::string, std::string>> huggingface_files(const checkpo
                            {"target_lang", info.tgt_lang},
                            {"separate_vocabs", separate},
                            {"model_max_length", c.max_positions},
+                           // Text that spells a special piece ("<s>", "</s>") is cut by SentencePiece, as trafo
+                           // cuts it, not read as that piece.
+                           {"split_special_tokens", true},
                            {"clean_up_tokenization_spaces", false}});
   std::vector<std::pair<std::string, std::string>> files = {{"config.json", json_text(model_config(c))},
           {"generation_config.json", json_text(generation_config(c))},
