@@ -53,7 +53,7 @@ shape=(--vocab-size 58101 --d-model 512 --heads 8 --encoder-layers 6 --decoder-l
 timing=(--threads "$threads" --batch-tokens "$batch_tokens" --train-steps "$steps" --warmup-steps 2
         --rounds "$rounds" --decode-sentences 0 --precision auto)
 echo "trafo bench (the imported architecture)..." >&2
-"$trafo" bench --json "${shape[@]}" --norm post --positions sinusoidal-halves --tie-embeddings false \
+"$trafo" bench --json "${shape[@]}" --norm post --positions sinusoidal-halves --output-bias true \
   --attention-dropout 0 --activation-dropout 0 "${timing[@]}" > "$out/trafo.jsonl"
 echo "pytorch_reference.py --model marian (transformers' MarianMTModel)..." >&2
 "$python" "$root/bench/pytorch_reference.py" --json --model marian "${shape[@]}" "${timing[@]}" > "$out/marian.jsonl"

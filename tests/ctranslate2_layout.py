@@ -3,7 +3,8 @@
 ctranslate2 wheel's own TransformerSpec writes for the same shapes: the header, every variable's
 name, dtype and shape, and the aliases. Exit 0 when they agree; else the differences and exit 1.
 
-Usage: tests/ctranslate2_layout.py MODEL_BIN pre|post relu|gelu tied|untied none|int8|bfloat16 HEADS
+Usage: tests/ctranslate2_layout.py MODEL_BIN pre|post relu|gelu tied|tied-bias|untied none|int8|bfloat16 HEADS
+(tied-bias: tied, with an output bias)
 """
 import os
 import struct
@@ -26,7 +27,7 @@ def read_bin(path):
     na = u('I'); al = {}
     for _ in range(na): a = s(); al[a] = s()
     return ver, name, rev, out, al
-def spec_bin(pre, act, tied, L, H, d, F, V, P, q):
+def spec_bin(pre, act, tied, bias, L, H, d, F, V, P, q):
     spec = transformer_spec.TransformerSpec.from_config(L, H, pre_norm=pre, activation=act)
     r = lambda *s: np.random.rand(*s).astype(np.float32)
     enc, dec = spec.encoder, spec.decoder
@@ -43,18 +44,18 @@ def spec_bin(pre, act, tied, L, H, d, F, V, P, q):
         ln(Ly.ffn.layer_norm); lin(Ly.ffn.linear_0,F,d); lin(Ly.ffn.linear_1,d,F)
     if pre: ln(enc.layer_norm); ln(dec.layer_norm)
     dec.projection.weight = E if tied else r(V,d)
-    if not tied: dec.projection.bias = r(V)
+    if bias: dec.projection.bias = r(V)
     voc = ["t%d"%i for i in range(V)]
     spec.register_source_vocabulary(voc); spec.register_target_vocabulary(voc)
     spec.validate(); spec.optimize(quantization=q)
     t = tempfile.mkdtemp(); spec.save(t); return read_bin(os.path.join(t,'model.bin'))
 mine = read_bin(sys.argv[1]); pre = sys.argv[2]=='pre'; act = common_spec.Activation.RELU if sys.argv[3]=='relu' else common_spec.Activation.GELU
-tied = sys.argv[4]=='tied'; q = None if sys.argv[5]=='none' else sys.argv[5]
+tied = sys.argv[4] in ('tied', 'tied-bias'); bias = sys.argv[4] != 'tied'; q = None if sys.argv[5]=='none' else sys.argv[5]
 v = mine[3]
 L = (sum(1 for k in v if k.startswith('encoder/layer_') and k.endswith('ffn/linear_0/weight')), sum(1 for k in v if k.startswith('decoder/layer_') and k.endswith('ffn/linear_0/weight')))
 d = v['decoder/layer_0/ffn/linear_1/weight'][1][0]; F = v['decoder/layer_0/ffn/linear_0/weight'][1][0]
 V = v['decoder/embeddings/weight'][1][0]; P = v['decoder/position_encodings/encodings'][1][0]
-ref = spec_bin(pre, act, tied, L, int(sys.argv[6]), d, F, V, P, q)
+ref = spec_bin(pre, act, tied, bias, L, int(sys.argv[6]), d, F, V, P, q)
 if mine[:3] != ref[:3]: print("header", mine[:3], "expected", ref[:3])
 for k in sorted(set(mine[3]) ^ set(ref[3])): print("only in", "trafo's" if k in mine[3] else "the wheel's", k)
 for k in sorted(set(mine[3]) & set(ref[3])):

@@ -35,6 +35,7 @@ struct Variant {
   const char* norm;
   const char* activation;
   bool tied;
+  bool bias = false;  // tied with an output bias (an imported MarianMT model's)
 };
 
 // An untrained model of the variant (1+2 or 2+1 layers) with a tokenizer trained in `dir`.
@@ -47,10 +48,11 @@ fs::path random_checkpoint(const fs::path& dir, const Variant& v) {
   config.norm = v.norm;
   config.activation = v.activation;
   config.tie_embeddings = v.tied;
+  config.output_bias = v.bias;
   config.encoder_layers = v.tied ? 2 : 1;
   config.decoder_layers = v.tied ? 1 : 2;
   model::Transformer model(config);
-  const auto path = dir / (std::string(v.norm) + ".pt");
+  const auto path = dir / (std::string(v.norm) + (v.bias ? "-bias" : "") + ".pt");
   checkpoint::save(path, checkpoint::Checkpoint{config, checkpoint::model_weights(model), tokenizer.to_bytes(), "",
                                                 std::nullopt, {}});
   return path;
@@ -227,21 +229,22 @@ TEST_F(Ct2Export, RefusesWithOneLineAndKeepsWhatIsThere) {
 
 // model.bin against the one the wheel's own TransformerSpec writes for the same shapes
 // (tests/ctranslate2_layout.py): every variable's name, dtype and shape, and the aliases, for both
-// converter paths, unequal depths, and each stored type.
+// converter paths, tied with an output bias, unequal depths, and each stored type.
 TEST(Ct2Layout, ModelBinMatchesTheWheelsOwnSpec) {
   TRAFO_REQUIRE_PYTHON_MODULE("ctranslate2");
   const auto dir = make_temp_dir("ct2-layout");
-  for (const Variant& v : {Variant{"pre", "relu", true}, Variant{"post", "gelu", false}}) {
+  const Variant variants[] = {{"pre", "relu", true}, {"post", "gelu", false}, {"post", "relu", true, true}};
+  for (const Variant& v : variants) {
     const auto checkpoint = random_checkpoint(dir, v);
     const auto heads = checkpoint::load(checkpoint).model_config.heads;
     for (const std::string quantization : {"float32", "int8", "bfloat16"}) {
-      const auto out = dir / (std::string(v.norm) + "-" + quantization);
+      const auto out = dir / (std::string(v.norm) + (v.bias ? "-bias-" : "-") + quantization);
       const auto exported = run_trafo("export --checkpoint " + quoted(checkpoint) + " --out " + quoted(out) +
                                       " --quantization " + quantization);
       ASSERT_EQ(exported.exit_code, 0) << exported.errors;
       const auto check = run_command(std::string(TRAFO_PYTHON) + " " + TRAFO_SOURCE_DIR + "/tests/ctranslate2_layout.py " +
                                      quoted(out / "model.bin") + " " + v.norm + " " + v.activation + " " +
-                                     (v.tied ? "tied" : "untied") + " " +
+                                     (v.bias ? "tied-bias" : v.tied ? "tied" : "untied") + " " +
                                      (quantization == "float32" ? "none" : quantization) + " " +
                                      std::to_string(heads));
       EXPECT_EQ(check.exit_code, 0) << v.norm << " " << quantization << ": " << check.output << check.errors;

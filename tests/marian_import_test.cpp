@@ -17,6 +17,8 @@
 
 #include "run_support.h"
 #include "test_support.h"
+#include "trafo/checkpoint/checkpoint.h"
+#include "trafo/model/transformer.h"
 
 namespace trafo::testing {
 namespace {
@@ -92,6 +94,33 @@ class MarianImport : public ::testing::Test {
     EXPECT_NE(checked.output.find("ok"), std::string::npos) << checked.output;
   }
 
+  // What the project's Python prints for `code` (which reads the folder as sys.argv[1]).
+  static std::string python_output(const std::string& code, const fs::path& folder) {
+    const auto result = run_command(std::string("'") + TRAFO_PYTHON + "' -c '" + code + "' " + quoted(folder));
+    EXPECT_EQ(result.exit_code, 0) << result.errors;
+    return result.output;
+  }
+
+  // MarianMTModel's parameters as a fine-tuning trains them: its trainable ones (its sinusoidal
+  // positions are fixed, a buffer in trafo) and final_logits_bias (a buffer there, trained here).
+  static int64_t marian_parameters(const fs::path& folder) {
+    return std::stoll(python_output("import sys\nfrom transformers import MarianMTModel\n"
+                                    "m = MarianMTModel.from_pretrained(sys.argv[1])\n"
+                                    "print(sum(p.numel() for p in m.parameters() if p.requires_grad) + "
+                                    "m.final_logits_bias.numel())",
+                                    folder));
+  }
+
+  // Each tensor of the folder's model.safetensors and its shape, the fixed positions left out
+  // (transformers makes them itself; trafo's export writes them too).
+  static nlohmann::json tensor_shapes(const fs::path& folder) {
+    return nlohmann::json::parse(python_output(
+        "import json, sys\nfrom safetensors import safe_open\n"
+        "f = safe_open(sys.argv[1] + \"/model.safetensors\", \"pt\")\n"
+        "print(json.dumps({k: f.get_slice(k).get_shape() for k in f.keys() if \"embed_positions\" not in k}))",
+        folder));
+  }
+
   static fs::path exported(const fs::path& checkpoint, const std::string& format) {
     const auto out = fs::path(checkpoint.string() + "-" + format);
     const auto result = run_trafo("export --format " + format + " --checkpoint " + quoted(checkpoint) + " --out " +
@@ -128,6 +157,29 @@ TEST_F(MarianImport, ImportedModelsTranslateAndScoreAsTransformersAndExportBack)
     checks += translated(checkpoint, sources, back);
   }
   expect_as_transformers(checks);
+}
+
+// A folder whose three matrices are one (OPUS-MT's tied embeddings) imports tied, its
+// final_logits_bias the model's output bias: MarianMTModel's parameters, and one row more (the
+// start piece, kept as bos and as pad); a really untied folder (separate vocabularies) stays untied.
+TEST_F(MarianImport, ATiedFolderImportsTiedWithMarianMTsParameters) {
+  TRAFO_REQUIRE_PYTHON_MODULE("transformers");
+  const std::vector<std::tuple<std::string, std::string, bool>> models = {
+      {"gelu", "gelu 3 safetensors", true},
+      {"relu-codes", "relu 2 bin --codes", true},
+      {"swish-separate", "swish 5 safetensors --separate --codes", false},
+  };
+  for (const auto& [name, arguments, tied] : models) {
+    SCOPED_TRACE(name);
+    const auto folder = make(name, arguments);
+    const auto imported = checkpoint::load(import(folder), false);
+    const auto& c = imported.model_config;
+    EXPECT_EQ(c.tie_embeddings, tied);
+    EXPECT_EQ(c.output_bias, tied);
+    if (!tied) continue;
+    const auto model = checkpoint::make_model(imported, torch::kCPU);
+    EXPECT_EQ(model->parameter_count(), marian_parameters(folder) + c.d_model + 1);
+  }
 }
 
 TEST_F(MarianImport, EveryCommandThatTakesACheckpointTakesAnImportedOne) {
@@ -210,7 +262,23 @@ TEST_F(MarianImport, AFineTunedImportedModelKeepsItsVocabularyAndExportsBack) {
         .output;
   };
   EXPECT_NE(pieces(tuned), pieces(checkpoint));
-  expect_as_transformers(translated(tuned, *dir_ / "toy" / "dev.en", exported(tuned, "huggingface")));
+  const auto back = exported(tuned, "huggingface");
+  expect_as_transformers(translated(tuned, *dir_ / "toy" / "dev.en", back));
+  // Fine-tuned tied, it exports tied: the original folder's tensors (one shared matrix, the
+  // final_logits_bias trained), each of its shape but for the start piece's row, and its tying.
+  const auto original = tensor_shapes(*dir_ / "gelu"), shapes = tensor_shapes(back);
+  const auto config = nlohmann::json::parse(read_text(back / "config.json"));
+  const int64_t pieces_in_folder = nlohmann::json::parse(read_text(*dir_ / "gelu" / "config.json")).at("vocab_size");
+  ASSERT_EQ(shapes.size(), original.size()) << shapes.dump();
+  for (const auto& [name, shape] : original.items()) {
+    auto expected = shape.get<std::vector<int64_t>>();
+    for (auto& size : expected) size += size == pieces_in_folder ? 1 : 0;
+    EXPECT_EQ(shapes.value(name, nlohmann::json()), nlohmann::json(expected)) << name;
+  }
+  EXPECT_EQ(config.at("tie_word_embeddings"), true);
+  EXPECT_EQ(config.at("share_encoder_decoder_embeddings"), true);
+  const auto output_bias = [](const fs::path& model) { return checkpoint::load(model, false).weights.at("output_bias"); };
+  EXPECT_FALSE(torch::equal(output_bias(tuned), output_bias(checkpoint)));  // trained
   // Resuming the fine-tuning run continues it (its run record holds the imported model's options).
   const auto resumed = run_trafo("train --run-dir " + quoted(run_dir) + " --max-steps 35 --threads 1");
   EXPECT_EQ(resumed.exit_code, 0) << resumed.errors;

@@ -18,6 +18,7 @@
 #include "trafo/model/transformer.h"
 #include "trafo/ops/eligibility.h"
 #include "trafo/train/optimizer.h"
+#include "trafo/util/autocast.h"
 
 namespace trafo::model {
 namespace {
@@ -125,8 +126,9 @@ TEST_P(ModelTest, PackedEncodingIsThePaddedOneWithoutThePadding) {
 TEST_P(ModelTest, EveryParameterGetsAGradient) {
   torch::manual_seed(5);
   auto config = tiny_config(GetParam());
-  for (const bool tie : {true, false}) {
+  for (const auto& [tie, bias] : std::vector<std::pair<bool, bool>>{{true, false}, {false, false}, {true, true}}) {
     config.tie_embeddings = tie;
+    config.output_bias = bias;
     Transformer model(config);
     auto src = torch::tensor({{4, 5, 6, 7, 3}}, torch::kLong);
     auto tgt = torch::tensor({{2, 8, 9, 10}}, torch::kLong);
@@ -361,6 +363,67 @@ TEST_P(ModelTest, PackedAndUnpackedInferenceAgree) {
     model->set_packed_inference(false);
     EXPECT_TRUE(torch::allclose(packed, model(src, tgt), 1e-5, 1e-5)) << (tied ? "tied" : "untied");
   }
+}
+
+// A tied model's output bias (config.output_bias: an imported MarianMT model's final_logits_bias),
+// zeros at start, against hidden · Eᵀ + b on every path the tied projection takes: the packed fp32
+// kernel inside a PackedInference scope, at::linear outside one and with packed inference off, bf16
+// autocast (the packed bf16 kernel where the CPU has AVX512_BF16), and CUDA where there is one. The
+// training loss (the fused projection and loss) sees it, and its gradient reaches it.
+TEST(OutputBias, TiedLogitsAreHiddenTimesTheEmbeddingPlusTheBiasOnEveryPath) {
+  torch::manual_seed(29);
+  auto config = tiny_config("post");
+  config.output_bias = true;
+  Transformer model(config);
+  ASSERT_TRUE(model->output_bias().defined());
+  EXPECT_EQ(model->output_bias().abs().sum().item<float>(), 0.0f);
+  // Version 5; an older config has no bias, and an untied model has its projection's own.
+  auto older = to_json(config);
+  older["version"] = 4;
+  older.erase("output_bias");
+  EXPECT_FALSE(model_config_from_json(older).output_bias);
+  auto untied = config;
+  untied.tie_embeddings = false;
+  EXPECT_THROW(validate(untied), InputError);
+
+  auto src = torch::tensor({{4, 5, 6, 7, 3}, {8, 9, 3, 0, 0}}, torch::kLong);
+  auto tgt_in = torch::tensor({{2, 8, 9}, {2, 12, 0}}, torch::kLong);
+  auto tgt_out = torch::tensor({{8, 9, 3}, {12, 3, 0}}, torch::kLong);
+  {
+    torch::NoGradGuard no_grad;
+    model->tied_output_bias.normal_(0.0, 1.0);
+  }
+  const auto fused = batch_loss(model, src, tgt_in, tgt_out, 0.1);
+  const auto plain = label_smoothed_loss(model(src, tgt_in), tgt_out, 0.1, config.pad_id);
+  EXPECT_NEAR(fused.smoothed.item<double>(), plain.smoothed.item<double>(), 1e-4);
+  fused.smoothed.backward();
+  ASSERT_TRUE(model->output_bias().grad().defined());
+  EXPECT_GT(model->output_bias().grad().abs().sum().item<double>(), 0.0);
+
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const auto hidden = torch::randn({2, 3, config.d_model});
+  const auto expected = torch::matmul(hidden, model->output_weight().t()) + model->output_bias();  // [2,3,V]
+  const auto near = [&](const torch::Tensor& logits, double tolerance) {
+    return torch::allclose(logits.to(torch::kCPU, torch::kFloat), expected, tolerance, tolerance);
+  };
+  EXPECT_TRUE(near(model->output_logits(hidden), 1e-5));
+  {
+    const PackedInference scope(*model);
+    EXPECT_TRUE(near(model->output_logits(hidden), 1e-5));
+    EXPECT_EQ(model->packed_weights().front()->holds_copy(), packed_kernel_available());
+    const util::AutocastGuard bf16(true, torch::kCPU);
+    const int64_t before = ops::runs(ops::Kernel::packed_bf16_gemm);
+    EXPECT_TRUE(near(model->output_logits(hidden), 5e-2));
+    EXPECT_EQ(ops::runs(ops::Kernel::packed_bf16_gemm) - before, ops::cpu_has_avx512_bf16() ? 1 : 0);
+  }
+  model->set_packed_inference(false);
+  EXPECT_TRUE(near(model->output_logits(hidden), 1e-5));
+  if (!torch::cuda::is_available()) return;
+  model->to(torch::kCUDA);
+  EXPECT_TRUE(near(model->output_logits(hidden.cuda()), 1e-4));
+  const util::AutocastGuard bf16(true, torch::kCUDA);
+  EXPECT_TRUE(near(model->output_logits(hidden.cuda()), 5e-2));
 }
 
 TEST(TokenNll, IgnoresPaddingAndMatchesHandComputation) {

@@ -4,6 +4,8 @@
 // errors keep their reason.
 #include <chrono>
 #include <map>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -181,17 +183,18 @@ TEST_F(RunIdentity, EveryCommandRefusesWeightsThatDisagreeWithTheirConfig) {
 
 // The weights a config implies, as the model really holds them, for each kind of model.
 TEST(WeightShapes, MatchTheModelsParametersAndBuffers) {
-  for (const bool tied : {true, false}) {
+  for (const auto& [tied, bias] : std::vector<std::pair<bool, bool>>{{true, false}, {false, false}, {true, true}}) {
     for (const std::string norm : {"pre", "post"}) {
       auto config = tiny_model_config(40);
       config.decoder_layers = 3;
       config.norm = norm;
       config.tie_embeddings = tied;
+      config.output_bias = bias;
       model::Transformer model(config);
       std::map<std::string, std::vector<int64_t>> actual;
       for (const auto& p : model->named_parameters()) actual[p.key()] = p.value().sizes().vec();
       for (const auto& b : model->named_buffers()) actual[b.key()] = b.value().sizes().vec();
-      EXPECT_EQ(model::weight_shapes(config), actual) << "tied " << tied << ", norm " << norm;
+      EXPECT_EQ(model::weight_shapes(config), actual) << "tied " << tied << ", bias " << bias << ", norm " << norm;
     }
   }
 }

@@ -19,10 +19,10 @@ void silence_eos(model::Transformer& model) {
   const int64_t eos = data::Tokenizer::kEos;
   if (model->output_projection) {
     model->output_projection->weight[eos].zero_();
-    model->output_projection->bias[eos].zero_();
   } else {
     model->source_embedding->embedding->weight[eos].zero_();
   }
+  if (const auto bias = model->output_bias(); bias.defined()) bias[eos].zero_();
 }
 
 int64_t output_tokens(const std::vector<std::vector<decode::Hypothesis>>& results) {

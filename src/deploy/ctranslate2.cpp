@@ -102,12 +102,14 @@ ModelBin transformer_spec(const checkpoint::Checkpoint& checkpoint) {
   if (table == nullptr) throw InputError("CTranslate2 export takes no '" + c.positions + "' positions");
   spec.tensor("decoder/position_encodings/encodings", table);
   bin.alias("encoder/position_encodings/encodings", "decoder/position_encodings/encodings");
-  // Tied: one matrix for both embeddings and the output projection (no bias).
+  // Tied: one matrix for both embeddings and the output projection, with the output bias where the
+  // model has one (CTranslate2's projection takes an optional bias, as its MarianMT converter writes).
   spec.tensor("decoder/embeddings/weight", c.tie_embeddings ? "source_embedding.embedding.weight"
                                                              : "target_embedding.embedding.weight");
   if (c.tie_embeddings) {
     bin.alias("encoder/embeddings_0/weight", "decoder/embeddings/weight");
     bin.alias("decoder/projection/weight", "decoder/embeddings/weight");
+    if (c.output_bias) spec.tensor("decoder/projection/bias", "output_bias");
   } else {
     spec.tensor("encoder/embeddings_0/weight", "source_embedding.embedding.weight");
     spec.linear("decoder/projection", "output_projection");

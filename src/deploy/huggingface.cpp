@@ -132,17 +132,20 @@ std::string model_safetensors(const checkpoint::Checkpoint& checkpoint) {
   const char* table = model::position_kind(c.positions).ctranslate2_table;
   dict.stream("model.encoder.embed_positions.weight", table, 1);
   dict.stream("model.decoder.embed_positions.weight", table, 1);
-  const std::string source = "source_embedding.embedding.weight";
-  const std::string target = c.tie_embeddings ? source : "target_embedding.embedding.weight";
-  if (c.tie_embeddings) dict.stream("model.shared.weight", source, 1);  // untied MarianMT has no shared matrix
-  dict.stream("model.encoder.embed_tokens.weight", source, 1);
-  dict.stream("model.decoder.embed_tokens.weight", target, 1);
+  // The output bias, tied (output_bias) or the projection's, is the class's final_logits_bias [1,V].
+  const auto logits_bias = [&](const std::string& name) {
+    return dict.weight(name).reshape({1, c.vocab_size}).contiguous();
+  };
   if (c.tie_embeddings) {
-    dict.stream("lm_head.weight", source, 1);
-    dict.tensors["final_logits_bias"] = torch::zeros({1, c.vocab_size});
-  } else {  // the output projection's bias is the class's final_logits_bias
+    // The one matrix once, as transformers saves a tied model: both stacks' embed_tokens and lm_head
+    // are tied to it on loading (tie_word_embeddings).
+    dict.stream("model.shared.weight", "source_embedding.embedding.weight", 1);
+    dict.tensors["final_logits_bias"] = c.output_bias ? logits_bias("output_bias") : torch::zeros({1, c.vocab_size});
+  } else {  // untied MarianMT has no shared matrix
+    dict.stream("model.encoder.embed_tokens.weight", "source_embedding.embedding.weight", 1);
+    dict.stream("model.decoder.embed_tokens.weight", "target_embedding.embedding.weight", 1);
     dict.stream("lm_head.weight", "output_projection.weight", 1);
-    dict.tensors["final_logits_bias"] = dict.weight("output_projection.bias").reshape({1, c.vocab_size}).contiguous();
+    dict.tensors["final_logits_bias"] = logits_bias("output_projection.bias");
   }
   checkpoint::Safetensors file;
   file.metadata["format"] = "pt";  // transformers refuses a safetensors file without it

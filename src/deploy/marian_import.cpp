@@ -319,20 +319,31 @@ checkpoint::Checkpoint import_marian(const fs::path& folder) {
   check_rows(target_embedding, target_size, "target embedding");
   check_rows(output, target_size, "output projection");
   if (bias.numel() != target_size) throw InputError(folder.string() + ": final_logits_bias's size does not match config.json");
-  // Untied, for the output bias. Where decoding starts from pad (OPUS-MT), trafo's pad row repeats
-  // the start row, and its bias is lowered by 30: its probability (e^-30 of the start row's) then
-  // leaves every other one as MarianMT has it, in float32, while a fine-tuning's label smoothing
-  // still sees a finite log p there. Rows grown on the target side are zero, with a bias 30 below
-  // the lowest.
-  c.tie_embeddings = false;
+  // Tied where the folder's three matrices are one (OPUS-MT's tied-embeddings-all): one vocabulary,
+  // and the same numbers in each. The model keeps MarianMT's shapes then, the final_logits_bias as
+  // its output_bias; a folder that really is untied imports untied, the bias the projection's.
+  const bool tied =
+      !separate && torch::equal(source_embedding, target_embedding) && torch::equal(source_embedding, output);
+  c.tie_embeddings = tied;
+  c.output_bias = tied;
+  // Where decoding starts from pad (OPUS-MT), trafo's pad row repeats the start row (in the one matrix
+  // when tied, in each matrix when not), and its bias is lowered by 30: its probability (e^-30 of the
+  // start row's) then leaves every other one as MarianMT has it, in float32, while a fine-tuning's
+  // label smoothing still sees a finite log p there. The bias alone does this, so tied or untied
+  // alike. Rows grown on the target side (separate vocabularies, so untied) are zero, with a bias 30
+  // below the lowest.
   const auto real = static_cast<int64_t>(target.rows.size());
   auto output_bias = reordered(bias.unsqueeze(1), target, c.vocab_size).squeeze(1);
   if (start == pad) output_bias[0] -= 30.0;
   if (real < c.vocab_size) output_bias.narrow(0, real, c.vocab_size - real).fill_(bias.min().item<float>() - 30.0F);
   dict.out["source_embedding.embedding.weight"] = reordered(source_embedding, source, c.vocab_size);
-  dict.out["target_embedding.embedding.weight"] = reordered(target_embedding, target, c.vocab_size);
-  dict.out["output_projection.weight"] = reordered(output, target, c.vocab_size);
-  dict.out["output_projection.bias"] = output_bias;
+  if (tied) {
+    dict.out["output_bias"] = output_bias;
+  } else {
+    dict.out["target_embedding.embedding.weight"] = reordered(target_embedding, target, c.vocab_size);
+    dict.out["output_projection.weight"] = reordered(output, target, c.vocab_size);
+    dict.out["output_projection.bias"] = output_bias;
+  }
   dict.drop_inputs();
   model::validate(c);
 
@@ -379,6 +390,7 @@ checkpoint::Checkpoint import_marian(const fs::path& folder) {
                   "activation = \"" + c.activation + "\"\n" +
                   "norm = \"post\"\n" +
                   "tie-embeddings = " + (c.tie_embeddings ? "true" : "false") + "\n" +
+                  "output-bias = " + (c.output_bias ? "true" : "false") + "\n" +
                   "max-positions = " + std::to_string(c.max_positions) + "\n" +
                   "positions = \"sinusoidal-halves\"\n";
   if (!result.inference.src_lang.empty()) result.config += "src-lang = " + json(result.inference.src_lang).dump() + "\n";

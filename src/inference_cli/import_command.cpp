@@ -30,9 +30,10 @@ int run_import(const ImportOptions& options) {
   const auto imported = deploy::import_marian(options.from);
   checkpoint::save(options.out, imported);
   const auto& c = imported.model_config;
-  spdlog::info("wrote {} from the MarianMT model {}: {}+{} layers, d_model {}, {} heads, {} pieces, {}{}{}",
+  spdlog::info("wrote {} from the MarianMT model {}: {}+{} layers, d_model {}, {} heads, {} pieces, {}, {}{}{}",
                options.out, options.from, c.encoder_layers, c.decoder_layers, c.d_model, c.heads, c.vocab_size,
-               c.activation, imported.inference.tags.empty() ? "" : ", language tags: ",
+               c.activation, c.tie_embeddings ? "tied embeddings with an output bias" : "untied embeddings",
+               imported.inference.tags.empty() ? "" : ", language tags: ",
                imported.inference.tags.empty() ? "" : std::to_string(imported.inference.tags.size()));
   return 0;
 }

@@ -66,6 +66,8 @@ void validate(const ModelConfig& c) {
   position_kind(c.positions);
   require_between(c.max_positions, 2, kMaxPositions, "max-positions");
   require(c.pad_id >= 0 && c.pad_id < c.vocab_size, "pad id outside the vocabulary");
+  require(c.tie_embeddings || !c.output_bias,
+          "output-bias is for tied embeddings (an untied output projection has a bias of its own)");
   const double parameters = approximate_parameters(c);
   require(parameters <= kMaxParameters, "the model would have about " + std::to_string(std::llround(parameters / 1e9)) +
                                             " billion parameters; at most " +
@@ -100,6 +102,7 @@ nlohmann::json to_json(const ModelConfig& c) {
           {"attention_dropout", c.attention_dropout}, {"activation_dropout", c.activation_dropout},
           {"encoder_layerdrop", c.encoder_layerdrop}, {"decoder_layerdrop", c.decoder_layerdrop},
           {"norm", c.norm},             {"tie_embeddings", c.tie_embeddings},
+          {"output_bias", c.output_bias},
           {"max_positions", c.max_positions}, {"positions", c.positions}, {"pad_id", c.pad_id}};
 }
 
@@ -131,6 +134,7 @@ ModelConfig model_config_from_json(const nlohmann::json& j) {
     read("activation", c.activation);
     read("norm", c.norm);
     read("tie_embeddings", c.tie_embeddings);
+    read("output_bias", c.output_bias);
     read("max_positions", c.max_positions);
     read("positions", c.positions);
     read("pad_id", c.pad_id);
@@ -157,6 +161,7 @@ std::map<std::string, std::vector<int64_t>> weight_shapes(const ModelConfig& c) 
     linear(layer + "feed_forward.linear2", d, c.d_ff);
   };
   shapes["source_embedding.embedding.weight"] = {c.vocab_size, d};
+  if (c.tie_embeddings && c.output_bias) shapes["output_bias"] = {c.vocab_size};
   if (!c.tie_embeddings) {
     shapes["target_embedding.embedding.weight"] = {c.vocab_size, d};
     linear("output_projection", c.vocab_size, d);

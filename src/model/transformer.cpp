@@ -64,6 +64,8 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
   source_embedding = register_module("source_embedding", TokenEmbedding(c.vocab_size, c.d_model, c.pad_id));
   if (c.tie_embeddings) {
     target_embedding = source_embedding;
+    // Zeros: a new model starts as one without it (trafo import sets MarianMT's final_logits_bias).
+    if (c.output_bias) tied_output_bias = register_parameter("output_bias", torch::zeros({c.vocab_size}));
   } else {
     target_embedding = register_module("target_embedding", TokenEmbedding(c.vocab_size, c.d_model, c.pad_id));
     output_projection = register_module("output_projection", Linear(c.d_model, c.vocab_size));
@@ -182,8 +184,8 @@ torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const torch::
 
 torch::Tensor TransformerImpl::output_logits(const torch::Tensor& hidden) {
   if (output_projection) return output_projection(hidden);
-  if (!packed_inference_) return torch::matmul(hidden, output_weight().t());  // [B,T,V]
-  return tied_output_.linear(hidden, output_weight(), torch::Tensor());
+  if (!packed_inference_) return at::linear(hidden, output_weight(), output_bias());  // [B,T,V]
+  return tied_output_.linear(hidden, output_weight(), output_bias());
 }
 
 const torch::Tensor& TransformerImpl::output_weight() const {
@@ -191,7 +193,7 @@ const torch::Tensor& TransformerImpl::output_weight() const {
 }
 
 torch::Tensor TransformerImpl::output_bias() const {
-  return output_projection ? output_projection->bias : torch::Tensor();
+  return output_projection ? output_projection->bias : tied_output_bias;
 }
 
 torch::Tensor TransformerImpl::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {

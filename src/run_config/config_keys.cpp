@@ -69,6 +69,7 @@ const std::vector<ConfigKey> kKeys = {
     {"activation", "Model", "feed-forward activation: relu, gelu or swish (SiLU, x * sigmoid(x), as OPUS-MT's MarianMT models)", TRAFO_MEMBER(model.activation)},
     {"norm", "Model", "pre or post (LayerNorm position)", TRAFO_MEMBER(model.norm)},
     {"tie-embeddings", "Model", "share source, target and output embeddings", TRAFO_MEMBER(model.tie_embeddings)},
+    {"output-bias", "Model", "with tied embeddings: a trained bias on the output logits (MarianMT's final_logits_bias; trafo import keeps OPUS-MT's)", TRAFO_MEMBER(model.output_bias)},
     {"max-positions", "Model", "longest sequence in pieces", TRAFO_MEMBER(model.max_positions)},
     {"positions", "Model", "position encoding: sinusoidal (sines and cosines interleaved) or sinusoidal-halves (sines in the first half, cosines in the second, as MarianMT)", TRAFO_MEMBER(model.positions)},
 

@@ -4,7 +4,8 @@
 //
 // What MarianMT is, in trafo's terms: post-norm, no final LayerNorm, √d_model embedding scale,
 // sinusoidal positions from 0 in halves ("sinusoidal-halves"), relu, gelu or swish, and an output
-// bias (final_logits_bias): an untied model. Its ids differ from trafo's fixed pad 0, unk 1, bos 2,
+// bias (final_logits_bias): tied with output_bias where the source and target embeddings and the
+// output projection are one matrix (OPUS-MT), else untied. Its ids differ from trafo's fixed pad 0, unk 1, bos 2,
 // eos 3 (OPUS-MT: eos 0, unk 1, pad the last, decoding starts from pad): the import reorders the
 // vocabulary's rows to trafo's ids, the start row as bos and again as pad (its output lowered by 30,
 // so that the softmax is MarianMT's). The tokenizer becomes data::Tokenizer's table kind: source.spm

@@ -27,6 +27,7 @@ struct ModelConfig {
   std::string activation = "relu"; // feed-forward activation: relu | gelu | swish (SiLU)
   std::string norm = "pre";        // residual LayerNorm position: pre | post
   bool tie_embeddings = true;      // one matrix for source, target and output embeddings
+  bool output_bias = false;        // tied only: a trained bias [V] on the logits (untied projections have one)
   int64_t max_positions = 1024;    // longest sequence the model takes (in pieces)
   std::string positions = "sinusoidal";  // position encoding: a row of model::position_kinds()
   int64_t pad_id = kPadId;         // padding id (special_ids.h)
@@ -64,7 +65,8 @@ void validate(const ModelConfig& config);
 
 // The version of the JSON form; a key added to ModelConfig raises it, and its default must be what
 // models before it did, so that older checkpoints still load.
-inline constexpr int64_t kModelConfigVersion = 4;  // 2: positions; 3: attention, activation dropout; 4: layer-drop
+inline constexpr int64_t kModelConfigVersion = 5;  // 2: positions; 3: attention, activation dropout; 4: layer-drop;
+                                                   // 5: output_bias
 
 nlohmann::json to_json(const ModelConfig& config);
 // Keys the JSON lacks keep ModelConfig's defaults; a version above kModelConfigVersion, a value of the

@@ -67,7 +67,8 @@ class TransformerImpl : public torch::nn::Module, public PackedWeightOwner {
                        DecoderCache* cache = nullptr);
   // hidden [B,T,d] -> logits [B,T,V] = hidden · output_weight()ᵀ + output_bias()
   torch::Tensor output_logits(const torch::Tensor& hidden);
-  // The output projection [V,d]: the shared embedding when tied. Its bias [V]: undefined when tied.
+  // The output projection [V,d]: the shared embedding when tied. Its bias [V]: undefined when tied
+  // without config.output_bias.
   const torch::Tensor& output_weight() const;
   torch::Tensor output_bias() const;
   // src [B,S], tgt_in [B,T] -> logits [B,T,V]. In training, encode and decode skip each layer with
@@ -98,6 +99,7 @@ class TransformerImpl : public torch::nn::Module, public PackedWeightOwner {
   torch::nn::ModuleList encoder_layers, decoder_layers;
   torch::nn::LayerNorm encoder_norm{nullptr}, decoder_norm{nullptr};  // pre-norm only
   Linear output_projection{nullptr};                                  // untied only
+  torch::Tensor tied_output_bias;  // [V], "output_bias": tied with config.output_bias only (zeros at start)
   Dropout embedding_dropout{nullptr};
 
  private:
@@ -110,7 +112,7 @@ class TransformerImpl : public torch::nn::Module, public PackedWeightOwner {
   void initialize();
   ModelConfig config_;
   bool packed_inference_ = true;
-  PackedWeight tied_output_;  // the shared embedding packed as the output projection
+  PackedWeight tied_output_;  // the shared embedding packed as the output projection (its bias apart)
 };
 TORCH_MODULE(Transformer);
 
