@@ -1,0 +1,23 @@
+# The packages every trafo build finds (the main build and fuzz/): LibTorch from the PyPI wheel
+# (scripts/setup.sh puts it in .venv; pass -DCMAKE_PREFIX_PATH=$(.venv/bin/python -c 'import torch;
+# print(torch.utils.cmake_prefix_path)')), and Debian's fmt, spdlog, CLI11, nlohmann-json, utfcpp and
+# SentencePiece.
+find_package(Torch 2.0 REQUIRED)
+find_package(fmt REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(nlohmann_json REQUIRED)
+find_package(utf8cpp REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
+
+# The wheel's include folder carries fmt 12 headers, Debian's spdlog is built against fmt 9:
+# a folder holding only a link to the system's fmt goes ahead of torch's include folders.
+set(TRAFO_SYSTEM_FMT_DIR ${CMAKE_BINARY_DIR}/system-fmt)
+file(MAKE_DIRECTORY ${TRAFO_SYSTEM_FMT_DIR})
+get_target_property(_fmt_includes fmt::fmt INTERFACE_INCLUDE_DIRECTORIES)
+if(NOT _fmt_includes)
+  set(_fmt_includes /usr/include)
+endif()
+list(GET _fmt_includes 0 _fmt_include)
+file(CREATE_LINK ${_fmt_include}/fmt ${TRAFO_SYSTEM_FMT_DIR}/fmt SYMBOLIC)
