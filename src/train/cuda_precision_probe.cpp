@@ -11,6 +11,7 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
+#include "generators_kept.h"
 #include "placement.h"
 #include "trafo/model/transformer.h"
 #include "trafo/special_ids.h"
@@ -38,28 +39,6 @@ data::Batch random_batch(const model::ModelConfig& config, int64_t batch_tokens,
   batch.source_tokens = rows * length;
   return batch;
 }
-
-// The run's own draws (weights, dropout, word dropout) must not depend on whether auto probed.
-class GeneratorsKept {
- public:
-  explicit GeneratorsKept(const c10::Device& device)
-      : cpu_(at::globalContext().defaultGenerator(c10::Device(c10::kCPU))),
-        cpu_state_(cpu_.get_state()),
-        device_(device.is_cuda() ? std::optional(at::globalContext().defaultGenerator(device)) : std::nullopt),
-        device_state_(device_ ? std::optional(device_->get_state()) : std::nullopt) {}
-  ~GeneratorsKept() {
-    cpu_.set_state(cpu_state_);
-    if (device_) device_->set_state(*device_state_);
-  }
-  GeneratorsKept(const GeneratorsKept&) = delete;
-  GeneratorsKept& operator=(const GeneratorsKept&) = delete;
-
- private:
-  at::Generator cpu_;
-  at::Tensor cpu_state_;
-  std::optional<at::Generator> device_;
-  std::optional<at::Tensor> device_state_;
-};
 
 void release_cached_memory() {
 #ifdef TRAFO_CUDA_ALLOCATOR

@@ -1,10 +1,8 @@
 #include "resume_choice.h"
 
 #include <algorithm>
-#include <mutex>
 #include <string>
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -17,6 +15,7 @@
 #include "trafo/run_config/run_identity.h"
 #include "trafo/train/training_state.h"
 #include "trafo/util/files.h"
+#include "generators_kept.h"
 #include "training_data.h"
 
 namespace trafo::train {
@@ -61,25 +60,6 @@ std::string foreign_reason(const checkpoint::Checkpoint& saved, const TrainConfi
   return "";
 }
 
-// Puts the CPU random generator back as it was when this was made: unpacking a training state sets it.
-class GeneratorKept {
- public:
-  GeneratorKept() : generator_(at::detail::getDefaultCPUGenerator()) {
-    std::lock_guard<std::mutex> lock(generator_.mutex());
-    state_ = generator_.get_state();
-  }
-  ~GeneratorKept() {
-    std::lock_guard<std::mutex> lock(generator_.mutex());
-    generator_.set_state(state_);
-  }
-  GeneratorKept(const GeneratorKept&) = delete;
-  GeneratorKept& operator=(const GeneratorKept&) = delete;
-
- private:
-  at::Generator generator_;
-  at::Tensor state_;
-};
-
 // Throws the InputError that resuming from `saved` would meet once the model and optimizer are made
 // (its raw weights with --ema, its optimizer state, its progress): unpacked here into a CPU copy, so
 // that such a checkpoint is passed over before anything is built from it.
@@ -96,7 +76,7 @@ void check_training_state(const checkpoint::Checkpoint& saved, const TrainConfig
   }
   auto optimizer =
       make_optimizer(c.optimizer, model->parameters(), c.lr, c.adam_beta1, c.adam_beta2, c.adam_eps, c.weight_decay);
-  const GeneratorKept kept;
+  const GeneratorsKept kept;
   unpack_training_state(*saved.training, *optimizer, parameters);
 }
 
