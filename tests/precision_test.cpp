@@ -145,7 +145,7 @@ TEST(Precision, TestHooksPoseTheCpuInProcess) {
 TEST(Precision, TheTestHooksSwitchParsesEveryKeyAndRefusesBadOnes) {
   const auto hooks = test_hooks_from_switch(
       "cpu_flags=avx2 avx512_bf16, bf16_speedup=2.5,bf16_decoding_speedup=0.6,other_load=1,slow_writes_ms=25,"
-      "cache_chunk_delay_ms=100,batch_fails_at=3,fit_tokens=7000");
+      "cache_chunk_delay_ms=100,batch_fails_at=3,fit_tokens=7000,train_tokens_per_s=1500.5");
   EXPECT_EQ(hooks.cpu_flags, (std::set<std::string>{"avx2", "avx512_bf16"}));
   EXPECT_EQ(hooks.bf16_speedup, 2.5);
   EXPECT_EQ(hooks.bf16_decoding_speedup, 0.6);
@@ -154,16 +154,19 @@ TEST(Precision, TheTestHooksSwitchParsesEveryKeyAndRefusesBadOnes) {
   EXPECT_EQ(hooks.cache_chunk_delay_ms, 100);
   EXPECT_EQ(hooks.batch_fails_at, 3);
   EXPECT_EQ(hooks.fit_tokens, 7000);
+  EXPECT_EQ(hooks.train_tokens_per_s, 1500.5);
   EXPECT_EQ(test_hooks_from_switch("cpu_flags=avx2+amx_bf16").cpu_flags, (std::set<std::string>{"avx2", "amx_bf16"}));
   EXPECT_EQ(test_hooks_from_switch("cpu_flags=").cpu_flags, std::set<std::string>{});
   const auto off = test_hooks_from_switch("");
-  EXPECT_FALSE(off.cpu_flags || off.bf16_speedup || off.bf16_decoding_speedup || off.other_load);
+  EXPECT_FALSE(off.cpu_flags || off.bf16_speedup || off.bf16_decoding_speedup || off.other_load ||
+               off.train_tokens_per_s);
   EXPECT_EQ(off.slow_writes_ms, 0);
   EXPECT_EQ(off.cache_chunk_delay_ms, 0);
   EXPECT_EQ(off.batch_fails_at, -1);
   EXPECT_EQ(off.fit_tokens, -1);
   for (const char* bad : {"speedup=2", "bf16_speedup", "bf16_speedup=0", "bf16_speedup=fast", "other_load=-1",
-                          "batch_fails_at=-1", "slow_writes_ms=1.5", "cpu_flags=avx2,avx512_bf16"}) {
+                          "batch_fails_at=-1", "slow_writes_ms=1.5", "cpu_flags=avx2,avx512_bf16",
+                          "train_tokens_per_s=0"}) {
     EXPECT_THROW(test_hooks_from_switch(bad), InputError) << bad;
   }
   const auto result = run_command("TRAFO_TEST_HOOKS=bf16_speed=2 '" + std::string(TRAFO_BINARY) +

@@ -1,6 +1,7 @@
 // Defaults that fit the corpus and the budget (--preset): which preset auto picks from the training
-// pairs and the budget, that options given keep their values, and, through the binary, that a run
-// says which preset and why, records it, and keeps it when resumed with another budget.
+// pairs and the epochs the budget buys (posed speeds), that options given keep their values, and,
+// through the binary, that a run times the built-in defaults, says which preset and why, records it,
+// and keeps it when resumed with another budget.
 #include <gtest/gtest.h>
 
 #include "data_support.h"
@@ -19,37 +20,71 @@ TrainConfig asked(std::set<std::string> given) {
   return c;
 }
 
-TEST(Presets, AutoPicksFromThePairsAndTheBudget) {
+// gettext-enfr's size: ~247,500 target tokens an epoch (988,258 bytes at 4.4 a piece, and an end of
+// sentence per pair).
+const CorpusSize kGettext{22901, 988258};
+
+TEST(Presets, AutoPicksFromThePairsAndTheEpochsTheBudgetBuysHere) {
+  int timed = 0;
+  const auto speed = [&timed](double tokens_per_s) {
+    return DefaultsSpeed([&timed, tokens_per_s](const TrainConfig&) {
+      ++timed;
+      return tokens_per_s;
+    });
+  };
   auto c = asked({"max-time"});
-  c.max_time = "22m";
-  EXPECT_EQ(choose_preset(c, 22901).preset->name, "small-short");
-  EXPECT_NE(choose_preset(c, 22901).why.find("22901 training pairs"), std::string::npos);
-  EXPECT_NE(choose_preset(c, 22901).why.find("--max-time 22m"), std::string::npos);
+  c.max_time = "28m";
+  // A slow CPU in fp32: 28 minutes at 2,000 tokens/s buy about 13.6 epochs of the built-in defaults.
+  const auto slow = choose_preset(c, kGettext, speed(2000));
+  EXPECT_EQ(slow.preset->name, "small-short");
+  for (const char* words : {"22901 training pairs", "--max-time 28m", "2000 target tokens/s here (timed)",
+                            "about 13.6 epochs", "under 40"}) {
+    EXPECT_NE(slow.why.find(words), std::string::npos) << words << " in " << slow.why;
+  }
+  // A fast CPU in bf16: the same 28 minutes buy about 68 epochs, where the built-in defaults' larger
+  // batches are no longer short of updates.
+  const auto fast = choose_preset(c, kGettext, speed(10000));
+  EXPECT_EQ(fast.preset->name, "small-long") << fast.why;
+  EXPECT_NE(fast.why.find("about 67.9 epochs"), std::string::npos) << fast.why;
+  // Just either side of 40 epochs (9,900,200 target tokens in 28 minutes: 5,893 tokens/s).
+  EXPECT_EQ(choose_preset(c, kGettext, speed(5880)).preset->name, "small-short");
+  EXPECT_EQ(choose_preset(c, kGettext, speed(5910)).preset->name, "small-long");
+  EXPECT_EQ(timed, 4);
+  // Untimed (a run of several processes): the wall clock alone, two hours or less is short.
+  EXPECT_EQ(choose_preset(c, kGettext).preset->name, "small-short");
+  EXPECT_EQ(choose_preset(c, kGettext, speed(0)).preset->name, "small-short");
   c.max_time = "2h";
-  EXPECT_EQ(choose_preset(c, 22901).preset->name, "small-short") << "two hours is still short";
+  EXPECT_EQ(choose_preset(c, kGettext).preset->name, "small-short") << "two hours is still short";
   c.max_time = "2h1m";
-  EXPECT_EQ(choose_preset(c, 22901).preset->name, "small-long");
-  EXPECT_EQ(choose_preset(asked({}), 22901).preset->name, "small-long") << "no limit: early stopping";
+  EXPECT_NE(choose_preset(c, kGettext).why.find("untimed"), std::string::npos);
+  EXPECT_EQ(choose_preset(c, kGettext).preset->name, "small-long");
+  timed = 0;
+  // Budgets of epochs or updates decide directly: nothing is timed.
+  EXPECT_EQ(choose_preset(asked({}), kGettext, speed(1)).preset->name, "small-long") << "no limit: early stopping";
   auto e = asked({"max-epochs"});
   e.max_epochs = 94;
-  EXPECT_EQ(choose_preset(e, 22901).preset->name, "small-short") << "up to 100 epochs is short";
-  EXPECT_NE(choose_preset(e, 22901).why.find("--max-epochs 94"), std::string::npos);
+  EXPECT_EQ(choose_preset(e, kGettext, speed(1)).preset->name, "small-short") << "up to 100 epochs is short";
+  EXPECT_NE(choose_preset(e, kGettext).why.find("--max-epochs 94"), std::string::npos);
   e.given->insert("max-time");
   e.max_time = "10h";
-  EXPECT_EQ(choose_preset(e, 22901).preset->name, "small-short") << "100 epochs or less is short, whatever the time";
+  EXPECT_EQ(choose_preset(e, kGettext, speed(1e9)).preset->name, "small-short")
+      << "100 epochs or less is short, whatever the time";
   e.max_epochs = 101;
-  EXPECT_EQ(choose_preset(e, 22901).preset->name, "small-long");
+  e.max_time = "";
+  EXPECT_EQ(choose_preset(e, kGettext, speed(1)).preset->name, "small-long");
   auto s = asked({"max-steps"});
   s.max_steps = 5000;
-  EXPECT_EQ(choose_preset(s, 22901).preset->name, "small-long") << "a budget of updates stays long";
-  EXPECT_EQ(choose_preset(c, 5'000'000).preset->name, "standard");
+  EXPECT_EQ(choose_preset(s, kGettext, speed(1)).preset->name, "small-long") << "a budget of updates stays long";
+  EXPECT_EQ(timed, 0);
   c.max_time = "22m";
+  EXPECT_EQ(choose_preset(c, CorpusSize{5'000'000, 500'000'000}, speed(1)).preset->name, "standard");
   c.init_from = "model.pt";
-  EXPECT_EQ(choose_preset(c, 22901).preset->name, "standard") << "fine-tuning";
+  EXPECT_EQ(choose_preset(c, kGettext, speed(1)).preset->name, "standard") << "fine-tuning";
   c.preset = "small-long";
-  EXPECT_EQ(choose_preset(c, 22901).preset->name, "small-long") << "asked for";
+  EXPECT_EQ(choose_preset(c, kGettext, speed(1)).preset->name, "small-long") << "asked for";
+  EXPECT_EQ(timed, 0);
   c.preset = "tiny";
-  EXPECT_THROW(choose_preset(c, 22901), InputError);
+  EXPECT_THROW(choose_preset(c, kGettext), InputError);
   EXPECT_THROW(validate(c), InputError);
 }
 
@@ -93,7 +128,9 @@ TEST(PresetsCli, ARunSaysWhichPresetAndWhyAndAResumeKeepsIt) {
                            " --cache-dir " + quoted(run.parent_path() / "cache") +
                            " --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64 --threads 1"
                            " --valid-every 2 --valid-max-sentences 4 --vocab-size 300";
-  const auto first = run_trafo(base + " --max-time 20m --max-steps 2");
+  // Posed as a machine on which 20 minutes buy the built-in defaults under 40 epochs of these pairs.
+  const auto first = run_command("TRAFO_TEST_HOOKS=train_tokens_per_s=1 '" + std::string(TRAFO_BINARY) + "' " + base +
+                                 " --max-time 20m --max-steps 2");
   ASSERT_EQ(first.exit_code, 0) << first.errors;
   const auto start = read_jsonl(run / "metrics.jsonl").front();
   EXPECT_EQ(start["preset"], "small-short") << start;
@@ -105,6 +142,18 @@ TEST(PresetsCli, ARunSaysWhichPresetAndWhyAndAResumeKeepsIt) {
   EXPECT_NE(log.find("preset small-short (--preset auto: 80 training pairs"), std::string::npos) << log;
   EXPECT_NE(log.find("set batch-tokens 2048"), std::string::npos) << log;
   EXPECT_NE(read_text(run / "config.toml").find("preset=\"small-short\""), std::string::npos);
+
+  // Timed for real: this tiny model trains the 80 pairs thousands of times over in 20 minutes.
+  const auto timed_run = run.parent_path() / "timed";
+  const auto timed = run_trafo("train --data-dir " + quoted(data) + " --src-lang en --tgt-lang de --run-dir " +
+                               quoted(timed_run) + " --cache-dir " + quoted(run.parent_path() / "cache") +
+                               " --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64 --threads 1"
+                               " --valid-every 2 --valid-max-sentences 4 --vocab-size 300 --max-time 20m --max-steps 2");
+  ASSERT_EQ(timed.exit_code, 0) << timed.errors;
+  const auto timed_start = read_jsonl(timed_run / "metrics.jsonl").front();
+  EXPECT_EQ(timed_start["preset"], "small-long") << timed_start;
+  EXPECT_NE(timed_start["preset_reason"].get<std::string>().find("target tokens/s here (timed)"), std::string::npos)
+      << timed_start;
 
   // Resumed with no time limit, which alone would pick small-long: the run's preset stays.
   const auto resumed = run_trafo(base + " --max-steps 4");

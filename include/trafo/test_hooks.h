@@ -41,6 +41,9 @@ struct TestHooks {
   // Poses a GPU on which a training batch of at most this many tokens fits: --batch-tokens auto fits
   // the budget against it on the CPU (train::fit_batch_tokens; tests/batch_fit_test.cpp). Off: -1.
   int64_t fit_tokens = -1;
+  // Target tokens per second of the built-in defaults' training steps, which --preset auto weighs
+  // against a --max-time budget (train::defaults_tokens_per_s; tests/presets_test.cpp). Off: timed.
+  std::optional<double> train_tokens_per_s;
 };
 
 // The environment variable that carries the switch to the binary.
@@ -75,8 +78,9 @@ class TestHooksScope {
 // Parses the switch: entries KEY=VALUE separated by commas, e.g.
 //   batch_fails_at=3,slow_writes_ms=25,cpu_flags=avx2 avx512_bf16,bf16_speedup=4,other_load=1
 // Keys: cpu_flags (names separated by spaces or '+'; empty: no flags), bf16_speedup,
-// bf16_decoding_speedup (> 0), other_load (>= 0), slow_writes_ms, cache_chunk_delay_ms,
-// batch_fails_at (integers >= 0). Empty text: every hook off. Throws InputError naming the switch.
+// bf16_decoding_speedup, train_tokens_per_s (> 0), other_load (>= 0), slow_writes_ms,
+// cache_chunk_delay_ms, batch_fails_at, fit_tokens (integers >= 0). Empty text: every hook off.
+// Throws InputError naming the switch.
 inline TestHooks test_hooks_from_switch(const std::string& text) {
   TestHooks hooks;
   const auto fail = [](const std::string& why) -> void {
@@ -131,9 +135,11 @@ inline TestHooks test_hooks_from_switch(const std::string& text) {
       hooks.batch_fails_at = whole(key, value);
     } else if (key == "fit_tokens") {
       hooks.fit_tokens = whole(key, value);
+    } else if (key == "train_tokens_per_s") {
+      hooks.train_tokens_per_s = number(key, value, true);
     } else {
       fail("unknown hook '" + key + "' (known: cpu_flags, bf16_speedup, bf16_decoding_speedup, other_load, "
-           "slow_writes_ms, cache_chunk_delay_ms, batch_fails_at, fit_tokens)");
+           "slow_writes_ms, cache_chunk_delay_ms, batch_fails_at, fit_tokens, train_tokens_per_s)");
     }
   }
   return hooks;

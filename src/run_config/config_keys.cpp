@@ -103,7 +103,7 @@ const std::vector<ConfigKey> kKeys = {
 
     {"preset", "Run",
      "defaults for the options left out, fit to the corpus and the budget: auto (chosen from the training pairs "
-     "and the budget; train.log says which and why), standard (the built-in defaults), small-short or small-long; "
+     "and the epochs the budget buys on this machine; train.log says which and why), standard (the built-in defaults), small-short or small-long; "
      "a resume keeps the run's unless given",
      TRAFO_MEMBER(preset)},
     {"valid-every", "Run", "steps between validations", TRAFO_MEMBER(valid_every)},

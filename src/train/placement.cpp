@@ -37,17 +37,17 @@ int use_threads(const TrainConfig& c, const dist::Environment& environment, std:
   return threads;
 }
 
-c10::Device pick_device(const TrainConfig& c, const dist::Environment& environment) {
-  auto device = util::resolve_device(c.device);
-  if (device.is_cuda() && environment.distributed()) device = torch::Device(torch::kCUDA, environment.local_rank);
-  return device;
-}
-
 std::chrono::milliseconds timeout(const TrainConfig& c) {
   return std::chrono::milliseconds(static_cast<int64_t>(c.dist_timeout * 1000.0));
 }
 
 }  // namespace
+
+c10::Device pick_device(const TrainConfig& c, const dist::Environment& environment) {
+  auto device = util::resolve_device(c.device);
+  if (device.is_cuda() && environment.distributed()) device = torch::Device(torch::kCUDA, environment.local_rank);
+  return device;
+}
 
 bool graphs_apply(const TrainConfig& c) {
   return c.accumulate == 1 && c.model.encoder_layerdrop == 0.0 && c.model.decoder_layerdrop == 0.0;

@@ -19,21 +19,31 @@
 
 namespace trafo::train {
 
-// Training steps of `config`'s model on CUDA `device`, timed for the choices auto makes there
-// (--precision, --cuda-graphs): a fresh model of its shape on a random batch of its token budget,
-// sentences of 37 pieces (a length off the bucket ladder, so that CUDA graphs pay their usual
-// padding), 3 untimed then 5 timed steps per variant, each variant timed once. The random
-// generators are left as they were.
-class CudaStepTimer {
+// Training steps of `config`'s model on `device`, timed for the choices auto makes (on CUDA:
+// --precision, --cuda-graphs; anywhere: --preset, by the built-in defaults' speed): a fresh model of its
+// shape on a random batch of its token budget, sentences of 37 pieces (a length off the bucket ladder,
+// so that CUDA graphs pay their usual padding), 3 untimed then 5 timed steps per variant on CUDA (1 and
+// 2 on the CPU), each variant timed once. The random generators are left as they were.
+class StepTimer {
  public:
-  CudaStepTimer(const run_config::TrainConfig& config, const c10::Device& device) : config_(config), device_(device) {}
-  double seconds(bool bf16, bool graphs);  // of the 5 timed steps
+  StepTimer(const run_config::TrainConfig& config, const c10::Device& device) : config_(config), device_(device) {}
+  double seconds(bool bf16, bool graphs);  // of the timed steps
+  int64_t timed_tokens() const;            // the target tokens of the timed steps
 
  private:
   const run_config::TrainConfig& config_;
   c10::Device device_;
   std::map<std::pair<bool, bool>, double> seconds_;
 };
+
+// Target tokens per second of `config`'s training steps (the built-in defaults wherever the options
+// leave them), in the precision the run will train in: what --preset auto weighs a --max-time budget
+// by (run_config::DefaultsSpeed). 0 (untimed) for a run of several processes, where every rank would
+// time its own. With the train_tokens_per_s test hook, that number, and nothing runs.
+double defaults_tokens_per_s(const run_config::TrainConfig& config, const dist::Environment& environment);
+
+// The device this process trains on: --device, and on CUDA under a launcher, its local rank's GPU.
+c10::Device pick_device(const run_config::TrainConfig& config, const dist::Environment& environment);
 
 // --batch-tokens auto on `device`: training steps of a fresh model of `config`'s shape on sentences of
 // the corpus's longest length, at budgets from kFitStep to fit_ceiling(extent) (each
@@ -59,7 +69,7 @@ struct Placement {
   double busy_at_start = 0.0;           // cores other processes kept busy at start (with `load`)
   int threads;                          // this process's, now (the training loop follows the load)
   const c10::Device device;
-  CudaStepTimer timer;                  // auto's timings on CUDA, taken when asked
+  StepTimer timer;                      // auto's timings on CUDA, taken when asked
   const runtime::Precision precision;   // --precision resolved for `device`
   Replicas replicas;
   bool cuda_graphs = false;             // --cuda-graphs resolved (false on the CPU)

@@ -110,7 +110,7 @@ TrainConfig settle_options(TrainConfig c) {
   return c;
 }
 
-PresetReport settle_preset(TrainConfig& c) {
+PresetReport settle_preset(TrainConfig& c, const run_config::DefaultsSpeed& speed) {
   const bool resuming = continues_run(c);
   std::string why;
   if (resuming && !run_config::was_given(c, "preset")) {
@@ -118,16 +118,19 @@ PresetReport settle_preset(TrainConfig& c) {
     c.preset = run && run->preset != "auto" ? run->preset : "standard";
     why = "the run's";
   }
-  int64_t pairs = 0;
+  run_config::CorpusSize corpus;
   if (c.preset == "auto" && c.init_from.empty()) {
     // The training files' line counts only, kept in the cache folder: TrainingFiles checks them, and
     // reads the dev and test files, once the options are settled.
     const auto cache = cache_folder(c);
-    for (const auto& corpus : run_config::data_files(c).train) {
-      pairs += data::check_parallel_files_once(cache, corpus.src, corpus.tgt);
+    for (const auto& files : run_config::data_files(c).train) {
+      corpus.pairs += data::check_parallel_files_once(cache, files.src, files.tgt);
+      std::error_code error;
+      const auto bytes = std::filesystem::file_size(files.tgt, error);
+      if (!error) corpus.target_bytes += static_cast<int64_t>(bytes);
     }
   }
-  const auto choice = run_config::choose_preset(c, pairs);
+  const auto choice = run_config::choose_preset(c, corpus, speed);
   auto set = run_config::apply_preset(c, choice, resuming);
   return PresetReport{choice.preset->name, why.empty() ? choice.why : why, std::move(set)};
 }

@@ -11,6 +11,7 @@
 
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/run_config/options.h"
+#include "trafo/run_config/presets.h"
 #include "trafo/train/run_folder.h"
 #include "replicas.h"
 
@@ -42,9 +43,10 @@ struct PresetReport {
 };
 
 // A new run's --preset auto is chosen from its training pairs (the line counts, checked once per version
-// of the files) and its budget. A resume keeps the run's preset unless --preset is given (a run from
-// before presets had the standard one), and a preset then sets only training knobs.
-PresetReport settle_preset(run_config::TrainConfig& config);
+// of the files), its target bytes and its budget; `speed` times the built-in defaults where a --max-time
+// budget asks. A resume keeps the run's preset unless --preset is given (a run from before presets had
+// the standard one), and a preset then sets only training knobs.
+PresetReport settle_preset(run_config::TrainConfig& config, const run_config::DefaultsSpeed& speed = {});
 
 // Refuses (InputError, naming each option with both values) a resume whose options defining the
 // model, tokenizer or data differ from those of the run `config.run_dir` holds (its config.toml).

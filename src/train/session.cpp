@@ -41,11 +41,11 @@ LeakReport report_data(const TrainConfig& c, const data::Batcher& batcher, const
 
 }  // namespace
 
-SettledConfig settle_config(TrainConfig given) {
+SettledConfig settle_config(TrainConfig given, const run_config::DefaultsSpeed& speed) {
   SettledConfig settled;
   settled.options = settle_options(std::move(given));
   validate(settled.options);  // before the preset reads the data: an absurd option is named first
-  settled.preset = settle_preset(settled.options);
+  settled.preset = settle_preset(settled.options, speed);
   settled.text = run_config::to_toml(settled.options);
   settled.max_time_s = run_config::parse_duration(settled.options.max_time);
   return settled;
@@ -87,7 +87,7 @@ void check_before_launch(const TrainConfig& given) {
 
 Session::Session(const TrainConfig& given)
     : environment(dist::read_environment()),
-      settled(settle_config(given)),
+      settled(settle_config(given, [this](const TrainConfig& c) { return defaults_tokens_per_s(c, environment); })),
       started(Clock::now()),
       files(settled.options),
       place(settled.options, environment),

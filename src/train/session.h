@@ -36,7 +36,8 @@ struct SettledConfig {
 };
 
 // Throws InputError naming the first invalid value, or for a conflict with the run or --init-from.
-SettledConfig settle_config(run_config::TrainConfig given);
+// `speed` times the built-in defaults where --preset auto weighs a --max-time budget (settle_preset).
+SettledConfig settle_config(run_config::TrainConfig given, const run_config::DefaultsSpeed& speed = {});
 
 // `settled` with the tokenizer's size as the model's vocabulary (a small corpus may give fewer pieces than
 // asked for, and a resumed or fine-tuned run keeps its checkpoint's tokenizer) and `batch_tokens`.

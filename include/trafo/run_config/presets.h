@@ -1,11 +1,13 @@
 // Defaults that fit the corpus and the budget (--preset). `trafo train` with no config looks at the
-// training pairs and at the budget (--max-time, --max-steps, --max-epochs, or none) and picks a preset:
+// training pairs and at the budget (--max-time, --max-steps, --max-epochs, or none) and picks a preset
+// (a --max-time budget by the epochs the built-in defaults train in it on this machine, timed):
 // values for options the command line and config file left out. An option given always wins; the
 // run's config.toml records the preset by name, and a resume keeps it. docs/design.md "Presets" says
 // what each preset holds and the measurements behind it.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,9 +34,24 @@ struct PresetChoice {
   std::string why;  // one sentence: the facts it was chosen from
 };
 
-// The preset `config.preset` names; for "auto", the one the facts call for: `pairs` training pairs (all
-// corpora), the budget, and whether the run starts from --init-from. InputError for an unknown name.
-PresetChoice choose_preset(const TrainConfig& config, int64_t pairs);
+// What auto knows of the training corpora (all of them): pairs, and the bytes of their target sides.
+struct CorpusSize {
+  int64_t pairs = 0;
+  int64_t target_bytes = 0;
+};
+
+// Target tokens per second of the built-in defaults' training steps on this machine, for the config
+// given (train::defaults_tokens_per_s); 0 where it is not timed.
+using DefaultsSpeed = std::function<double(const TrainConfig&)>;
+
+// The preset `config.preset` names; for "auto", the one the facts call for: the corpus, the budget,
+// and whether the run starts from --init-from. A --max-time budget is short where the built-in
+// defaults would train fewer than kComputeStarvedEpochs epochs in it: `speed` times them (asked only
+// then); untimed (0, or no `speed`), two hours or less is short. InputError for an unknown name.
+PresetChoice choose_preset(const TrainConfig& config, const CorpusSize& corpus, const DefaultsSpeed& speed = {});
+
+// The epochs below which a --max-time budget gets the small-short preset.
+inline constexpr double kComputeStarvedEpochs = 40.0;
 
 // Sets each value of `choice` that `config` was not given (was_given), and config.preset to its name;
 // `resuming`: only the training knobs, as the run's model, tokenizer and data are its own. Returns the

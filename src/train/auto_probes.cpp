@@ -1,5 +1,6 @@
-// What auto decides on CUDA from the model's own training steps (placement.h): --precision and
-// --cuda-graphs, timed, and --batch-tokens, fitted to the memory.
+// What auto decides from training steps of the run's model shape (placement.h): on CUDA --precision
+// and --cuda-graphs, timed, and --batch-tokens, fitted to the memory; anywhere --preset, by the
+// built-in defaults' speed.
 #include <chrono>
 
 #include <ATen/Context.h>
@@ -18,14 +19,20 @@
 #include "trafo/test_hooks.h"
 #include "trafo/train/optimizer.h"
 #include "trafo/train/train_step.h"
+#include "trafo/runtime/precision.h"
 #include "trafo/util/device.h"
 
 namespace trafo::train {
 namespace {
 
 constexpr int64_t kLength = 37;  // pieces per side of the probe's sentences: off the bucket ladder
-constexpr int kUntimed = 3;      // covers a CUDA graph's capture (the second step of a shape)
-constexpr int kTimed = 5;
+constexpr int kCudaUntimed = 3;  // covers a CUDA graph's capture (the second step of a shape)
+constexpr int kCudaTimed = 5;
+constexpr int kCpuUntimed = 1;   // a CPU step takes 10-100x as long, and captures nothing
+constexpr int kCpuTimed = 2;
+
+int untimed_steps(const c10::Device& device) { return device.is_cuda() ? kCudaUntimed : kCpuUntimed; }
+int timed_steps(const c10::Device& device) { return device.is_cuda() ? kCudaTimed : kCpuTimed; }
 
 // Sentences of `length` random pieces (none special), as many as the token budget holds.
 data::Batch random_batch(const model::ModelConfig& config, int64_t batch_tokens, int64_t length = kLength) {
@@ -46,7 +53,7 @@ void release_cached_memory() {
 #endif
 }
 
-// Seconds of kTimed steps of a fresh model of `config` in one precision, with or without graphs.
+// Seconds of timed_steps steps of a fresh model of `config` in one precision, with or without graphs.
 double time_steps(const run_config::TrainConfig& c, const model::ModelConfig& config, const c10::Device& device,
                   const data::Batch& batch, bool bf16, bool graphs) {
   model::Transformer model(config);
@@ -57,30 +64,52 @@ double time_steps(const run_config::TrainConfig& c, const model::ModelConfig& co
   StepOptions options{c.label_smoothing, c.clip_norm, bf16};
   options.cuda_graphs = graphs;
   TrainStep step(model, *optimizer, device, options);
-  for (int i = 0; i < kUntimed; ++i) step.run({batch}, 0.0).applied();
+  for (int i = 0; i < untimed_steps(device); ++i) step.run({batch}, 0.0).applied();
   util::synchronize(device);
   const auto started = std::chrono::steady_clock::now();
   StepResult last;
-  for (int i = 0; i < kTimed; ++i) last = step.run({batch}, 0.0);
+  for (int i = 0; i < timed_steps(device); ++i) last = step.run({batch}, 0.0);
   last.applied();
   util::synchronize(device);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 }
 
+model::ModelConfig timed_model(const run_config::TrainConfig& c) {
+  auto config = c.model;
+  config.vocab_size = c.vocab.vocab_size;  // the tokenizer's may differ a little: a timing only
+  return config;
+}
+
+data::Batch timed_batch(const run_config::TrainConfig& c) {
+  return random_batch(timed_model(c), c.batch_tokens > 0 ? c.batch_tokens : kDefaultBatchTokens);
+}
+
 }  // namespace
 
-double CudaStepTimer::seconds(bool bf16, bool graphs) {
+double StepTimer::seconds(bool bf16, bool graphs) {
   const auto key = std::make_pair(bf16, graphs);
   const auto found = seconds_.find(key);
   if (found != seconds_.end()) return found->second;
   const GeneratorsKept kept(device_);
-  auto config = config_.model;
-  config.vocab_size = config_.vocab.vocab_size;  // the tokenizer's may differ a little: a timing only
-  const auto budget = config_.batch_tokens > 0 ? config_.batch_tokens : kDefaultBatchTokens;
-  const auto batch = random_batch(config, budget);
-  const double seconds = time_steps(config_, config, device_, batch, bf16, graphs && graphs_apply(config_));
+  const double seconds = time_steps(config_, timed_model(config_), device_, timed_batch(config_), bf16,
+                                    graphs && device_.is_cuda() && graphs_apply(config_));
   seconds_[key] = seconds;
   return seconds;
+}
+
+int64_t StepTimer::timed_tokens() const { return timed_batch(config_).target_tokens * timed_steps(device_); }
+
+double defaults_tokens_per_s(const run_config::TrainConfig& c, const dist::Environment& environment) {
+  if (const auto posed = test_hooks().train_tokens_per_s) return *posed;
+  if (environment.distributed() || environment.local_world_size > 1) return 0.0;
+  const auto device = pick_device(c, environment);
+  at::set_num_threads(util::resolve_threads(c.threads));  // Placement sets the run's own after
+  StepTimer timer(c, device);
+  const bool cuda = device.is_cuda(), graphs = c.cuda_graphs != "off";
+  const auto precision = runtime::resolve_precision(
+      c.precision, cuda, cuda && runtime::cuda_native_bf16(), cuda ? std::set<std::string>{} : runtime::cpu_bf16_flags(),
+      runtime::cpu_bf16_speedup, [&] { return timer.seconds(false, graphs) / timer.seconds(true, graphs); });
+  return static_cast<double>(timer.timed_tokens()) / std::max(timer.seconds(precision.bf16, graphs), 1e-9);
 }
 
 FittedBudget fit_batch_tokens(const run_config::TrainConfig& c, const model::ModelConfig& config,
