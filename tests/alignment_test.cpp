@@ -10,10 +10,10 @@
 #include "run_support.h"
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/decode/translator.h"
-#include "trafo/report/alignment.h"
+#include "trafo/inference/alignment.h"
 #include "trafo/toy/toy_corpus.h"
 
-namespace trafo::report {
+namespace trafo::inference {
 namespace {
 
 const std::filesystem::path kToyModel =
@@ -98,4 +98,4 @@ TEST(Alignment, PiecesMapToWordsAndTheCommandPrintsPharaoh) {
 }
 
 }  // namespace
-}  // namespace trafo::report
+}  // namespace trafo::inference

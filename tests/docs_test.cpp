@@ -196,6 +196,21 @@ TEST(Docs, TheAreaTableIsTheBuilds) {
   EXPECT_EQ(documented.size(), built.size()) << "docs/design.md's area table has an area the build lacks";
 }
 
+// The front doors reach the engine through `inference`: serve uses neither the evaluator, nor the
+// report pages, nor training code (the build's layering check refuses an include its USES lack).
+TEST(Docs, ServeReachesTheEngineThroughInference) {
+  const auto built = areas_in_the_build();
+  ASSERT_TRUE(built.count("serve") && built.count("inference"));
+  const auto& serve = built.at("serve");
+  EXPECT_TRUE(serve.count("inference"));
+  for (const char* room : {"eval", "report", "train", "run_config", "checkpoint"}) {
+    EXPECT_FALSE(serve.count(room)) << "serve uses " << room;
+  }
+  for (const char* front_door : {"serve", "inference_cli", "cli"}) {
+    EXPECT_FALSE(built.at("inference").count(front_door)) << "inference uses " << front_door;
+  }
+}
+
 TEST(Docs, EveryRelativeLinkResolves) {
   int checked = 0;
   for (const auto& file : markdown_files()) {

@@ -16,6 +16,7 @@
 #include "run_support.h"
 #include "test_support.h"
 #include "trafo/checkpoint/checkpoint.h"
+#include "trafo/inference/attention_weights.h"
 #include "trafo/report/attention_maps.h"
 #include "trafo/report/html_report.h"
 #include "trafo/report/run_advice.h"
@@ -291,7 +292,7 @@ TEST_F(AttentionPicture, RowsAreDistributionsWithCausalAndPaddingZeros) {
   // Two sentences: the second one's source is padded after 3 pieces, its target after 2.
   const auto src = torch::tensor({5, 6, 7, 8, 9, 3, 10, 11, 3, 0, 0, 0}, torch::kLong).view({2, 6});
   const auto tgt_in = torch::tensor({2, 12, 13, 14, 2, 15, 0, 0}, torch::kLong).view({2, 4});
-  const auto weights = report::attention_weights(*model_, src, tgt_in);
+  const auto weights = inference::attention_weights(*model_, src, tgt_in);
   ASSERT_EQ(weights.size(), 2u + 2u * 2u);
   for (size_t m = 0; m < weights.size(); ++m) {
     const auto& w = weights[m];  // [B,h,Tq,Tk]

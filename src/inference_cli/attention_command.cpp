@@ -22,7 +22,7 @@ namespace trafo::cli {
 namespace {
 
 struct AttentionOptions {
-  RuntimeOptions runtime;
+  inference::RuntimeOptions runtime;
   decode::DecodeOptions decode;
   std::string source;  // the sentence to translate
   std::string target;  // force-decode this translation instead (empty: translate)
@@ -44,7 +44,7 @@ int run_attention(const AttentionOptions& options) {
     throw InputError("--out must end in .html or .svg, not " + out);
   }
   util::refuse_overwriting("--out", out, {{"--checkpoint", options.runtime.checkpoint}});
-  auto loaded = load_for_translation(options.runtime);  // in fp32: the weights drawn are the model's own
+  auto loaded = inference::load_for_translation(options.runtime);  // in fp32: the weights drawn are the model's own
   const std::optional<std::string> target =
       options.target.empty() ? std::nullopt : std::optional<std::string>(options.target);
   const auto maps = report::extract_attention(loaded.model, loaded.tokenizer, options.source, target, options.decode);

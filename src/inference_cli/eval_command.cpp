@@ -30,7 +30,7 @@ namespace trafo::cli {
 namespace {
 
 struct EvalOptions {
-  RuntimeOptions runtime;
+  inference::RuntimeOptions runtime;
   decode::DecodeOptions decode;
   std::string source;  // source sentences, one a line
   std::string reference;  // their reference translations, line-aligned
@@ -46,12 +46,12 @@ int run_eval(const EvalOptions& options) {
   for (const auto& path : options.runtime.ensemble) inputs.push_back({"--checkpoint", path});
   util::refuse_overwriting("--output", options.output, inputs);
   const int64_t sentences = data::check_parallel_files(options.source, options.reference);
-  auto loaded = load_for_translation(options.runtime);
+  auto loaded = inference::load_for_translation(options.runtime);
 
   const auto set = eval::EvalSet::read(options.source, options.reference, loaded.tokenizer,
                                        loaded.model->config().max_positions, 0, loaded.tag);
   auto models = loaded.models();
-  const auto evaluated = eval::Evaluator(with_precision(options.decode, loaded)).run(models, loaded.tokenizer, set);
+  const auto evaluated = eval::Evaluator(inference::with_precision(options.decode, loaded)).run(models, loaded.tokenizer, set);
   const auto& loss = evaluated.loss;
   const auto& hypotheses = evaluated.hypotheses;
   const auto& bleu = evaluated.bleu;

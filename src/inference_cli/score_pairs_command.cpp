@@ -16,14 +16,14 @@
 #include "decode_flags.h"
 #include "trafo/data/corpus.h"
 #include "trafo/errors.h"
-#include "trafo/eval/pair_scores.h"
+#include "trafo/inference/pair_scores.h"
 #include "trafo/util/files.h"
 
 namespace trafo::cli {
 namespace {
 
 struct ScorePairsOptions {
-  RuntimeOptions runtime;
+  inference::RuntimeOptions runtime;
   std::string source, target;
   int64_t batch_tokens = 4096;
   bool normalize = false;    // divide by the target's pieces + eos
@@ -33,15 +33,15 @@ struct ScorePairsOptions {
 int run_score_pairs(const ScorePairsOptions& options) {
   if (options.batch_tokens <= 0) throw InputError("--batch-tokens must be positive");
   data::check_parallel_files(options.source, options.target);
-  auto loaded = load_for_translation(options.runtime);
-  eval::PairScoreOptions scoring;
+  auto loaded = inference::load_for_translation(options.runtime);
+  inference::PairScoreOptions scoring;
   scoring.batch_tokens = options.batch_tokens;
   scoring.bf16 = loaded.bf16;
   scoring.tag = loaded.tag;
   scoring.per_piece = options.word_scores;
   const auto sources = util::read_lines(options.source), targets = util::read_lines(options.target);
   const auto started = std::chrono::steady_clock::now();
-  const auto scores = eval::score_pairs(loaded.model, loaded.tokenizer, sources, targets, scoring);
+  const auto scores = inference::score_pairs(loaded.model, loaded.tokenizer, sources, targets, scoring);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   int64_t pieces = 0;
   for (const auto& score : scores) pieces += score.pieces;

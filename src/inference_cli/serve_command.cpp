@@ -28,7 +28,7 @@ namespace {
 
 struct ServeOptions {
   std::vector<std::string> checkpoints;
-  RuntimeOptions runtime;  // device, threads, precision for every checkpoint
+  inference::RuntimeOptions runtime;  // device, threads, precision for every checkpoint
   decode::DecodeOptions decode;
   serve::ServerOptions server;
   int64_t max_queue = 100000;
@@ -71,7 +71,7 @@ std::vector<serve::Direction> load_directions(const ServeOptions& o) {
   for (const auto& path : o.checkpoints) {
     auto runtime = o.runtime;
     runtime.checkpoint = path;
-    auto loaded = load_for_translation(runtime);
+    auto loaded = inference::load_for_translation(runtime);
     const auto& info = loaded.inference;
     if (info.src_lang.empty() || info.tgt_lang.empty()) {
       throw InputError("--checkpoint " + path + " does not say which languages it translates (no src_lang and tgt_lang in it)");
@@ -86,8 +86,8 @@ std::vector<serve::Direction> load_directions(const ServeOptions& o) {
     direction.target = info.tgt_lang;
     direction.model = loaded.model;
     direction.tokenizer = std::make_shared<const data::Tokenizer>(std::move(loaded.tokenizer));
-    direction.defaults = with_precision(o.decode, loaded);
-    direction.tags = corpus_tag_ids(info, *direction.tokenizer);
+    direction.defaults = inference::with_precision(o.decode, loaded);
+    direction.tags = inference::corpus_tag_ids(info, *direction.tokenizer);
     directions.push_back(std::move(direction));
   }
   return directions;

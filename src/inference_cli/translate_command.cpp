@@ -23,14 +23,14 @@
 #include "trafo/data/corpus.h"
 #include "trafo/decode/output_text.h"
 #include "trafo/errors.h"
-#include "trafo/report/alignment.h"
+#include "trafo/inference/alignment.h"
 #include "trafo/util/files.h"
 
 namespace trafo::cli {
 namespace {
 
 struct TranslateOptions {
-  RuntimeOptions runtime;
+  inference::RuntimeOptions runtime;
   decode::DecodeOptions decode;
   std::string input = "-";     // source sentences, one a line; "-" is standard input
   std::string output = "-";    // translations; "-" is standard output
@@ -152,8 +152,8 @@ int run_translate(const TranslateOptions& options) {
     }
   } closer{fd};
 
-  auto loaded = load_for_translation(options.runtime);
-  decode::Translator translator(loaded.model, loaded.tokenizer, with_precision(options.decode, loaded));
+  auto loaded = inference::load_for_translation(options.runtime);
+  decode::Translator translator(loaded.model, loaded.tokenizer, inference::with_precision(options.decode, loaded));
   for (const auto& member : loaded.ensemble) translator.add_to_ensemble(member);
   std::ofstream file;
   if (options.output != "-") {
@@ -183,7 +183,7 @@ int run_translate(const TranslateOptions& options) {
     }
     const auto results = translator.translate(chunk, lines_done);
     write_chunk(out, results, lines_done, options.decode.n_best > 1,
-                options.alignment ? report::align_best(loaded.model, loaded.tokenizer, loaded.tag, chunk, results) : std::vector<std::string>());
+                options.alignment ? inference::align_best(loaded.model, loaded.tokenizer, loaded.tag, chunk, results) : std::vector<std::string>());
     if (!out) {
       throw RunError("cannot write the translations to " + (options.output == "-" ? "standard output" : options.output));
     }

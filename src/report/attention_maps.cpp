@@ -6,28 +6,10 @@
 #include <torch/torch.h>
 
 #include "trafo/errors.h"
+#include "trafo/inference/attention_weights.h"
 
 namespace trafo::report {
 namespace {
-
-// Keeps the weights of every attention module (the plain path) for as long as it lives.
-class KeepWeights {
- public:
-  explicit KeepWeights(model::Transformer& model) : model_(model), was_training_(model->is_training()) {
-    model_->eval();
-    model_->set_keep_attention_weights(true);
-  }
-  ~KeepWeights() {
-    model_->set_keep_attention_weights(false);
-    if (was_training_) model_->train();
-  }
-  KeepWeights(const KeepWeights&) = delete;
-  KeepWeights& operator=(const KeepWeights&) = delete;
-
- private:
-  model::Transformer& model_;
-  bool was_training_;
-};
 
 void check_length(const std::vector<int>& ids, int64_t max_positions, const char* what) {
   if (static_cast<int64_t>(ids.size()) + 1 > max_positions) {
@@ -53,19 +35,6 @@ nlohmann::json matrix(const torch::Tensor& weights) {  // [R,C] -> [[...]], 6 de
 }
 
 }  // namespace
-
-std::vector<torch::Tensor> attention_weights(model::Transformer& model, const torch::Tensor& src,
-                                             const torch::Tensor& tgt_in) {
-  torch::NoGradGuard no_grad;
-  KeepWeights keep(model);
-  const auto device = model->parameters().front().device();
-  model->forward(src.to(device), tgt_in.to(device));
-  std::vector<torch::Tensor> weights;
-  for (const auto& attention : model->attention_modules()) {
-    weights.push_back(attention->last_weights().to(torch::kCPU, torch::kFloat));  // [B,h,Tq,Tk]
-  }
-  return weights;
-}
 
 AttentionMaps extract_attention(model::Transformer& model, const data::Tokenizer& tokenizer,
                                 const std::string& source, const std::optional<std::string>& target,
@@ -102,7 +71,7 @@ AttentionMaps extract_attention(model::Transformer& model, const data::Tokenizer
   }
   result.target_outputs.push_back(tokenizer.target_piece(data::Tokenizer::kEos));
 
-  const auto weights = attention_weights(model, as_row(src), as_row(tgt_in));
+  const auto weights = inference::attention_weights(model, as_row(src), as_row(tgt_in));
   const auto encoder_layers = static_cast<int64_t>(model->encoder_layers->size());
   const auto decoder_layers = static_cast<int64_t>(model->decoder_layers->size());
   auto map = [&](const char* kind, int64_t layer, size_t module, const std::vector<std::string>& rows,

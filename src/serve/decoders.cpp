@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "service_state.h"
-#include "trafo/report/alignment.h"
+#include "trafo/inference/alignment.h"
 #include "trafo/util/memory.h"
 
 namespace trafo::serve {
@@ -245,11 +245,11 @@ void Service::decode_batch(Decoder& me, const std::vector<Part>& parts) {
   std::exception_ptr error;
   try {
     if (!first.targets.empty()) {
-      eval::PairScoreOptions options;
+      inference::PairScoreOptions options;
       options.batch_tokens = std::max<int64_t>(first.options.batch_tokens, direction.model->config().max_positions);
       options.bf16 = first.options.bf16;
       options.tag = first.options.source_tag;
-      batch.scores = eval::score_pairs(direction.model, *direction.tokenizer, sources, targets, options);
+      batch.scores = inference::score_pairs(direction.model, *direction.tokenizer, sources, targets, options);
     } else {
       decode::Translator translator(direction.model, *direction.tokenizer, first.options);
       // Sampling draws from (seed, sentence index): a sampling job's part is its own consecutive rows.
@@ -257,7 +257,7 @@ void Service::decode_batch(Decoder& me, const std::vector<Part>& parts) {
       batch.results = translator.translate_ids(ids, first_sentence);
       if (first.alignment) {
         batch.alignments =
-            report::align_best(direction.model, *direction.tokenizer, first.options.source_tag, sources, batch.results);
+            inference::align_best(direction.model, *direction.tokenizer, first.options.source_tag, sources, batch.results);
       }
     }
   } catch (...) {

@@ -15,13 +15,6 @@
 
 namespace trafo::report {
 
-// The weights [B,h,Tq,Tk] of every attention module in model->attention_modules() order (encoder
-// self-attention per layer, then per decoder layer self- then cross-attention) for one
-// teacher-forced pass over src [B,S] (ids + eos, padded) and tgt_in [B,T] (bos + ids, padded).
-// Masked keys (source padding, future target positions) get exactly 0.
-std::vector<torch::Tensor> attention_weights(model::Transformer& model, const torch::Tensor& src,
-                                             const torch::Tensor& tgt_in);
-
 struct AttentionMap {
   std::string kind;       // "encoder" (self), "decoder" (causal self) or "cross"
   int64_t layer = 0;      // 0-based

@@ -35,7 +35,7 @@
 #include "trafo/data/tokenizer.h"
 #include "trafo/decode/continuous.h"
 #include "trafo/decode/translator.h"
-#include "trafo/eval/pair_scores.h"
+#include "trafo/inference/pair_scores.h"
 #include "trafo/model/transformer.h"
 
 namespace trafo::model {
@@ -65,7 +65,7 @@ struct Job {
 struct Outcome {
   std::vector<std::vector<decode::Hypothesis>> results;  // translating: n-best per sentence, best first
   std::vector<std::string> alignments;                   // with `alignment`: Pharaoh links per sentence
-  std::vector<eval::PairScore> scores;                   // scoring: one per sentence
+  std::vector<inference::PairScore> scores;                   // scoring: one per sentence
 };
 
 // Why a job was not done: the queue is full (Busy) or its deadline passed (TimedOut), or the

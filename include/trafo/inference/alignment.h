@@ -13,7 +13,7 @@
 #include "trafo/decode/translator.h"
 #include "trafo/model/transformer.h"
 
-namespace trafo::report {
+namespace trafo::inference {
 
 using Links = std::vector<std::pair<int, int>>;  // (source word, target word), 0-based, sorted, unique
 
@@ -42,4 +42,4 @@ std::vector<std::string> align_best(model::Transformer& model, const data::Token
                                     const std::vector<std::string>& sources,
                                     const std::vector<std::vector<decode::Hypothesis>>& results);
 
-}  // namespace trafo::report
+}  // namespace trafo::inference

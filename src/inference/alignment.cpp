@@ -1,13 +1,13 @@
-#include "trafo/report/alignment.h"
+#include "trafo/inference/alignment.h"
 
 #include <torch/torch.h>
 
 #include <algorithm>
 
 #include "trafo/decode/output_text.h"
-#include "trafo/report/attention_maps.h"
+#include "trafo/inference/attention_weights.h"
 
-namespace trafo::report {
+namespace trafo::inference {
 namespace {
 
 constexpr int64_t kPairsPerPass = 64;
@@ -128,4 +128,4 @@ std::vector<std::string> align_best(model::Transformer& model, const data::Token
   return lines;
 }
 
-}  // namespace trafo::report
+}  // namespace trafo::inference

@@ -10,7 +10,7 @@
 #include "trafo/data/tokenizer.h"
 #include "trafo/model/transformer.h"
 
-namespace trafo::eval {
+namespace trafo::inference {
 
 struct PairScore {
   double log_prob = 0.0;            // sum over the target's pieces and eos; NaN when not scored
@@ -32,4 +32,4 @@ std::vector<PairScore> score_pairs(model::Transformer& model, const data::Tokeni
                                    const std::vector<std::string>& sources, const std::vector<std::string>& targets,
                                    const PairScoreOptions& options);
 
-}  // namespace trafo::eval
+}  // namespace trafo::inference

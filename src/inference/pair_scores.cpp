@@ -1,4 +1,4 @@
-#include "trafo/eval/pair_scores.h"
+#include "trafo/inference/pair_scores.h"
 
 #include <torch/torch.h>
 
@@ -9,7 +9,7 @@
 #include "trafo/model/config.h"
 #include "trafo/util/autocast.h"
 
-namespace trafo::eval {
+namespace trafo::inference {
 
 std::vector<PairScore> score_pairs(model::Transformer& model, const data::Tokenizer& tokenizer,
                                    const std::vector<std::string>& sources, const std::vector<std::string>& targets,
@@ -59,4 +59,4 @@ std::vector<PairScore> score_pairs(model::Transformer& model, const data::Tokeni
   return scores;
 }
 
-}  // namespace trafo::eval
+}  // namespace trafo::inference

@@ -1,0 +1,53 @@
+// A model loaded for translation: the checkpoint (and an ensemble's further ones) on the chosen
+// device, its tokenizer, the decoding precision and the corpus tag. What every front door
+// (inference_cli's commands, serve) loads before it translates, scores or aligns.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "trafo/checkpoint/checkpoint.h"
+#include "trafo/data/tokenizer.h"
+#include "trafo/decode/translator.h"
+#include "trafo/model/transformer.h"
+
+namespace trafo::inference {
+
+// What loading takes: the commands' --checkpoint, --device, --threads, --precision and --tag.
+struct RuntimeOptions {
+  std::string checkpoint;       // the model file (trafo train's checkpoint-*.pt): the first --checkpoint
+  std::vector<std::string> ensemble;  // further --checkpoint files (an ensemble), where the command takes them
+  std::string device = "auto";  // cpu | cuda | auto (cuda when available)
+  int threads = 0;              // CPU threads for LibTorch; 0: all cores
+  std::string precision = "auto";  // fp32 | bf16 | auto (runtime/precision.h: decoding timed in both)
+  std::string tag;              // a corpus tag of the model's training, put before every source ("": none)
+};
+
+struct LoadedModel {
+  model::Transformer model;  // in eval mode on the chosen device
+  std::vector<model::Transformer> ensemble;  // the further checkpoints' models, same tokenizer
+  data::Tokenizer tokenizer;
+  bool bf16 = false;  // --precision resolved: run the model under bf16 autocast
+  int tag = -1;       // --tag's piece (-1: none)
+  checkpoint::InferenceInfo inference;  // the first checkpoint's languages and corpus tags
+  std::vector<model::Transformer> models() const;  // model, then the ensemble's
+};
+
+// The model's corpus tags that its tokenizer keeps as one piece, and those pieces: the tags --tag
+// (and a served request's "tag") may name.
+std::map<std::string, int> corpus_tag_ids(const checkpoint::InferenceInfo& info, const data::Tokenizer& tokenizer);
+
+// Sets the thread count, picks the device, loads the checkpoint without its training state and picks
+// the decoding precision (auto times the loaded model); throws InputError for an unusable device or
+// checkpoint.
+LoadedModel load_for_translation(const RuntimeOptions& options);
+
+// `options` with the loaded model's precision and tag.
+inline decode::DecodeOptions with_precision(decode::DecodeOptions options, const LoadedModel& loaded) {
+  options.bf16 = loaded.bf16;
+  options.source_tag = loaded.tag;
+  return options;
+}
+
+}  // namespace trafo::inference
