@@ -11,6 +11,7 @@
 
 #include "model_support.h"
 #include "trafo/data/tokenizer.h"
+#include "trafo/decode/search.h"
 #include "trafo/decode/translator.h"
 #include "trafo/errors.h"
 
@@ -174,6 +175,69 @@ TEST(DecodeTest, SentenceAloneEqualsInsideABatchOfLongerOnes) {
   const auto together = Translator(model, options).translate_ids(words);
   options.batch_tokens = 8;
   expect_same(together, Translator(model, options).translate_ids(words));
+}
+
+// Greedy search as CUDA runs it (every row kept to the batch's end, the host looking every N steps)
+// gives the pieces and scores of greedy search as the CPU runs it (finished rows leave), for one
+// model and an ensemble, the best pieces and sampled ones, with and without the cache, and whatever N.
+TEST(DecodeTest, GreedyKeepingEveryRowEqualsGreedyDroppingFinishedRows) {
+  const std::vector<model::Transformer> one = {tiny_model(11)}, two = {tiny_model(11), tiny_model(12, 20, 1.0)};
+  auto sources = random_sources(12, 1, 14, 11);
+  sources.push_back({});  // eos alone
+  const auto src = pad_batch(sources);
+  for (const bool cache : {true, false}) {
+    for (const bool sampled : {false, true}) {
+      auto options = make_options(1);
+      options.use_cache = cache;
+      if (sampled) {
+        options.sampling_topk = 0;
+        options.seed = 7;
+      }
+      std::vector<int64_t> limits, sentences;
+      for (size_t i = 0; i < sources.size(); ++i) {
+        limits.push_back(max_output_length(static_cast<int64_t>(sources[i].size()), options, 64));
+        sentences.push_back(static_cast<int64_t>(100 + i));  // sampled draws follow the sentence, not the row
+      }
+      const auto selector = make_selector(options);
+      for (const auto* models : {&one, &two}) {
+        const auto dropping = GreedySearch(0).search(*models, src, limits, options, *selector, sentences);
+        size_t ended_early = 0;
+        for (size_t i = 0; i < dropping.size(); ++i) {
+          ended_early += static_cast<int64_t>(dropping[i][0].tokens.size()) < limits[i];
+        }
+        EXPECT_GE(ended_early, 3u) << "rows must end at varied steps for the comparison to mean anything";
+        for (const int64_t every : {int64_t{1}, int64_t{3}, GreedySearch::kSyncFreeSteps}) {
+          const auto keeping = GreedySearch(every).search(*models, src, limits, options, *selector, sentences);
+          ASSERT_EQ(keeping.size(), dropping.size());
+          for (size_t i = 0; i < keeping.size(); ++i) {
+            EXPECT_EQ(keeping[i][0].tokens, dropping[i][0].tokens) << "sentence " << i << ", every " << every;
+            // The tiny model's products go through MKL, whose blocking follows the batch's rows: a
+            // piece's fp32 log-probability may move by an ulp when the batch keeps its ended rows.
+            EXPECT_NEAR(keeping[i][0].score, dropping[i][0].score, 1e-6 * std::abs(dropping[i][0].score))
+                << "sentence " << i << ", every " << every << (cache ? ", cached" : "") << (sampled ? ", sampled" : "")
+                << ", " << models->size() << " model(s)";
+          }
+        }
+      }
+    }
+  }
+}
+
+// On CUDA greedy search keeps every row and looks every kSyncFreeSteps steps (kByDevice): the same
+// pieces as on the CPU, in fp32. Runs only where a GPU is.
+TEST(DecodeTest, CudaGreedyGivesTheCpusPieces) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  auto model = tiny_model(13);
+  const auto sources = random_sources(40, 1, 14, 13);
+  const auto options = make_options(1);
+  const auto on_cpu = Translator(model, options).translate_ids(sources);
+  model->to(torch::kCUDA);
+  const auto on_cuda = Translator(model, options).translate_ids(sources);
+  ASSERT_EQ(on_cuda.size(), on_cpu.size());
+  for (size_t i = 0; i < on_cpu.size(); ++i) {
+    EXPECT_EQ(on_cuda[i][0].tokens, on_cpu[i][0].tokens) << "sentence " << i;
+    EXPECT_NEAR(on_cuda[i][0].score, on_cpu[i][0].score, 1e-3) << "sentence " << i;
+  }
 }
 
 // log p(y) of every output up to `max_length` pieces (plus eos), scored by full forward passes.

@@ -1,5 +1,6 @@
 // Greedy search: one piece a step per row, as the selector takes it (the most probable by default);
-// finished rows leave the batch.
+// finished rows leave the batch, or, on CUDA, stay to its end without the host waiting at each step.
+#include <algorithm>
 #include <numeric>
 
 #include <torch/torch.h>
@@ -10,6 +11,54 @@
 
 namespace trafo::decode {
 
+namespace {
+
+// Every row stays in the batch: a finished row is fed eos and its choices are ignored. The host
+// reads back only whether all rows have ended, every `check_every` steps, and at the end every
+// step's pieces and the scores, in one transfer each.
+std::vector<std::vector<Hypothesis>> search_keeping_rows(const std::vector<model::Transformer>& models,
+                                                         const torch::Tensor& src,
+                                                         const std::vector<int64_t>& max_lengths,
+                                                         const DecodeOptions& options, const TokenSelector& selector,
+                                                         const std::vector<int64_t>& sentences, int64_t check_every) {
+  const int64_t rows = src.size(0);
+  detail::StepDecoder decoder(models, src, max_lengths, options.use_cache, /*repeat=*/1);
+  std::vector<int64_t> row_sentences(static_cast<size_t>(rows));
+  for (int64_t row = 0; row < rows; ++row) row_sentences[row] = sentences.empty() ? row : sentences[row];
+  const auto on = torch::TensorOptions().device(src.device());
+  auto tokens = torch::full({rows}, data::Tokenizer::kBos, on.dtype(torch::kLong));
+  auto ended = torch::zeros({rows}, on.dtype(torch::kBool));
+  auto scores = torch::zeros({rows}, on.dtype(torch::kDouble));  // summed in double, as the host sums
+  const auto eos = torch::full({rows}, data::Tokenizer::kEos, on.dtype(torch::kLong));
+  std::vector<torch::Tensor> steps;  // [N] each: the piece of every row (eos once it has ended)
+  // At its limit a row may only end: every row has ended after the longest limit's step.
+  const int64_t last = *std::max_element(max_lengths.begin(), max_lengths.end());
+  for (int64_t step = 0; step <= last; ++step) {
+    const auto [chosen, ids] =
+        selector.select(decoder.next_log_probs(tokens, step), 1, {&row_sentences, step});  // [N,1], [N,1]
+    scores += torch::where(ended, torch::zeros_like(scores), chosen.squeeze(1).to(torch::kDouble));
+    tokens = torch::where(ended, eos, ids.squeeze(1));
+    steps.push_back(tokens);
+    ended = ended.logical_or(tokens.eq(data::Tokenizer::kEos));
+    if ((step + 1) % check_every == 0 && ended.all().item<bool>()) break;
+  }
+  const auto pieces = torch::stack(steps, 1).cpu();  // [N,steps]
+  const auto totals = scores.cpu();
+  const auto piece = pieces.accessor<int64_t, 2>();
+  const auto total = totals.accessor<double, 1>();
+  std::vector<std::vector<Hypothesis>> results(rows, std::vector<Hypothesis>(1));
+  for (int64_t row = 0; row < rows; ++row) {
+    auto& hypothesis = results[row].front();
+    for (int64_t step = 0; step < pieces.size(1) && piece[row][step] != data::Tokenizer::kEos; ++step) {
+      hypothesis.tokens.push_back(static_cast<int>(piece[row][step]));
+    }
+    hypothesis.score = total[row];
+  }
+  return results;
+}
+
+}  // namespace
+
 std::vector<std::vector<Hypothesis>> GreedySearch::search(const std::vector<model::Transformer>& models,
                                                           const torch::Tensor& src,
                                                           const std::vector<int64_t>& max_lengths,
@@ -17,6 +66,11 @@ std::vector<std::vector<Hypothesis>> GreedySearch::search(const std::vector<mode
                                                           const TokenSelector& selector,
                                                           const std::vector<int64_t>& sentences) const {
   c10::InferenceMode inference;
+  const int64_t check_every =
+      check_every_ == kByDevice ? (src.device().is_cuda() ? kSyncFreeSteps : 0) : check_every_;
+  if (check_every > 0 && src.size(0) > 0) {
+    return search_keeping_rows(models, src, max_lengths, options, selector, sentences, check_every);
+  }
   const int64_t rows = src.size(0);
   std::vector<std::vector<Hypothesis>> results(rows, std::vector<Hypothesis>(1));
   detail::StepDecoder decoder(models, src, max_lengths, options.use_cache, /*repeat=*/1);

@@ -65,6 +65,7 @@ StepDecoder::StepDecoder(const std::vector<model::Transformer>& models, const to
   const auto& first = members_.front()->model;
   src_mask_ = first->source_mask(src).index_select(0, rows_of);                     // [N,1,1,S]
   for (const int64_t limit : max_lengths) limits_.insert(limits_.end(), repeat, limit);
+  device_limits_ = device_tensor(limits_, device_);
 }
 
 StepDecoder::~StepDecoder() = default;
@@ -87,11 +88,17 @@ torch::Tensor StepDecoder::next_log_probs(const torch::Tensor& tokens, int64_t s
     for (size_t m = 1; m < members_.size(); ++m) log_probs += member_log_probs(*members_[m], tokens, step);
     log_probs /= static_cast<double>(members_.size());
   }
-  std::vector<int64_t> at_limit;
-  for (size_t row = 0; row < limits_.size(); ++row) {
-    if (limits_[row] <= step) at_limit.push_back(static_cast<int64_t>(row));
+  restrict_choices(log_probs, {});
+  const bool any_at_limit =
+      std::any_of(limits_.begin(), limits_.end(), [step](int64_t limit) { return limit <= step; });
+  if (any_at_limit) {
+    // Rows at their limit may only end. Chosen on the device, from limits copied there once: a row
+    // index copied to the GPU at each step would make the host wait for it (rows that stay in the
+    // batch after they end are at their limit at every step from then on).
+    const auto eos = log_probs.select(1, Tokenizer::kEos).clone();                       // [N]
+    log_probs.masked_fill_(device_limits_.le(step).unsqueeze(1), -std::numeric_limits<double>::infinity());
+    log_probs.select(1, Tokenizer::kEos).copy_(eos);
   }
-  restrict_choices(log_probs, at_limit);
   return log_probs;
 }
 
@@ -100,6 +107,7 @@ void StepDecoder::select(const std::vector<int64_t>& rows) {
   std::vector<int64_t> limits;
   for (const int64_t row : rows) limits.push_back(limits_[static_cast<size_t>(row)]);
   limits_ = std::move(limits);
+  device_limits_ = device_limits_.index_select(0, index);
   src_mask_ = src_mask_.index_select(0, index);
   for (auto& member : members_) {
     if (member->memory.defined()) member->memory = member->memory.index_select(0, index);

@@ -48,6 +48,7 @@ class StepDecoder {
   bool use_cache_;
   torch::Tensor src_mask_;     // [N,1,1,S]
   std::vector<int64_t> limits_;  // [N] each row's length limit, on the host: most steps have none at it
+  torch::Tensor device_limits_;  // [N] the same on the device, which masks the rows at their limit
 };
 
 // The rules of every search step on its log-probabilities [N,V] (fp32), in place: pad and bos are

@@ -76,10 +76,21 @@ class SearchStrategy {
 
 class GreedySearch final : public SearchStrategy {
  public:
+  // How often the host reads back whether rows have ended. 0: at every step, and finished rows
+  // leave the batch (the CPU, where a read-back costs nothing and a smaller batch is faster). N > 0:
+  // every N steps; every row stays in the batch to the end, its state kept on the device, and the
+  // pieces come back once (CUDA, where a read-back stalls the queue of kernels). Both give the same
+  // pieces and scores wherever a row's sums do not depend on its batch (fp32 on a CPU: tested).
+  static constexpr int64_t kByDevice = -1;     // 0 on a CPU, kSyncFreeSteps on CUDA
+  static constexpr int64_t kSyncFreeSteps = 8;
+  explicit GreedySearch(int64_t check_every = kByDevice) : check_every_(check_every) {}
   std::vector<std::vector<Hypothesis>> search(const std::vector<model::Transformer>& models, const at::Tensor& src,
                                               const std::vector<int64_t>& max_lengths, const DecodeOptions& options,
                                               const TokenSelector& selector,
                                               const std::vector<int64_t>& sentences = {}) const override;
+
+ private:
+  int64_t check_every_;
 };
 
 class BeamSearch final : public SearchStrategy {
