@@ -109,17 +109,16 @@ std::string pharaoh(const Links& links) {
 
 std::vector<std::string> align_best(model::Transformer& model, const data::Tokenizer& tokenizer, int tag,
                                     const std::vector<std::string>& sources,
+                                    const std::vector<std::vector<int>>& source_ids,
                                     const std::vector<std::vector<decode::Hypothesis>>& results) {
-  const int64_t longest = model->config().max_positions - 1;  // as the translator cuts sources
-  std::vector<std::vector<int>> source_ids, target_ids;
+  const auto longest = static_cast<size_t>(model->config().max_positions - 1);  // as the translator cuts sources
+  std::vector<std::vector<int>> read, target_ids;
   for (size_t i = 0; i < sources.size(); ++i) {
-    auto ids = tokenizer.encode(sources[i]);
-    if (tag >= 0 && !ids.empty()) ids.insert(ids.begin(), tag);
-    if (static_cast<int64_t>(ids.size()) > longest) ids.resize(static_cast<size_t>(longest));
-    source_ids.push_back(std::move(ids));
+    const auto& ids = source_ids[i];
+    read.emplace_back(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), longest)));
     target_ids.push_back(results[i].front().tokens);
   }
-  const auto links = align_words(model, tokenizer, source_ids, target_ids, default_alignment_layer(model->config()), tag);
+  const auto links = align_words(model, tokenizer, read, target_ids, default_alignment_layer(model->config()), tag);
   std::vector<std::string> lines;
   for (size_t i = 0; i < links.size(); ++i) {
     const auto& printed = results[i].front().text;

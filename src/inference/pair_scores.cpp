@@ -14,14 +14,26 @@ namespace trafo::inference {
 std::vector<PairScore> score_pairs(model::Transformer& model, const data::Tokenizer& tokenizer,
                                    const std::vector<std::string>& sources, const std::vector<std::string>& targets,
                                    const PairScoreOptions& options) {
+  std::vector<std::vector<int>> source_ids;
+  source_ids.reserve(sources.size());
+  for (const auto& text : sources) {
+    auto source = tokenizer.encode(text);
+    if (options.tag >= 0) source.insert(source.begin(), options.tag);
+    source_ids.push_back(std::move(source));
+  }
+  return score_pairs(model, tokenizer, source_ids, targets, options);
+}
+
+std::vector<PairScore> score_pairs(model::Transformer& model, const data::Tokenizer& tokenizer,
+                                   const std::vector<std::vector<int>>& source_ids,
+                                   const std::vector<std::string>& targets, const PairScoreOptions& options) {
   const int64_t positions = model->config().max_positions;
-  std::vector<PairScore> scores(sources.size());
+  std::vector<PairScore> scores(source_ids.size());
   for (auto& score : scores) score.log_prob = std::numeric_limits<double>::quiet_NaN();
   // The pairs that fit, as a corpus whose line numbers are their indices + 1.
   data::Corpus pairs;
-  for (size_t i = 0; i < sources.size(); ++i) {
-    auto source = tokenizer.encode(sources[i]);
-    if (options.tag >= 0) source.insert(source.begin(), options.tag);
+  for (size_t i = 0; i < source_ids.size(); ++i) {
+    const auto& source = source_ids[i];
     const auto target = tokenizer.encode_target(targets[i]);
     if (static_cast<int64_t>(source.size()) + 1 > positions || static_cast<int64_t>(target.size()) + 1 > positions) {
       continue;

@@ -181,9 +181,13 @@ int run_translate(const TranslateOptions& options) {
         text.clear();
       }
     }
-    const auto results = translator.translate(chunk, lines_done);
+    std::vector<std::vector<int>> ids;  // each line tokenized once, for the translation and its alignment
+    ids.reserve(chunk.size());
+    for (const auto& text : chunk) ids.push_back(decode::source_ids(loaded.tokenizer, text, loaded.tag));
+    const auto results = translator.translate_ids(ids, lines_done);
     write_chunk(out, results, lines_done, options.decode.n_best > 1,
-                options.alignment ? inference::align_best(loaded.model, loaded.tokenizer, loaded.tag, chunk, results) : std::vector<std::string>());
+                options.alignment ? inference::align_best(loaded.model, loaded.tokenizer, loaded.tag, chunk, ids, results)
+                                  : std::vector<std::string>());
     if (!out) {
       throw RunError("cannot write the translations to " + (options.output == "-" ? "standard output" : options.output));
     }

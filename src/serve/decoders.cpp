@@ -233,7 +233,7 @@ void Service::decode_batch(Decoder& me, const std::vector<Part>& parts) {
   const Job& first = parts.front().first->job;
   auto& direction = directions_[first.direction];
   std::vector<std::string> sources, targets;
-  std::vector<std::vector<int>> ids;  // the translator's; scores and alignments take the text
+  std::vector<std::vector<int>> ids;  // the pieces, read once with the request (source_ids)
   for (const auto& [pending, rows] : parts) {
     for (const size_t row : rows) {
       sources.push_back(pending->job.sentences[row]);
@@ -248,8 +248,7 @@ void Service::decode_batch(Decoder& me, const std::vector<Part>& parts) {
       inference::PairScoreOptions options;
       options.batch_tokens = std::max<int64_t>(first.options.batch_tokens, direction.model->config().max_positions);
       options.bf16 = first.options.bf16;
-      options.tag = first.options.source_tag;
-      batch.scores = inference::score_pairs(direction.model, *direction.tokenizer, sources, targets, options);
+      batch.scores = inference::score_pairs(direction.model, *direction.tokenizer, ids, targets, options);
     } else {
       decode::Translator translator(direction.model, *direction.tokenizer, first.options);
       // Sampling draws from (seed, sentence index): a sampling job's part is its own consecutive rows.
@@ -257,7 +256,8 @@ void Service::decode_batch(Decoder& me, const std::vector<Part>& parts) {
       batch.results = translator.translate_ids(ids, first_sentence);
       if (first.alignment) {
         batch.alignments =
-            inference::align_best(direction.model, *direction.tokenizer, first.options.source_tag, sources, batch.results);
+            inference::align_best(direction.model, *direction.tokenizer, first.options.source_tag, sources, ids,
+                                  batch.results);
       }
     }
   } catch (...) {

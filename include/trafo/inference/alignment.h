@@ -37,9 +37,12 @@ std::string pharaoh(const Links& links);
 
 // The Pharaoh links of each source line's best translation (`results[i].front()`), from `model`'s
 // cross-attention at its default layer, cut to the words as printed: what `translate --alignment`
-// prints after " ||| ". `tag`: the corpus tag's piece put before every source (-1: none).
+// prints after " ||| ". `source_ids[i]`: the pieces the translator read for `sources[i]`
+// (decode::source_ids: after the corpus tag's piece `tag`, -1 for none), so that nothing is
+// tokenized twice; `sources` give the words.
 std::vector<std::string> align_best(model::Transformer& model, const data::Tokenizer& tokenizer, int tag,
                                     const std::vector<std::string>& sources,
+                                    const std::vector<std::vector<int>>& source_ids,
                                     const std::vector<std::vector<decode::Hypothesis>>& results);
 
 }  // namespace trafo::inference

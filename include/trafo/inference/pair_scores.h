@@ -31,5 +31,10 @@ struct PairScoreOptions {
 std::vector<PairScore> score_pairs(model::Transformer& model, const data::Tokenizer& tokenizer,
                                    const std::vector<std::string>& sources, const std::vector<std::string>& targets,
                                    const PairScoreOptions& options);
+// The same from the sources' pieces as the decoders read them (decode::source_ids: the tag's piece
+// already first, so options.tag is not read), for a caller that has them: serve.
+std::vector<PairScore> score_pairs(model::Transformer& model, const data::Tokenizer& tokenizer,
+                                   const std::vector<std::vector<int>>& source_ids,
+                                   const std::vector<std::string>& targets, const PairScoreOptions& options);
 
 }  // namespace trafo::inference
