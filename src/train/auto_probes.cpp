@@ -5,6 +5,7 @@
 
 #include <ATen/Context.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #if __has_include(<c10/cuda/CUDACachingAllocator.h>) && __has_include(<cuda_runtime_api.h>)
@@ -106,10 +107,18 @@ double defaults_tokens_per_s(const run_config::TrainConfig& c, const dist::Envir
   at::set_num_threads(util::resolve_threads(c.threads));  // Placement sets the run's own after
   StepTimer timer(c, device);
   const bool cuda = device.is_cuda(), graphs = c.cuda_graphs != "off";
-  const auto precision = runtime::resolve_precision(
-      c.precision, cuda, cuda && runtime::cuda_native_bf16(), cuda ? std::set<std::string>{} : runtime::cpu_bf16_flags(),
-      runtime::cpu_bf16_speedup, [&] { return timer.seconds(false, graphs) / timer.seconds(true, graphs); });
-  return static_cast<double>(timer.timed_tokens()) / std::max(timer.seconds(precision.bf16, graphs), 1e-9);
+  try {
+    const auto precision = runtime::resolve_precision(
+        c.precision, cuda, cuda && runtime::cuda_native_bf16(), cuda ? std::set<std::string>{} : runtime::cpu_bf16_flags(),
+        runtime::cpu_bf16_speedup, [&] { return timer.seconds(false, graphs) / timer.seconds(true, graphs); });
+    return static_cast<double>(timer.timed_tokens()) / std::max(timer.seconds(precision.bf16, graphs), 1e-9);
+  } catch (const c10::Error& e) {  // out of memory, most likely: the run itself will say so, or fit its batch
+    const std::string why = e.what_without_backtrace();
+    spdlog::warn("--preset auto could not time the built-in defaults' training steps, and goes by the clock: {}",
+                 why.substr(0, why.find('\n')));
+    release_cached_memory();
+    return 0.0;
+  }
 }
 
 FittedBudget fit_batch_tokens(const run_config::TrainConfig& c, const model::ModelConfig& config,
