@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -237,6 +238,48 @@ TEST(DecodeTest, CudaGreedyGivesTheCpusPieces) {
   for (size_t i = 0; i < on_cpu.size(); ++i) {
     EXPECT_EQ(on_cuda[i][0].tokens, on_cpu[i][0].tokens) << "sentence " << i;
     EXPECT_NEAR(on_cuda[i][0].score, on_cpu[i][0].score, 1e-3) << "sentence " << i;
+  }
+}
+
+// A target prefix begins every hypothesis of its sentence, greedy or beam, dropping or keeping ended
+// rows; a prefix the model would choose anyway changes nothing; sentences without one are as before;
+// a prefix longer than the length limit still comes out whole.
+TEST(DecodeTest, TargetPrefixesBeginEveryOutput) {
+  auto model = tiny_model(14);
+  const auto sources = random_sources(8, 2, 12, 14);
+  auto greedy = make_options(1);
+  const auto free = Translator(model, greedy).translate_ids(sources);
+  std::vector<std::vector<int>> prefixes(sources.size());
+  prefixes[0] = std::vector<int>(free[0][0].tokens.begin(), free[0][0].tokens.begin() + std::min<size_t>(2, free[0][0].tokens.size()));
+  prefixes[2] = {5, 6, 7};
+  prefixes[5] = std::vector<int>(30, 9);  // past the limit of 1 x source + 4
+  const auto begins = [&](const Hypothesis& hypothesis, const std::vector<int>& prefix) {
+    return hypothesis.tokens.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), hypothesis.tokens.begin());
+  };
+  const auto forced = Translator(model, greedy).translate_ids(sources, 0, prefixes);
+  EXPECT_EQ(forced[0][0].tokens, free[0][0].tokens) << "the model's own first pieces as the prefix";
+  for (size_t i = 0; i < sources.size(); ++i) {
+    EXPECT_TRUE(begins(forced[i][0], prefixes[i])) << "sentence " << i;
+    if (prefixes[i].empty()) EXPECT_EQ(forced[i][0].tokens, free[i][0].tokens) << "sentence " << i;
+  }
+  EXPECT_GT(forced[2][0].score, -std::numeric_limits<double>::infinity());
+  // Greedy as CUDA runs it (rows kept, src on the CPU here) forces the same pieces.
+  std::vector<int64_t> limits;
+  const auto src = pad_batch(sources);
+  for (size_t i = 0; i < sources.size(); ++i) {
+    limits.push_back(std::max<int64_t>(max_output_length(static_cast<int64_t>(sources[i].size()), greedy, 64),
+                                       static_cast<int64_t>(prefixes[i].size()) + greedy.max_length_b));
+  }
+  const auto kept = GreedySearch(GreedySearch::kSyncFreeSteps).search({model}, src, limits, greedy, BestTokens(), {}, prefixes);
+  for (size_t i = 0; i < sources.size(); ++i) EXPECT_EQ(kept[i][0].tokens, forced[i][0].tokens) << "sentence " << i;
+  // Beam search: every hypothesis of a prefixed sentence begins with it.
+  const auto beams = Translator(model, make_options(3, 3)).translate_ids(sources, 0, prefixes);
+  for (size_t i = 0; i < sources.size(); ++i) {
+    ASSERT_FALSE(beams[i].empty());
+    for (const auto& hypothesis : beams[i]) {
+      EXPECT_TRUE(begins(hypothesis, prefixes[i])) << "sentence " << i;
+      EXPECT_TRUE(std::isfinite(hypothesis.score)) << "sentence " << i;
+    }
   }
 }
 

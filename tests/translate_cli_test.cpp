@@ -85,6 +85,56 @@ TEST_F(TranslateCli, KeepsLineCountAndEmptyLines) {
   EXPECT_EQ(split_lines(read_text(*dir_ / "out.txt")).size(), 3u);
 }
 
+// --target-prefix: each translation begins with its line's text, greedy or beam; an empty line
+// leaves its translation as it was; a file of another length is a one-line input error.
+TEST_F(TranslateCli, TargetPrefixesBeginTheirTranslations) {
+  const auto input = *dir_ / "test.en";
+  const auto plain = run_trafo(translate("--max-length-b 6 --input " + quote(input)));
+  ASSERT_EQ(plain.exit_code, 0) << plain.errors;
+  const auto free = split_lines(plain.output);
+  ASSERT_GE(free.size(), 4u);
+  // Target text the tokenizer knows: the first two words of a German training line.
+  const auto german = split_lines(read_text(*dir_ / "train.de")).front();
+  const auto second_space = german.find(' ', german.find(' ') + 1);
+  const std::string words = german.substr(0, second_space);
+  ASSERT_FALSE(words.empty());
+  std::string prefix_text;
+  for (size_t i = 0; i < free.size(); ++i) prefix_text += (i == 0 || i == 2 ? words : "") + "\n";
+  write_text(*dir_ / "prefix.txt", prefix_text);
+  for (const std::string beam : {"1", "3"}) {
+    const auto prefixed = run_trafo(translate("--max-length-b 6 --beam " + beam + " --input " + quote(input) +
+                                              " --target-prefix " + path("prefix.txt")));
+    ASSERT_EQ(prefixed.exit_code, 0) << prefixed.errors;
+    const auto lines = split_lines(prefixed.output);
+    ASSERT_EQ(lines.size(), free.size());
+    for (const size_t i : {size_t{0}, size_t{2}}) {
+      EXPECT_EQ(lines[i].rfind(words, 0), 0u) << "'" << lines[i] << "' begins with '" << words << "'? beam " << beam;
+    }
+    if (beam == "1") {
+      for (size_t i = 0; i < free.size(); ++i) {
+        if (i != 0 && i != 2) EXPECT_EQ(lines[i], free[i]) << "line " << i;
+      }
+    }
+  }
+  const auto error_lines = [](const std::string& errors) {
+    size_t count = 0;
+    for (const auto& line : split_lines(errors)) count += line.rfind("trafo: error:", 0) == 0;
+    return count;
+  };
+  write_text(*dir_ / "short-prefix.txt", "\n\n");
+  const auto short_file = run_trafo(translate("--input " + quote(input) + " --target-prefix " + path("short-prefix.txt")));
+  EXPECT_EQ(short_file.exit_code, 2) << short_file.errors;
+  EXPECT_EQ(error_lines(short_file.errors), 1u) << short_file.errors;
+  EXPECT_NE(short_file.errors.find("--target-prefix"), std::string::npos) << short_file.errors;
+  write_text(*dir_ / "long-prefix.txt", prefix_text + "one more\n");
+  const auto long_file = run_trafo(translate("--input " + quote(input) + " --target-prefix " + path("long-prefix.txt") +
+                                             " --output " + path("long-prefix.out")));
+  EXPECT_EQ(long_file.exit_code, 2) << long_file.errors;
+  EXPECT_EQ(error_lines(long_file.errors), 1u) << long_file.errors;
+  EXPECT_NE(long_file.errors.find("has " + std::to_string(free.size() + 1) + " lines"), std::string::npos)
+      << long_file.errors;
+}
+
 TEST_F(TranslateCli, NBestLinesHaveIndexTextAndScore) {
   write_text(*dir_ / "nbest.txt", "the cat\n\nbig green tree\n");
   const auto result = run_trafo(translate("--beam 4 --n-best 3 --input " + path("nbest.txt")));

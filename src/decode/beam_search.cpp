@@ -39,11 +39,12 @@ std::vector<std::vector<Hypothesis>> BeamSearch::search(const std::vector<model:
                                                         const std::vector<int64_t>& max_lengths,
                                                         const DecodeOptions& options,
                                                         const TokenSelector& selector,
-                                                        const std::vector<int64_t>& /*sentences*/) const {
+                                                        const std::vector<int64_t>& /*sentences*/,
+                                                        const std::vector<std::vector<int>>& prefixes) const {
   c10::InferenceMode inference;
   const int64_t beam = options.beam, vocab = models.front()->config().vocab_size, rows = src.size(0);
   const auto& device = src.device();
-  detail::StepDecoder decoder(models, src, max_lengths, options.use_cache, beam);
+  detail::StepDecoder decoder(models, src, max_lengths, options.use_cache, beam, prefixes);
 
   std::vector<int64_t> active(rows);  // sentence of each group of `beam` decoder rows
   std::iota(active.begin(), active.end(), 0);

@@ -20,9 +20,11 @@ std::vector<std::vector<Hypothesis>> search_keeping_rows(const std::vector<model
                                                          const torch::Tensor& src,
                                                          const std::vector<int64_t>& max_lengths,
                                                          const DecodeOptions& options, const TokenSelector& selector,
-                                                         const std::vector<int64_t>& sentences, int64_t check_every) {
+                                                         const std::vector<int64_t>& sentences,
+                                                         const std::vector<std::vector<int>>& prefixes,
+                                                         int64_t check_every) {
   const int64_t rows = src.size(0);
-  detail::StepDecoder decoder(models, src, max_lengths, options.use_cache, /*repeat=*/1);
+  detail::StepDecoder decoder(models, src, max_lengths, options.use_cache, /*repeat=*/1, prefixes);
   std::vector<int64_t> row_sentences(static_cast<size_t>(rows));
   for (int64_t row = 0; row < rows; ++row) row_sentences[row] = sentences.empty() ? row : sentences[row];
   const auto on = torch::TensorOptions().device(src.device());
@@ -64,16 +66,17 @@ std::vector<std::vector<Hypothesis>> GreedySearch::search(const std::vector<mode
                                                           const std::vector<int64_t>& max_lengths,
                                                           const DecodeOptions& options,
                                                           const TokenSelector& selector,
-                                                          const std::vector<int64_t>& sentences) const {
+                                                          const std::vector<int64_t>& sentences,
+                                                          const std::vector<std::vector<int>>& prefixes) const {
   c10::InferenceMode inference;
   const int64_t check_every =
       check_every_ == kByDevice ? (src.device().is_cuda() ? kSyncFreeSteps : 0) : check_every_;
   if (check_every > 0 && src.size(0) > 0) {
-    return search_keeping_rows(models, src, max_lengths, options, selector, sentences, check_every);
+    return search_keeping_rows(models, src, max_lengths, options, selector, sentences, prefixes, check_every);
   }
   const int64_t rows = src.size(0);
   std::vector<std::vector<Hypothesis>> results(rows, std::vector<Hypothesis>(1));
-  detail::StepDecoder decoder(models, src, max_lengths, options.use_cache, /*repeat=*/1);
+  detail::StepDecoder decoder(models, src, max_lengths, options.use_cache, /*repeat=*/1, prefixes);
   std::vector<int64_t> alive(rows);  // batch row of each decoder row
   std::iota(alive.begin(), alive.end(), 0);
   auto tokens = torch::full({rows}, data::Tokenizer::kBos, torch::TensorOptions().dtype(torch::kLong).device(src.device()));

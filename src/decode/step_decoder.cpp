@@ -57,7 +57,8 @@ StepDecoder::StepDecoder(model::Transformer& model, const torch::Tensor& src, co
     : StepDecoder(std::vector<model::Transformer>{model}, src, max_lengths, use_cache, repeat) {}
 
 StepDecoder::StepDecoder(const std::vector<model::Transformer>& models, const torch::Tensor& src,
-                         const std::vector<int64_t>& max_lengths, bool use_cache, int64_t repeat)
+                         const std::vector<int64_t>& max_lengths, bool use_cache, int64_t repeat,
+                         const std::vector<std::vector<int>>& prefixes)
     : device_(src.device()), use_cache_(use_cache) {
   const auto rows_of = torch::arange(src.size(0), torch::TensorOptions().dtype(torch::kLong).device(device_))
                            .repeat_interleave(repeat);  // [B*repeat]: the sentence of each decoder row
@@ -66,6 +67,15 @@ StepDecoder::StepDecoder(const std::vector<model::Transformer>& models, const to
   src_mask_ = first->source_mask(src).index_select(0, rows_of);                     // [N,1,1,S]
   for (const int64_t limit : max_lengths) limits_.insert(limits_.end(), repeat, limit);
   device_limits_ = device_tensor(limits_, device_);
+  size_t longest = 0;
+  for (const auto& prefix : prefixes) longest = std::max(longest, prefix.size());
+  if (longest > 0) {
+    auto forced = torch::full({static_cast<int64_t>(prefixes.size()), static_cast<int64_t>(longest)}, -1, torch::kLong);
+    for (size_t b = 0; b < prefixes.size(); ++b) {
+      for (size_t t = 0; t < prefixes[b].size(); ++t) forced[b][t] = prefixes[b][t];
+    }
+    forced_ = forced.repeat_interleave(repeat, 0).to(device_);  // [N,P], copied once
+  }
 }
 
 StepDecoder::~StepDecoder() = default;
@@ -99,6 +109,13 @@ torch::Tensor StepDecoder::next_log_probs(const torch::Tensor& tokens, int64_t s
     log_probs.masked_fill_(device_limits_.le(step).unsqueeze(1), -std::numeric_limits<double>::infinity());
     log_probs.select(1, Tokenizer::kEos).copy_(eos);
   }
+  if (forced_.defined() && step < forced_.size(1)) {
+    // A row within its prefix keeps the log-probability of its prefix's piece alone.
+    const auto piece = forced_.select(1, step).unsqueeze(1);                            // [N,1], -1: free
+    const auto kept = log_probs.gather(1, piece.clamp_min(0));                          // [N,1]
+    const auto only = torch::full_like(log_probs, -std::numeric_limits<double>::infinity()).scatter_(1, piece.clamp_min(0), kept);
+    log_probs = torch::where(piece.ge(0), only, log_probs);
+  }
   return log_probs;
 }
 
@@ -108,6 +125,7 @@ void StepDecoder::select(const std::vector<int64_t>& rows) {
   for (const int64_t row : rows) limits.push_back(limits_[static_cast<size_t>(row)]);
   limits_ = std::move(limits);
   device_limits_ = device_limits_.index_select(0, index);
+  if (forced_.defined()) forced_ = forced_.index_select(0, index);
   src_mask_ = src_mask_.index_select(0, index);
   for (auto& member : members_) {
     if (member->memory.defined()) member->memory = member->memory.index_select(0, index);

@@ -17,8 +17,11 @@ class StepDecoder {
   StepDecoder(model::Transformer& model, const torch::Tensor& src, const std::vector<int64_t>& max_lengths,
               bool use_cache, int64_t repeat);
   // An ensemble: the models share a vocabulary; each keeps its own memory and cache.
+  // `prefixes[b]` (empty, or one per sentence): pieces sentence b's output must begin with (a target
+  // prefix): at step t < its size a row may only take prefixes[b][t], with the model's log-probability.
   StepDecoder(const std::vector<model::Transformer>& models, const torch::Tensor& src,
-              const std::vector<int64_t>& max_lengths, bool use_cache, int64_t repeat);
+              const std::vector<int64_t>& max_lengths, bool use_cache, int64_t repeat,
+              const std::vector<std::vector<int>>& prefixes = {});
   ~StepDecoder();
 
   // tokens [N] chosen at the previous step (bos at step 0) -> log-probabilities [N,V] fp32 of
@@ -49,6 +52,7 @@ class StepDecoder {
   torch::Tensor src_mask_;     // [N,1,1,S]
   std::vector<int64_t> limits_;  // [N] each row's length limit, on the host: most steps have none at it
   torch::Tensor device_limits_;  // [N] the same on the device, which masks the rows at their limit
+  torch::Tensor forced_;         // [N,P] each row's prefix, -1 past its end; undefined: no prefixes
 };
 
 // The rules of every search step on its log-probabilities [N,V] (fp32), in place: pad and bos are

@@ -103,7 +103,11 @@ std::vector<std::string> Translator::translate_best(const std::vector<std::strin
 }
 
 std::vector<std::vector<Hypothesis>> Translator::translate_ids(const std::vector<std::vector<int>>& sources,
-                                                               int64_t first_sentence) {
+                                                               int64_t first_sentence,
+                                                               const std::vector<std::vector<int>>& prefixes) {
+  if (!prefixes.empty() && prefixes.size() != sources.size()) {
+    throw std::logic_error("Translator::translate_ids: one target prefix per source, or none");
+  }
   std::vector<std::vector<Hypothesis>> results(sources.size());
   // Longest first: a batch that runs out of memory does so at once; then packed under the budget.
   std::vector<size_t> order;
@@ -133,14 +137,14 @@ std::vector<std::vector<Hypothesis>> Translator::translate_ids(const std::vector
     const auto sentences = static_cast<int64_t>(batch.size() + 1);
     if (!batch.empty() && (std::max(width, length) * sentences > options_.batch_tokens ||
                            sentences * options_.beam > options_.batch_tokens)) {
-      translate_batch(sources, batch, results, first_sentence);
+      translate_batch(sources, batch, results, first_sentence, prefixes);
       batch.clear();
       width = 0;
     }
     batch.push_back(i);
     width = std::max(width, length);
   }
-  if (!batch.empty()) translate_batch(sources, batch, results, first_sentence);
+  if (!batch.empty()) translate_batch(sources, batch, results, first_sentence, prefixes);
   if (tokenizer_ != nullptr) {
     for (auto& hypotheses : results) {
       for (auto& hypothesis : hypotheses) hypothesis.text = one_line(tokenizer_->decode(hypothesis.tokens));
@@ -150,7 +154,8 @@ std::vector<std::vector<Hypothesis>> Translator::translate_ids(const std::vector
 }
 
 void Translator::translate_batch(const std::vector<std::vector<int>>& sources, const std::vector<size_t>& rows,
-                                 std::vector<std::vector<Hypothesis>>& results, int64_t first_sentence) {
+                                 std::vector<std::vector<Hypothesis>>& results, int64_t first_sentence,
+                                 const std::vector<std::vector<int>>& prefixes) {
   const int64_t max_positions = max_positions_;
   const int64_t longest = max_positions - 1;
   int64_t width = 0;
@@ -169,10 +174,20 @@ void Translator::translate_batch(const std::vector<std::vector<int>>& sources, c
     data[static_cast<int64_t>(r) * width + length] = data::Tokenizer::kEos;
     max_lengths.push_back(max_output_length(length, options_, max_positions));
   }
+  std::vector<std::vector<int>> row_prefixes;  // empty: no prefixes in this call
+  if (!prefixes.empty()) {
+    const auto cap = static_cast<size_t>(max_positions - 1);  // as max_output_length caps
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const auto& prefix = prefixes[rows[r]];
+      row_prefixes.emplace_back(prefix.begin(), prefix.begin() + static_cast<std::ptrdiff_t>(std::min(prefix.size(), cap)));
+      const auto room = static_cast<int64_t>(row_prefixes.back().size()) + options_.max_length_b;
+      max_lengths[r] = std::max(max_lengths[r], std::min(room, static_cast<int64_t>(cap)));
+    }
+  }
   src = src.to(model_->parameters().front().device());
   std::vector<int64_t> sentences;
   for (const size_t row : rows) sentences.push_back(first_sentence + static_cast<int64_t>(row));
-  auto hypotheses = search_->search(models_, src, max_lengths, options_, *selector_, sentences);
+  auto hypotheses = search_->search(models_, src, max_lengths, options_, *selector_, sentences, row_prefixes);
   for (size_t r = 0; r < rows.size(); ++r) results[rows[r]] = std::move(hypotheses[r]);
 }
 

@@ -37,7 +37,16 @@ struct TranslateOptions {
   int64_t buffer_lines = 2000; // most lines read ahead and sorted by length together
   bool skip_invalid = false;   // invalid UTF-8: an empty line and a warning instead of an error
   bool alignment = false;      // after each translation, " ||| " and its word alignment (Pharaoh)
+  std::string target_prefix;   // a file, one line per input line: text each translation begins with ("": none)
 };
+
+// --target-prefix: every line of the file, checked as input is; InputError for a file that is
+// not text.
+std::vector<std::string> read_prefixes(const std::string& path) {
+  auto lines = util::read_lines(path);
+  for (size_t i = 0; i < lines.size(); ++i) data::check_utf8(lines[i], path, static_cast<int64_t>(i) + 1);
+  return lines;
+}
 
 // Lines from a file descriptor, either waiting for the next one or taking only what has arrived.
 class LineReader {
@@ -139,6 +148,7 @@ int run_translate(const TranslateOptions& options) {
     throw InputError("--alignment aligns the best translation of each line: leave out --n-best");
   }
   std::vector<util::NamedPath> inputs = {{"--input", options.input}, {"--checkpoint", options.runtime.checkpoint}};
+  if (!options.target_prefix.empty()) inputs.push_back({"--target-prefix", options.target_prefix});
   for (const auto& path : options.runtime.ensemble) inputs.push_back({"--checkpoint", path});
   util::refuse_overwriting("--output", options.output, inputs);
   const bool from_stdin = options.input == "-";
@@ -152,6 +162,7 @@ int run_translate(const TranslateOptions& options) {
     }
   } closer{fd};
 
+  const auto prefixes = options.target_prefix.empty() ? std::vector<std::string>() : read_prefixes(options.target_prefix);
   auto loaded = inference::load_for_translation(options.runtime);
   decode::Translator translator(loaded.model, loaded.tokenizer, inference::with_precision(options.decode, loaded));
   for (const auto& member : loaded.ensemble) translator.add_to_ensemble(member);
@@ -184,7 +195,18 @@ int run_translate(const TranslateOptions& options) {
     std::vector<std::vector<int>> ids;  // each line tokenized once, for the translation and its alignment
     ids.reserve(chunk.size());
     for (const auto& text : chunk) ids.push_back(decode::source_ids(loaded.tokenizer, text, loaded.tag));
-    const auto results = translator.translate_ids(ids, lines_done);
+    std::vector<std::vector<int>> prefix_ids;  // none, or one per line
+    if (!options.target_prefix.empty()) {
+      const auto needed = static_cast<size_t>(lines_done) + chunk.size();
+      if (prefixes.size() < needed) {
+        throw InputError("--target-prefix " + options.target_prefix + " has " + std::to_string(prefixes.size()) +
+                         " lines, and " + input_name + " more: give one prefix line (empty for none) per input line");
+      }
+      for (size_t i = 0; i < chunk.size(); ++i) {
+        prefix_ids.push_back(loaded.tokenizer.encode_target(prefixes[static_cast<size_t>(lines_done) + i]));
+      }
+    }
+    const auto results = translator.translate_ids(ids, lines_done, prefix_ids);
     write_chunk(out, results, lines_done, options.decode.n_best > 1,
                 options.alignment ? inference::align_best(loaded.model, loaded.tokenizer, loaded.tag, chunk, ids, results)
                                   : std::vector<std::string>());
@@ -192,6 +214,11 @@ int run_translate(const TranslateOptions& options) {
       throw RunError("cannot write the translations to " + (options.output == "-" ? "standard output" : options.output));
     }
     lines_done += static_cast<int64_t>(chunk.size());
+  }
+  if (static_cast<int64_t>(prefixes.size()) > lines_done) {
+    throw InputError("--target-prefix " + options.target_prefix + " has " + std::to_string(prefixes.size()) +
+                     " lines, and " + input_name + " " + std::to_string(lines_done) +
+                     ": give one prefix line (empty for none) per input line");
   }
   spdlog::info("translated {} lines", lines_done);
   return 0;
@@ -215,6 +242,10 @@ CommandRunner add_translate_command(CLI::App& app) {
                     "after each translation, ' ||| ' and its word alignment in Pharaoh format (SRC-TGT word "
                     "indices, 0-based, words split at spaces), from the cross-attention of the decoder layers, heads and "
                     "layers averaged (the first model's, in an ensemble)");
+  command->add_option("--target-prefix", options->target_prefix,
+                      "a file of as many lines as the input: each translation begins with its line's text (the "
+                      "target side's pieces, decoded with the model's own probabilities, then continued), as "
+                      "CTranslate2's target_prefix; an empty line leaves its translation free");
   command
       ->add_option("--buffer-lines", options->buffer_lines,
                    "most lines read ahead (when already available) and sorted by length together")

@@ -68,10 +68,12 @@ class SearchStrategy {
   // One padded batch, as greedy_search and beam_search in translator.h take it.
   // `models`: one, or an ensemble whose log-probabilities are averaged at each step.
   // `sentences`: which sentence of the whole input each batch row is (empty: row n is sentence n).
+  // `prefixes`: empty, or one per row: the pieces its output must begin with (a target prefix).
   virtual std::vector<std::vector<Hypothesis>> search(const std::vector<model::Transformer>& models, const at::Tensor& src,
                                                       const std::vector<int64_t>& max_lengths,
                                                       const DecodeOptions& options, const TokenSelector& selector,
-                                                      const std::vector<int64_t>& sentences = {}) const = 0;
+                                                      const std::vector<int64_t>& sentences = {},
+                                              const std::vector<std::vector<int>>& prefixes = {}) const = 0;
 };
 
 class GreedySearch final : public SearchStrategy {
@@ -87,7 +89,8 @@ class GreedySearch final : public SearchStrategy {
   std::vector<std::vector<Hypothesis>> search(const std::vector<model::Transformer>& models, const at::Tensor& src,
                                               const std::vector<int64_t>& max_lengths, const DecodeOptions& options,
                                               const TokenSelector& selector,
-                                              const std::vector<int64_t>& sentences = {}) const override;
+                                              const std::vector<int64_t>& sentences = {},
+                                              const std::vector<std::vector<int>>& prefixes = {}) const override;
 
  private:
   int64_t check_every_;
@@ -98,7 +101,8 @@ class BeamSearch final : public SearchStrategy {
   std::vector<std::vector<Hypothesis>> search(const std::vector<model::Transformer>& models, const at::Tensor& src,
                                               const std::vector<int64_t>& max_lengths, const DecodeOptions& options,
                                               const TokenSelector& selector,
-                                              const std::vector<int64_t>& sentences = {}) const override;
+                                              const std::vector<int64_t>& sentences = {},
+                                              const std::vector<std::vector<int>>& prefixes = {}) const override;
 };
 
 // What `options` ask for: greedy for beam 1, else beam search; the best tokens, or sampled ones.

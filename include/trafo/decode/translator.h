@@ -97,15 +97,21 @@ class Translator {
   // The best hypothesis' text per sentence.
   std::vector<std::string> translate_best(const std::vector<std::string>& sources);
   // Pre-tokenized input: token ids without eos (source_ids' for text, the tag included).
+  // `prefixes`: empty, or one per source: target pieces each output must begin with (a target
+  // prefix, as CTranslate2's; empty: none). The output holds the prefix, which is decoded with the
+  // model's own log-probabilities; its length limit grows to the prefix's length + max_length_b
+  // where that is more (the model's positions bound both). An empty source stays empty.
   std::vector<std::vector<Hypothesis>> translate_ids(const std::vector<std::vector<int>>& sources,
-                                                     int64_t first_sentence = 0);
+                                                     int64_t first_sentence = 0,
+                                                     const std::vector<std::vector<int>>& prefixes = {});
 
   const DecodeOptions& options() const { return options_; }
 
  private:
   // Decodes sentences `rows` of `sources` (sorted by length, one batch) into `results`.
   void translate_batch(const std::vector<std::vector<int>>& sources, const std::vector<size_t>& rows,
-                       std::vector<std::vector<Hypothesis>>& results, int64_t first_sentence);
+                       std::vector<std::vector<Hypothesis>>& results, int64_t first_sentence,
+                       const std::vector<std::vector<int>>& prefixes);
 
   model::Transformer model_;                 // the first of models_
   std::vector<model::Transformer> models_;  // one, or an ensemble
