@@ -220,6 +220,18 @@ def case_equal():
     aligned = offline(lines[:10], "--alignment")
     answer = post(server, "/v1/translate", {"text": lines[:10], "source": "en", "target": "de", "alignment": True})
     assert ["%s ||| %s" % (t["text"], t["alignment"]) for t in answer["translations"]] == aligned, (answer, aligned)
+    # Target prefixes: the first word of a translation for every other line, none for the rest.
+    prefixes = [expected[j].split(" ")[0] if j % 2 == 0 else "" for j in range(10)]
+    prefix_file = os.path.join(ARGS.workdir, "prefix.txt")
+    with open(prefix_file, "w", encoding="utf-8") as f:
+        f.write("".join(prefix + "\n" for prefix in prefixes))
+    prefixed = offline(lines[:10], "--target-prefix", prefix_file)
+    answer = post(server, "/v1/translate", {"text": lines[:10], "source": "en", "target": "de",
+                                            "target_prefix": prefixes})
+    assert [t["text"] for t in answer["translations"]] == prefixed, (answer, prefixed)
+    for j in range(0, 10, 2):
+        assert prefixed[j].startswith(prefixes[j]), (j, prefixed[j], prefixes[j])
+    post(server, "/v1/translate", {"text": lines[:2], "source": "en", "target": "de", "target_prefix": ["x"]}, 400)
     src, tgt = os.path.join(ARGS.workdir, "src.txt"), os.path.join(ARGS.workdir, "tgt.txt")
     with open(src, "w", encoding="utf-8") as f:
         f.write("".join(line + "\n" for line in lines[:10]))

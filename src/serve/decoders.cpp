@@ -172,7 +172,8 @@ void Service::decode_on(Decoder& me) {
 }
 
 bool Service::joins_running_batch(const Job& job) {
-  return decode::ContinuousDecoder::supports(job.options) && !job.alignment && job.targets.empty();
+  return decode::ContinuousDecoder::supports(job.options) && !job.alignment && job.targets.empty() &&
+         job.prefixes.empty();
 }
 
 void Service::decode_step(Decoder& me, const std::vector<Part>& joining) {
@@ -234,10 +235,12 @@ void Service::decode_batch(Decoder& me, const std::vector<Part>& parts) {
   auto& direction = directions_[first.direction];
   std::vector<std::string> sources, targets;
   std::vector<std::vector<int>> ids;  // the pieces, read once with the request (source_ids)
+  std::vector<std::vector<int>> prefixes;  // target prefixes' pieces: all the parts' jobs have them, or none
   for (const auto& [pending, rows] : parts) {
     for (const size_t row : rows) {
       sources.push_back(pending->job.sentences[row]);
       ids.push_back(pending->ids[row]);
+      if (!pending->prefix_ids.empty()) prefixes.push_back(pending->prefix_ids[row]);
       if (!pending->job.targets.empty()) targets.push_back(pending->job.targets[row]);
     }
   }
@@ -253,7 +256,7 @@ void Service::decode_batch(Decoder& me, const std::vector<Part>& parts) {
       decode::Translator translator(direction.model, *direction.tokenizer, first.options);
       // Sampling draws from (seed, sentence index): a sampling job's part is its own consecutive rows.
       const int64_t first_sentence = first.options.sampling() ? static_cast<int64_t>(parts.front().second.front()) : 0;
-      batch.results = translator.translate_ids(ids, first_sentence);
+      batch.results = translator.translate_ids(ids, first_sentence, prefixes);
       if (first.alignment) {
         batch.alignments =
             inference::align_best(direction.model, *direction.tokenizer, first.options.source_tag, sources, ids,

@@ -1,5 +1,6 @@
-// trafo's own API: POST /v1/translate (beams, n-best with scores, sampling, tags, alignments) and
-// POST /v1/score (log-probabilities of given translations, as `trafo score-pairs` prints them).
+// trafo's own API: POST /v1/translate (beams, n-best with scores, sampling, tags, alignments, target
+// prefixes) and POST /v1/score (log-probabilities of given translations, as `trafo score-pairs`
+// prints them).
 #include <fmt/format.h>
 
 #include "api_context.h"
@@ -16,6 +17,20 @@ json native_translate(const ApiContext& api, const http::Request& request, int64
   if (job.sentences.size() != line_counts.size()) throw HttpError(400, "text: one line per item (no line breaks)");
   job.options = api.decoding(fields, api.service.directions()[job.direction]);
   job.alignment = fields.flag("alignment");
+  if (fields.has("target_prefix")) {
+    bool prefixes_listed = false;
+    job.prefixes = fields.texts("target_prefix", prefixes_listed);
+    if (job.prefixes.size() != job.sentences.size() || prefixes_listed != listed) {
+      throw HttpError(400, "target_prefix: one per text, as text is given (a string, or a list as long)");
+    }
+    for (const auto& prefix : job.prefixes) {
+      if (prefix.find('\n') != std::string::npos) throw HttpError(400, "target_prefix: one line per item (no line breaks)");
+      if (static_cast<int64_t>(prefix.size()) > api.options.limits.max_line_bytes) {
+        throw HttpError(413, fmt::format("a target_prefix of {} bytes: at most {} per line", prefix.size(),
+                                         api.options.limits.max_line_bytes));
+      }
+    }
+  }
   if (job.alignment && job.options.n_best > 1) throw HttpError(400, "alignment aligns the best translation: leave out n_best");
   sentences = static_cast<int64_t>(job.sentences.size());
   const auto outcome = api.run(std::move(job));

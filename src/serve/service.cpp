@@ -19,7 +19,7 @@ std::string batch_key(const Job& job) {
   std::ostringstream key;
   key << job.direction << '|' << o.beam << '|' << o.length_penalty << '|' << o.n_best << '|' << o.max_length_a << '|'
       << o.max_length_b << '|' << o.batch_tokens << '|' << o.bf16 << '|' << o.source_tag << '|' << job.alignment << '|'
-      << !job.targets.empty();
+      << !job.targets.empty() << '|' << !job.prefixes.empty();
   return key.str();
 }
 
@@ -68,6 +68,7 @@ Outcome Service::run(Job job, std::chrono::steady_clock::time_point deadline) {
   for (const auto& sentence : job.sentences) {
     pending->ids.push_back(decode::source_ids(*direction.tokenizer, sentence, job.options.source_tag));
   }
+  for (const auto& prefix : job.prefixes) pending->prefix_ids.push_back(direction.tokenizer->encode_target(prefix));
   pending->key = batch_key(job);
   if (job.options.sampling()) pending->key += "|sampling|" + std::to_string(reinterpret_cast<uintptr_t>(pending.get()));
   pending->job = std::move(job);

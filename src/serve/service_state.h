@@ -23,6 +23,7 @@ struct Service::Pending {
   // Per sentence, its source ids (decode::source_ids), encoded once by run(): the batch budget counts
   // them, and the decoders decode them.
   std::vector<std::vector<int>> ids;
+  std::vector<std::vector<int>> prefix_ids;  // job.prefixes' target pieces (empty: no prefixes)
   size_t next = 0;              // the first sentence not yet taken into a batch
   size_t done = 0;              // sentences decoded
   Outcome outcome;

@@ -60,6 +60,7 @@ struct Job {
   std::vector<std::string> sentences;  // valid UTF-8, one line each
   bool alignment = false;           // also align each best translation to its source, word by word
   std::vector<std::string> targets;    // scoring: the translations whose log p is asked (one per sentence)
+  std::vector<std::string> prefixes;   // none, or one per sentence: text its translation begins with
 };
 
 struct Outcome {
