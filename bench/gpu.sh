@@ -4,7 +4,8 @@
 # built for CUDA) as trafo's LibTorch:
 #   1. trafo bench against the plain PyTorch loop (bench/pytorch_reference.py --loop plain:
 #      nn.Transformer, fused Adam, bf16 autocast), transformer-base (configs/base.toml) and the
-#      default model, fp32 and bf16, 8,192-token batches, medians of 3 rounds;
+#      default model, fp32 and bf16, 8,192-token batches, medians of 3 rounds; and trafo in bf16
+#      at --batch-tokens auto (the budget fitted to the GPU's memory), with its MFU;
 #   2. the sync-free step's CUDA test (train_step_test), when packed;
 #   3. a real run: trafo train on the packed corpus for 2 minutes, its test BLEU, and greedy and
 #      beam-5 decoding of the test set; greedy CUDA and CPU text compared;
@@ -43,6 +44,10 @@ for model in base default; do
     timeout 150 "$trafo" bench "${config[@]}" "${common[@]}" --cuda-graphs "$graphs" > "$out/trafo-$model$suffix.jsonl" \
       2>> "$log" || say "trafo bench $model (graphs $graphs) failed"
   done
+  say "trafo bench, $model model, bf16, --batch-tokens auto"
+  fitted=("${common[@]/8192/auto}")
+  timeout 150 "$trafo" bench "${config[@]}" "${fitted[@]/both/bf16}" > "$out/trafo-$model-auto.jsonl" \
+    2>> "$log" || say "trafo bench $model (batch-tokens auto) failed"
   say "plain PyTorch loop, $model model"
   timeout 150 "$python" bench/pytorch_reference.py --loop plain "${config[@]}" "${common[@]}" \
     > "$out/plain-$model.jsonl" 2>> "$log" || say "plain loop $model failed"

@@ -48,6 +48,13 @@ def main(folder):
                   f"| {f'{p[0]:,.0f}' if p else '-'} | {ratio} "
                   f"| {f'{t[2]:.1f}' if t else '-'} | {f'{100 * t[1]:.1f}%' if t else '-'} "
                   f"| {f'{peak[precision] / 1000:.0f} TFLOP/s' if precision in peak else '-'} |")
+    for model in ("base", "default"):  # --batch-tokens auto, bf16: the budget fitted to the GPU's memory
+        path = os.path.join(folder, f"trafo-{model}-auto.jsonl")
+        fitted = train_rates(path).get("bf16")
+        setup = next((r for r in records(path) if r.get("record") == "setup"), {})
+        if fitted:
+            print(f"\n{model}, bf16, --batch-tokens auto ({setup.get('batch_tokens', '?')} tokens): "
+                  f"{fitted[0]:,.0f} tgt tok/s, step {fitted[2]:.1f} ms, MFU {100 * fitted[1]:.1f}%")
     compiled = train_rates(os.path.join(folder, "compile-base.jsonl")).get("bf16")
     if compiled:
         t = bench.get(("base", "bf16"))

@@ -172,6 +172,33 @@ TEST(BenchCli, PrintsEveryFigureAsJsonLines) {
   }
 }
 
+// --batch-tokens auto fits the budget as trafo train does: 4096 on a CPU, and on a GPU (posed by the
+// fit_tokens hook) the largest multiple of 1024 that fits 1.25x over, which the synthetic batches
+// then fill; a budget that is neither a number nor auto is a one-line error.
+TEST(BenchCli, BatchTokensAutoFitsAsTrainDoes) {
+  const auto setup_of = [](const CommandResult& result) {
+    for (const auto& r : parse_lines(result.output)) {
+      if (r["record"] == "setup") return r;
+    }
+    return nlohmann::json();
+  };
+  std::string tiny = kTinyBench;
+  tiny.erase(tiny.find(" --batch-tokens 200"), std::string(" --batch-tokens 200").size());
+  const std::string bench = "bench --json" + tiny + " --batch-tokens auto";
+  const auto cpu = run_trafo(bench);
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.errors;
+  EXPECT_EQ(setup_of(cpu)["batch_tokens"], 4096) << cpu.output;
+  const auto gpu = run_command("TRAFO_TEST_HOOKS=fit_tokens=20000 '" + std::string(TRAFO_BINARY) + "' " + bench);
+  ASSERT_EQ(gpu.exit_code, 0) << gpu.errors;
+  const auto setup = setup_of(gpu);
+  EXPECT_EQ(setup["batch_tokens"], 15360) << setup;  // 15,360 x 1.25 = 19,200 <= 20,000 < 16,384 x 1.25
+  EXPECT_NE(setup["batch_tokens_reason"].get<std::string>().find("15360 tokens"), std::string::npos) << setup;
+  EXPECT_GT(setup["mean_source_tokens"].get<double>(), 4096.0) << "the batches fill the fitted budget: " << setup;
+  const auto bad = run_trafo("bench" + tiny + " --batch-tokens soon");
+  EXPECT_EQ(bad.exit_code, 2) << bad.errors;
+  EXPECT_NE(bad.errors.find("--batch-tokens must be a whole number or auto"), std::string::npos) << bad.errors;
+}
+
 TEST(BenchCli, TakesTheModelFromATrainConfigAndRejectsUnknownKeys) {
   const auto dir = make_temp_dir("bench-config");
   write_text(dir / "model.toml", "d-model=16\nheads=2\nencoder-layers=1\ndecoder-layers=1\nd-ff=32\nvocab-size=60\n"

@@ -4,9 +4,11 @@
 // two side by side.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,6 +28,9 @@
 #include "trafo/run_config/config_file.h"
 #include "trafo/run_config/config_keys.h"
 #include "trafo/runtime/precision.h"
+#include "trafo/test_hooks.h"
+#include "trafo/train/batch_fit.h"
+#include "trafo/util/numbers.h"
 #include "trafo/util/device.h"
 
 namespace trafo::cli {
@@ -37,7 +42,7 @@ struct BenchOptions {
   bool json = false;              // one JSON object per line instead of a table
   std::string device = "cpu";     // cpu | cuda | auto (cuda when one is available)
   std::string precision = "auto"; // fp32 | bf16 | both | auto (both where the device has native bf16); decoding is fp32
-  int64_t batch_tokens = 4096;    // token budget of the synthetic training batches
+  std::string batch_tokens = "4096";  // token budget of the synthetic training batches, or auto (fitted)
   int64_t train_steps = 0;        // timed steps per round (0: 30, or 8 for d-model ≥ 512)
   int64_t warmup_steps = -1;      // untimed steps first (−1: 5, or 2 for d-model ≥ 512)
   int64_t rounds = 1;             // timed rounds; medians reported
@@ -70,7 +75,15 @@ void validate(const BenchOptions& o) {
   };
   model::validate(bench_model(o));
   util::resolve_threads(o.shape.threads);
-  require_between(o.batch_tokens, 1, int64_t{1} << 24, "batch-tokens");
+  if (o.batch_tokens != "auto") {
+    int64_t tokens = 0;
+    try {
+      util::parse_decimal(o.batch_tokens, tokens);
+    } catch (const InputError& e) {
+      throw InputError(std::string("--batch-tokens must be a whole number or auto: ") + e.what());
+    }
+    require_between(tokens, 1, int64_t{1} << 24, "batch-tokens");
+  }
   require_between(o.train_steps, 0, 1000000, "train-steps");
   require_between(o.warmup_steps, -1, 1000000, "warmup-steps");
   require_between(o.rounds, 1, 1000, "rounds");
@@ -101,7 +114,11 @@ void add_options(CLI::App& cmd, BenchOptions& o) {
                  "avx512_bf16 or amx_bf16, CUDA compute capability >= 8.0), else fp32 (emulated bf16 matmuls are "
                  "tens of times slower); decoding runs in fp32")
       ->check(CLI::IsMember({"fp32", "bf16", "both", "auto"}))->capture_default_str();
-  cmd.add_option("--batch-tokens", o.batch_tokens, "token budget of the synthetic batches, padding included")
+  cmd.add_option("--batch-tokens", o.batch_tokens,
+                 "token budget of the synthetic batches, padding included; auto: as trafo train fits it, the "
+                 "largest whose training step (on the longest synthetic sentences, in the first precision "
+                 "measured) fits the GPU's memory 1.25x over, and 4096 on a CPU")
+      ->type_name("INT|auto")
       ->capture_default_str();
   cmd.add_option("--train-steps", o.train_steps, "timed training steps per round (default 30, or 8 for d-model ≥ 512)");
   cmd.add_option("--warmup-steps", o.warmup_steps, "untimed training steps first (default 5, or 2 for d-model ≥ 512)");
@@ -142,6 +159,27 @@ model::Transformer make_model(const model::ModelConfig& config, uint64_t seed) {
   return model::Transformer(config);
 }
 
+// --batch-tokens: as given, or auto: fitted as trafo train fits it (train/batch_fit.h) against the
+// longest synthetic pair, on CUDA (or where the fit_tokens test hook poses a GPU); 4096 on a CPU.
+train::FittedBudget batch_budget(const BenchOptions& o, const model::ModelConfig& m, const c10::Device& device,
+                                 bool bf16) {
+  if (o.batch_tokens != "auto") {
+    int64_t tokens = 0;
+    util::parse_decimal(o.batch_tokens, tokens);
+    return {tokens, ""};
+  }
+  if (!device.is_cuda() && test_hooks().fit_tokens < 0) {
+    return {train::kDefaultBatchTokens,
+            fmt::format("--batch-tokens auto: {} on a CPU", train::kDefaultBatchTokens)};
+  }
+  int64_t longest = 0;  // the synthetic pairs' widest side, with <s> or </s>
+  for (const auto& batch : bench::synthetic_batches(10, train::kMaxFittedTokens, m.vocab_size, o.seed)) {
+    for (const auto& pair : batch.pairs) longest = std::max({longest, pair.source, pair.target});
+  }
+  const train::CorpusExtent extent{std::min(longest, m.max_positions), std::numeric_limits<int64_t>::max() / 2};
+  return train::fit_batch_tokens(o.shape, m, device, bf16, extent);
+}
+
 int run_bench(BenchOptions o) {
   validate(o);
   const auto m = bench_model(o);
@@ -162,7 +200,8 @@ int run_bench(BenchOptions o) {
   if (o.precision != "bf16") precisions.push_back("fp32");
   if (o.precision != "fp32") precisions.push_back("bf16");
 
-  const auto batches = bench::synthetic_batches(std::min<int64_t>(o.train_steps, 10), o.batch_tokens,
+  const auto budget = batch_budget(o, m, device, precisions.front() == "bf16");
+  const auto batches = bench::synthetic_batches(std::min<int64_t>(o.train_steps, 10), budget.tokens,
                                                 m.vocab_size, o.seed);
   double flops = 0.0, target_tokens = 0.0, source_tokens = 0.0, rows = 0.0;
   for (const auto& batch : batches) {
@@ -179,7 +218,8 @@ int run_bench(BenchOptions o) {
               {"cuda_graphs", device.is_cuda() && o.shape.cuda_graphs != "off"}, {"native_bf16", native_bf16},
               {"cpu_kernels", ops::isa_name(ops::cpu_isa())}, {"vocab_size", m.vocab_size}, {"d_model", m.d_model}, {"heads", m.heads},
               {"encoder_layers", m.encoder_layers}, {"decoder_layers", m.decoder_layers}, {"d_ff", m.d_ff},
-              {"norm", m.norm}, {"parameters", parameters}, {"batch_tokens", o.batch_tokens},
+              {"norm", m.norm}, {"parameters", parameters}, {"batch_tokens", budget.tokens},
+              {"batch_tokens_reason", budget.reason},
               {"batches", batches.size()}, {"mean_sentences", rows / n}, {"mean_source_tokens", source_tokens / n},
               {"mean_target_tokens", target_tokens / n}, {"model_flops_per_target_token", flops / target_tokens},
               {"warmup_steps", o.warmup_steps}, {"train_steps", o.train_steps}, {"rounds", o.rounds},
@@ -190,7 +230,7 @@ int run_bench(BenchOptions o) {
                          "steps: {} warm-up + {} timed, {} round{}\n\n{:<40} {:<6} {}",
                          m.d_model, m.heads, m.encoder_layers, m.decoder_layers, m.d_ff, m.vocab_size, m.norm,
                          static_cast<double>(parameters) / 1e6, threads, threads == 1 ? "" : "s", device.str(), ops::isa_name(ops::cpu_isa()), batches.size(),
-                         o.batch_tokens, rows / n, source_tokens / n, target_tokens / n, flops / target_tokens / 1e6,
+                         budget.tokens, rows / n, source_tokens / n, target_tokens / n, flops / target_tokens / 1e6,
                          o.warmup_steps, o.train_steps, o.rounds, o.rounds == 1 ? "" : "s", "measurement",
                          "dtype", "value"));
 

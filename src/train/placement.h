@@ -45,14 +45,6 @@ double defaults_tokens_per_s(const run_config::TrainConfig& config, const dist::
 // The device this process trains on: --device, and on CUDA under a launcher, its local rank's GPU.
 c10::Device pick_device(const run_config::TrainConfig& config, const dist::Environment& environment);
 
-// --batch-tokens auto on `device`: training steps of a fresh model of `config`'s shape on sentences of
-// the corpus's longest length, at budgets from kFitStep to fit_ceiling(extent) (each
-// kFitHeadroom over), the largest that does not run out of memory. The random generators are left as
-// they were, and the memory the probe took is given back. With the fit_tokens test hook, a budget fits
-// where kFitHeadroom of it is at most the hook's tokens, and nothing runs.
-FittedBudget fit_batch_tokens(const run_config::TrainConfig& c, const model::ModelConfig& config,
-                              const c10::Device& device, bool bf16, const CorpusExtent& extent);
-
 // Whether CUDA graphs apply at all to `config` (one batch per update, no LayerDrop; one process is
 // the caller's to add).
 bool graphs_apply(const run_config::TrainConfig& config);

@@ -9,8 +9,16 @@
 #include <string>
 #include <vector>
 
+#include <c10/core/Device.h>
+
 namespace trafo::data {
 struct CachedCorpus;
+}
+namespace trafo::model {
+struct ModelConfig;
+}
+namespace trafo::run_config {
+struct TrainConfig;
 }
 
 namespace trafo::train {
@@ -45,5 +53,14 @@ struct FittedBudget {
   int64_t tokens = kDefaultBatchTokens;
   std::string reason;  // train.log's line ("" on a CPU without auto)
 };
+
+// --batch-tokens auto on `device`: training steps of a fresh model of `config`'s shape on sentences of
+// the corpus's longest length, at budgets from kFitStep to fit_ceiling(extent) (each
+// kFitHeadroom over), the largest that does not run out of memory. The random generators are left as
+// they were, and the memory the probe took is given back. With the fit_tokens test hook, a budget fits
+// where kFitHeadroom of it is at most the hook's tokens, and nothing runs. (`trafo train` and
+// `trafo bench` both fit this way.)
+FittedBudget fit_batch_tokens(const run_config::TrainConfig& c, const model::ModelConfig& config,
+                              const c10::Device& device, bool bf16, const CorpusExtent& extent);
 
 }  // namespace trafo::train
