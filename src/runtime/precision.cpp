@@ -110,11 +110,13 @@ double cpu_bf16_speedup() {
 }
 
 Precision pick_precision(const std::string& requested, const c10::Device& device, const std::string& what,
-                         const std::function<double()>& cuda_speedup) {
+                         const std::function<double()>& cuda_speedup, bool quiet) {
   const bool cuda = device.is_cuda();
   auto precision = resolve_precision(requested, cuda, cuda && cuda_native_bf16(),
                                      cuda ? std::set<std::string>{} : cpu_bf16_flags(), cpu_bf16_speedup, cuda_speedup);
-  if (precision.emulated) spdlog::warn("bf16 is emulated on this device ({}): {} will be slow", precision.reason, what);
+  if (precision.emulated && !quiet) {
+    spdlog::warn("bf16 is emulated on this device ({}): {} will be slow", precision.reason, what);
+  }
   return precision;
 }
 

@@ -35,9 +35,12 @@ constexpr int kCpuTimed = 2;
 int untimed_steps(const c10::Device& device) { return device.is_cuda() ? kCudaUntimed : kCpuUntimed; }
 int timed_steps(const c10::Device& device) { return device.is_cuda() ? kCudaTimed : kCpuTimed; }
 
+// Sentences of `length` pieces that a budget of `batch_tokens` holds (at least one).
+int64_t rows_of(int64_t batch_tokens, int64_t length) { return std::max<int64_t>(1, batch_tokens / length); }
+
 // Sentences of `length` random pieces (none special), as many as the token budget holds.
 data::Batch random_batch(const model::ModelConfig& config, int64_t batch_tokens, int64_t length = kLength) {
-  const int64_t rows = std::max<int64_t>(1, batch_tokens / length);
+  const int64_t rows = rows_of(batch_tokens, length);
   const auto ids = [&] { return torch::randint(kEosId + 1, config.vocab_size, {rows, length}, torch::kLong); };
   data::Batch batch;
   batch.source = ids();
@@ -81,8 +84,8 @@ model::ModelConfig timed_model(const run_config::TrainConfig& c) {
   return config;
 }
 
-data::Batch timed_batch(const run_config::TrainConfig& c) {
-  return random_batch(timed_model(c), c.batch_tokens > 0 ? c.batch_tokens : kDefaultBatchTokens);
+int64_t timed_budget(const run_config::TrainConfig& c) {
+  return c.batch_tokens > 0 ? c.batch_tokens : kDefaultBatchTokens;
 }
 
 }  // namespace
@@ -92,13 +95,16 @@ double StepTimer::seconds(bool bf16, bool graphs) {
   const auto found = seconds_.find(key);
   if (found != seconds_.end()) return found->second;
   const GeneratorsKept kept(device_);
-  const double seconds = time_steps(config_, timed_model(config_), device_, timed_batch(config_), bf16,
+  const auto model = timed_model(config_);
+  const double seconds = time_steps(config_, model, device_, random_batch(model, timed_budget(config_)), bf16,
                                     graphs && device_.is_cuda() && graphs_apply(config_));
   seconds_[key] = seconds;
   return seconds;
 }
 
-int64_t StepTimer::timed_tokens() const { return timed_batch(config_).target_tokens * timed_steps(device_); }
+int64_t StepTimer::timed_tokens() const {
+  return rows_of(timed_budget(config_), kLength) * kLength * timed_steps(device_);
+}
 
 double defaults_tokens_per_s(const run_config::TrainConfig& c, const dist::Environment& environment) {
   if (const auto posed = test_hooks().train_tokens_per_s) return *posed;
@@ -106,11 +112,10 @@ double defaults_tokens_per_s(const run_config::TrainConfig& c, const dist::Envir
   const auto device = pick_device(c, environment);
   at::set_num_threads(util::resolve_threads(c.threads));  // Placement sets the run's own after
   StepTimer timer(c, device);
-  const bool cuda = device.is_cuda(), graphs = c.cuda_graphs != "off";
+  const bool graphs = c.cuda_graphs != "off";  // as the run will train
   try {
-    const auto precision = runtime::resolve_precision(
-        c.precision, cuda, cuda && runtime::cuda_native_bf16(), cuda ? std::set<std::string>{} : runtime::cpu_bf16_flags(),
-        runtime::cpu_bf16_speedup, [&] { return timer.seconds(false, graphs) / timer.seconds(true, graphs); });
+    const auto precision = runtime::pick_precision(c.precision, device, "training",
+                                                   [&] { return timer.bf16_speedup(graphs); }, /*quiet=*/true);
     return static_cast<double>(timer.timed_tokens()) / std::max(timer.seconds(precision.bf16, graphs), 1e-9);
   } catch (const c10::Error& e) {  // out of memory, most likely: the run itself will say so, or fit its batch
     const std::string why = e.what_without_backtrace();

@@ -59,10 +59,7 @@ Placement::Placement(const TrainConfig& c, const dist::Environment& environment)
       device(pick_device(c, environment)),
       timer(c, device),
       precision(runtime::pick_precision(c.precision, device, "training",
-                                        [&] {
-                                          const bool graphs = c.cuda_graphs != "off";  // as the run will train
-                                          return timer.seconds(false, graphs) / timer.seconds(true, graphs);
-                                        })),
+                                        [&] { return timer.bf16_speedup(/*graphs=*/c.cuda_graphs != "off"); })),
       replicas(environment, device, timeout(c)) {
   if (!device.is_cuda()) return;
   cuda_graphs = false;

@@ -28,6 +28,7 @@ class StepTimer {
  public:
   StepTimer(const run_config::TrainConfig& config, const c10::Device& device) : config_(config), device_(device) {}
   double seconds(bool bf16, bool graphs);  // of the timed steps
+  double bf16_speedup(bool graphs) { return seconds(false, graphs) / seconds(true, graphs); }
   int64_t timed_tokens() const;            // the target tokens of the timed steps
 
  private:

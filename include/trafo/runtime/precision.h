@@ -60,10 +60,11 @@ double cpu_bf16_speedup();
 bool cuda_native_bf16();
 
 // What every command runs: resolve_precision for `device` with this machine's flags and timing
-// (on the current intra-op threads); bf16 where it is emulated warns once, naming `what` ("training").
+// (on the current intra-op threads); bf16 where it is emulated warns once, naming `what` ("training"),
+// unless `quiet` (a probe before the run's own choice, which warns).
 // On CUDA, `cuda_speedup` (where given) times the model's training steps in both precisions.
 Precision pick_precision(const std::string& requested, const c10::Device& device, const std::string& what,
-                         const std::function<double()>& cuda_speedup = {});
+                         const std::function<double()>& cuda_speedup = {}, bool quiet = false);
 // resolve_decoding_precision for `device` with this machine's flags; `decoding_speedup` times the
 // model (decode::bf16_decoding_speedup), or test_hooks().bf16_decoding_speedup gives the number (tests).
 // bf16 where it is emulated warns unless `quiet` (validation: training has warned already).
