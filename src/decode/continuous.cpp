@@ -187,11 +187,12 @@ std::vector<ContinuousDecoder::Finished> ContinuousDecoder::step() {
 
   const auto hidden = s.model->decode(s.tokens.unsqueeze(1), torch::Tensor(), s.src_mask, &s.cache);  // [N,1,d]
   auto log_probs = torch::log_softmax(s.model->output_logits(hidden).squeeze(1).to(torch::kFloat), -1);  // [N,V]
-  std::vector<int64_t> at_limit;  // rows that may only end now
-  for (size_t r = 0; r < s.rows.size(); ++r) {
-    if (s.rows[r].ticket >= 0 && s.rows[r].steps >= s.rows[r].limit) at_limit.push_back(static_cast<int64_t>(r));
-  }
-  detail::restrict_choices(log_probs, at_limit);
+  std::vector<int64_t> at_limit(s.rows.size());  // 1: the row may only end now
+  for (size_t r = 0; r < s.rows.size(); ++r) at_limit[r] = s.rows[r].ticket >= 0 && s.rows[r].steps >= s.rows[r].limit;
+  const bool any_at_limit = std::find(at_limit.begin(), at_limit.end(), 1) != at_limit.end();
+  detail::restrict_choices(log_probs,
+                           any_at_limit ? detail::device_tensor(at_limit, log_probs.device()).to(torch::kBool)
+                                        : torch::Tensor());
   const auto [chosen, ids] = s.selector.select(log_probs, 1);  // [N,1], [N,1]
   s.tokens = ids.squeeze(1);
   const auto host = detail::to_host({s.tokens, chosen.squeeze(1)});  // [2,N]

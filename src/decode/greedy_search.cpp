@@ -38,7 +38,7 @@ std::vector<std::vector<Hypothesis>> search_keeping_rows(const std::vector<model
   for (int64_t step = 0; step <= last; ++step) {
     const auto [chosen, ids] =
         selector.select(decoder.next_log_probs(tokens, step), 1, {&row_sentences, step});  // [N,1], [N,1]
-    scores += torch::where(ended, torch::zeros_like(scores), chosen.squeeze(1).to(torch::kDouble));
+    scores += chosen.squeeze(1).to(torch::kDouble).masked_fill(ended, 0.0);
     tokens = torch::where(ended, eos, ids.squeeze(1));
     steps.push_back(tokens);
     ended = ended.logical_or(tokens.eq(data::Tokenizer::kEos));

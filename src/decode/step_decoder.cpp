@@ -98,17 +98,12 @@ torch::Tensor StepDecoder::next_log_probs(const torch::Tensor& tokens, int64_t s
     for (size_t m = 1; m < members_.size(); ++m) log_probs += member_log_probs(*members_[m], tokens, step);
     log_probs /= static_cast<double>(members_.size());
   }
-  restrict_choices(log_probs, {});
+  // Rows at their limit, chosen on the device from limits copied there once: a row index copied to
+  // the GPU at each step would make the host wait for it (rows that stay in the batch after they end
+  // are at their limit at every step from then on).
   const bool any_at_limit =
       std::any_of(limits_.begin(), limits_.end(), [step](int64_t limit) { return limit <= step; });
-  if (any_at_limit) {
-    // Rows at their limit may only end. Chosen on the device, from limits copied there once: a row
-    // index copied to the GPU at each step would make the host wait for it (rows that stay in the
-    // batch after they end are at their limit at every step from then on).
-    const auto eos = log_probs.select(1, Tokenizer::kEos).clone();                       // [N]
-    log_probs.masked_fill_(device_limits_.le(step).unsqueeze(1), -std::numeric_limits<double>::infinity());
-    log_probs.select(1, Tokenizer::kEos).copy_(eos);
-  }
+  restrict_choices(log_probs, any_at_limit ? device_limits_.le(step) : torch::Tensor());
   if (forced_.defined() && step < forced_.size(1)) {
     // A row within its prefix keeps the log-probability of its prefix's piece alone.
     const auto piece = forced_.select(1, step).unsqueeze(1);                            // [N,1], -1: free
@@ -134,15 +129,14 @@ void StepDecoder::select(const std::vector<int64_t>& rows) {
   }
 }
 
-void restrict_choices(torch::Tensor& log_probs, const std::vector<int64_t>& at_limit) {
+void restrict_choices(torch::Tensor& log_probs, const torch::Tensor& at_limit) {
   const double minus_infinity = -std::numeric_limits<double>::infinity();
   log_probs.select(1, Tokenizer::kPad).fill_(minus_infinity);
   log_probs.select(1, Tokenizer::kBos).fill_(minus_infinity);
-  if (at_limit.empty()) return;
-  const auto rows = device_tensor(at_limit, log_probs.device());
-  const auto eos = log_probs.select(1, Tokenizer::kEos).index_select(0, rows);  // [R]
-  log_probs.index_fill_(0, rows, minus_infinity);
-  log_probs.select(1, Tokenizer::kEos).index_copy_(0, rows, eos);
+  if (!at_limit.defined()) return;
+  const auto eos = log_probs.select(1, Tokenizer::kEos).clone();  // [N]
+  log_probs.masked_fill_(at_limit.unsqueeze(1), minus_infinity);
+  log_probs.select(1, Tokenizer::kEos).copy_(eos);
 }
 
 torch::Tensor to_host(const std::vector<torch::Tensor>& tensors) {

@@ -56,8 +56,9 @@ class StepDecoder {
 };
 
 // The rules of every search step on its log-probabilities [N,V] (fp32), in place: pad and bos are
-// never chosen, and rows `at_limit` (their indices; empty: none) may only end (eos).
-void restrict_choices(torch::Tensor& log_probs, const std::vector<int64_t>& at_limit);
+// never chosen, and the rows where `at_limit` holds ([N] bool on log_probs' device; undefined: none)
+// may only end (eos).
+void restrict_choices(torch::Tensor& log_probs, const torch::Tensor& at_limit);
 
 // Host copies of small device tensors, one transfer: the step's single sync.
 torch::Tensor to_host(const std::vector<torch::Tensor>& tensors);
