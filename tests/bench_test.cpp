@@ -96,6 +96,12 @@ TEST(BenchSynthetic, BatchesFollowTheRecipe) {
   }
   const auto again = bench::synthetic_batches(6, 600, 50, 7);
   EXPECT_TRUE(torch::equal(again.back().target_output, batches.back().target_output));
+  // The pool's widest side, as the batches that hold the whole pool have it.
+  int64_t widest = 0;
+  for (const auto& batch : bench::synthetic_batches(1, 1 << 20, 50, 7)) {
+    for (const auto& pair : batch.pairs) widest = std::max({widest, pair.source, pair.target});
+  }
+  EXPECT_EQ(widest, bench::synthetic_longest_side(7));
 }
 
 TEST(BenchSynthetic, PythonReferenceBuildsTheSameBatchesAndSentences) {

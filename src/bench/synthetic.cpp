@@ -52,6 +52,17 @@ SyntheticBatch fill_batch(const std::vector<PairLengths>& pairs, int64_t vocab_s
   return batch;
 }
 
+// Step 1 of the recipe: the pool's real lengths, drawn from `rng`.
+std::vector<PairLengths> draw_pool(SplitMix64& rng) {
+  std::vector<PairLengths> pool(kPoolPairs);
+  for (auto& pair : pool) {
+    const int64_t s = draw_source_pieces(rng);
+    const int64_t t = std::max<int64_t>(1, s + rng.uniform(9) - 4);
+    pair = {s + 1, t + 1};
+  }
+  return pool;
+}
+
 void check_vocabulary(int64_t vocab_size) {
   if (vocab_size <= kFirstId) {
     throw InputError("synthetic batches need a vocabulary of more than " + std::to_string(kFirstId) + " pieces");
@@ -72,12 +83,7 @@ std::vector<SyntheticBatch> synthetic_batches(int64_t count, int64_t batch_token
   check_vocabulary(vocab_size);
   if (count < 1 || batch_tokens < 1) throw InputError("synthetic batches need a count and a token budget of 1 or more");
   SplitMix64 rng(seed);
-  std::vector<PairLengths> pool(kPoolPairs);
-  for (auto& pair : pool) {
-    const int64_t s = draw_source_pieces(rng);
-    const int64_t t = std::max<int64_t>(1, s + rng.uniform(9) - 4);
-    pair = {s + 1, t + 1};
-  }
+  const auto pool = draw_pool(rng);
   std::vector<int64_t> order(pool.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return width(pool[a]) < width(pool[b]); });
@@ -102,6 +108,13 @@ std::vector<SyntheticBatch> synthetic_batches(int64_t count, int64_t batch_token
   std::vector<SyntheticBatch> batches;
   for (int64_t k = 0; k < count; ++k) batches.push_back(fill_batch(packed[(2 * k + 1) * n / (2 * count)], vocab_size, rng));
   return batches;
+}
+
+int64_t synthetic_longest_side(uint64_t seed) {
+  SplitMix64 rng(seed);
+  int64_t widest = 0;
+  for (const auto& pair : draw_pool(rng)) widest = std::max(widest, width(pair));
+  return widest;
 }
 
 std::vector<std::vector<int>> synthetic_sentences(int64_t count, int64_t vocab_size, uint64_t seed) {

@@ -11,6 +11,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,18 @@ model::ModelConfig bench_model(const BenchOptions& o) {
   return model;
 }
 
+// --batch-tokens as a number; nullopt for auto. InputError for anything else.
+std::optional<int64_t> given_batch_tokens(const BenchOptions& o) {
+  if (o.batch_tokens == "auto") return std::nullopt;
+  int64_t tokens = 0;
+  try {
+    util::parse_decimal(o.batch_tokens, tokens);
+  } catch (const InputError& e) {
+    throw InputError(std::string("--batch-tokens must be a whole number or auto: ") + e.what());
+  }
+  return tokens;
+}
+
 // Bounds far beyond any real measurement; larger values only fail later, allocating.
 void validate(const BenchOptions& o) {
   auto require_between = [](int64_t value, int64_t low, int64_t high, const std::string& name) {
@@ -75,15 +88,7 @@ void validate(const BenchOptions& o) {
   };
   model::validate(bench_model(o));
   util::resolve_threads(o.shape.threads);
-  if (o.batch_tokens != "auto") {
-    int64_t tokens = 0;
-    try {
-      util::parse_decimal(o.batch_tokens, tokens);
-    } catch (const InputError& e) {
-      throw InputError(std::string("--batch-tokens must be a whole number or auto: ") + e.what());
-    }
-    require_between(tokens, 1, int64_t{1} << 24, "batch-tokens");
-  }
+  if (const auto tokens = given_batch_tokens(o)) require_between(*tokens, 1, int64_t{1} << 24, "batch-tokens");
   require_between(o.train_steps, 0, 1000000, "train-steps");
   require_between(o.warmup_steps, -1, 1000000, "warmup-steps");
   require_between(o.rounds, 1, 1000, "rounds");
@@ -163,20 +168,13 @@ model::Transformer make_model(const model::ModelConfig& config, uint64_t seed) {
 // longest synthetic pair, on CUDA (or where the fit_tokens test hook poses a GPU); 4096 on a CPU.
 train::FittedBudget batch_budget(const BenchOptions& o, const model::ModelConfig& m, const c10::Device& device,
                                  bool bf16) {
-  if (o.batch_tokens != "auto") {
-    int64_t tokens = 0;
-    util::parse_decimal(o.batch_tokens, tokens);
-    return {tokens, ""};
-  }
+  if (const auto tokens = given_batch_tokens(o)) return {*tokens, ""};
   if (!device.is_cuda() && test_hooks().fit_tokens < 0) {
     return {train::kDefaultBatchTokens,
             fmt::format("--batch-tokens auto: {} on a CPU", train::kDefaultBatchTokens)};
   }
-  int64_t longest = 0;  // the synthetic pairs' widest side, with <s> or </s>
-  for (const auto& batch : bench::synthetic_batches(10, train::kMaxFittedTokens, m.vocab_size, o.seed)) {
-    for (const auto& pair : batch.pairs) longest = std::max({longest, pair.source, pair.target});
-  }
-  const train::CorpusExtent extent{std::min(longest, m.max_positions), std::numeric_limits<int64_t>::max() / 2};
+  const train::CorpusExtent extent{std::min(bench::synthetic_longest_side(o.seed), m.max_positions),
+                                   std::numeric_limits<int64_t>::max() / 2};
   return train::fit_batch_tokens(o.shape, m, device, bf16, extent);
 }
 

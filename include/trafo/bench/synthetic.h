@@ -56,6 +56,10 @@ constexpr int64_t kPoolPairs = 4096;
 // `count` batches (fewer when the pool packs into fewer) under `batch_tokens`; see the recipe above.
 std::vector<SyntheticBatch> synthetic_batches(int64_t count, int64_t batch_tokens, int64_t vocab_size, uint64_t seed);
 
+// The widest side (max(S, T)) of the pool of pairs that `synthetic_batches` draws with `seed`, without
+// making a batch: what `trafo bench --batch-tokens auto` fits the budget against.
+int64_t synthetic_longest_side(uint64_t seed);
+
 // `count` source sentences (ids without eos); see the recipe above.
 std::vector<std::vector<int>> synthetic_sentences(int64_t count, int64_t vocab_size, uint64_t seed);
 
