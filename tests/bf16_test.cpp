@@ -1,6 +1,10 @@
 // Training under bf16 autocast: the bf16 variants of the CPU fast paths (hashed dropout, the fused
 // output projection + loss) and one whole training step, against fp32. bf16 keeps 8 bits of
 // mantissa: results agree with fp32 to about 2^-8 relative, never bit for bit.
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -89,6 +93,46 @@ TEST(Bf16, FusedLossUnderAutocastMatchesTheUnfusedAutocastPath) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     EXPECT_EQ(fused_grads[i].scalar_type(), inputs[i].scalar_type()) << "input " << i;
     EXPECT_LT(relative_error(fused_grads[i], plain_grads[i]), 2e-2) << "input " << i;
+  }
+}
+
+// On CUDA the fused loss runs trafo's own kernel (src/ops/cuda/): in fp32 and under bf16 autocast,
+// in one chunk and in ragged ones, its sums and gradients are those of LibTorch's log-softmax of
+// at::linear's logits, padding rows included.
+TEST(Bf16, CudaFusedLossMatchesTheUnfusedPath) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(24);
+  const int64_t pad = 0, rows = 300, vocab = 3001;  // an odd vocabulary: no row is a multiple of a vector
+  const auto on_gpu = torch::TensorOptions().device(torch::kCUDA);
+  auto target = torch::randint(1, vocab, {rows}, torch::kLong);
+  target.index_put_({torch::tensor({int64_t{3}, int64_t{20}, rows - 1})}, pad);
+  target = target.cuda();
+  const auto hidden = torch::randn({rows, 64}, on_gpu).requires_grad_();
+  const auto weight = (0.3 * torch::randn({vocab, 64}, on_gpu)).requires_grad_();
+  const auto bias = (0.1 * torch::randn({vocab}, on_gpu)).requires_grad_();
+  const auto inputs = std::vector<torch::Tensor>{hidden, weight, bias};
+  for (const bool bf16 : {false, true}) {
+    util::AutocastGuard autocast(bf16, c10::DeviceType::CUDA);
+    if (!ops::fused_loss_applies(weight)) GTEST_SKIP() << "this build has no CUDA kernels (no nvcc)";
+    const auto logits = torch::linear(hidden, weight, bias);
+    ASSERT_EQ(logits.scalar_type(), bf16 ? torch::kBFloat16 : torch::kFloat);
+    const auto plain = model::label_smoothed_loss(logits, target, 0.1, pad);
+    const auto plain_grads = torch::autograd::grad({plain.smoothed}, inputs);
+    const double tolerance = bf16 ? 2e-2 : 1e-5;
+    for (const int64_t chunk_rows : {int64_t{0}, int64_t{64}}) {
+      const auto fused = model::projected_loss(hidden, weight, bias, target, 0.1, pad, chunk_rows);
+      const auto grads = torch::autograd::grad({fused.smoothed}, inputs);
+      const auto where = std::string(bf16 ? "bf16" : "fp32") + ", chunk rows " + std::to_string(chunk_rows);
+      EXPECT_NEAR(fused.smoothed.item<double>(), plain.smoothed.item<double>(),
+                  tolerance * plain.smoothed.item<double>()) << where;
+      EXPECT_NEAR(fused.nll.item<double>(), plain.nll.item<double>(), tolerance * plain.nll.item<double>()) << where;
+      EXPECT_EQ(fused.tokens.item<int64_t>(), rows - 3) << where;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        EXPECT_EQ(grads[i].scalar_type(), torch::kFloat) << where << ", input " << i;
+        EXPECT_LT(relative_error(grads[i], plain_grads[i]), bf16 ? 2e-2 : 1e-4) << where << ", input " << i;
+      }
+      EXPECT_EQ(grads[0][3].abs().sum().item<double>(), 0.0) << where;  // a padding row gets no gradient
+    }
   }
 }
 

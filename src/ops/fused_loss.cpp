@@ -6,8 +6,10 @@
 
 #include <ATen/autocast_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/cuda/CUDAStream.h>
 #include <torch/torch.h>
 
+#include "cuda/kernels.h"
 #include "isa.h"
 #include "trafo/ops/eligibility.h"
 #include "vectors.h"
@@ -18,7 +20,8 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-constexpr int64_t kChunkLogits = int64_t{1} << 22;  // 16 MB of fp32 logits a chunk
+constexpr int64_t kChunkLogits = int64_t{1} << 22;      // 16 MB of fp32 logits a chunk
+constexpr int64_t kChunkLogitsCuda = int64_t{1} << 28;  // 512 MB of bf16 logits a chunk: few, full launches
 
 #if defined(__x86_64__)
 
@@ -115,6 +118,30 @@ std::pair<torch::Tensor, torch::Tensor> loss_rows(torch::Tensor& logits, const t
 
 #endif
 
+// The chunk's smoothed and NLL sums through trafo's CUDA kernel (ops/cuda/kernels.h), logits (fp32
+// or bf16) turned into their gradient in place where asked. No host sync.
+std::pair<torch::Tensor, torch::Tensor> cuda_loss_rows(torch::Tensor& logits, const torch::Tensor& target,
+                                                       double epsilon, int64_t pad_id, bool gradient) {
+  const int64_t m = logits.size(0), vocab = logits.size(1);
+  TORCH_CHECK(logits.is_contiguous(), "cuda_loss_rows: the logits must be contiguous");
+  const auto targets = target.to(torch::kLong).contiguous();
+  auto terms = torch::empty({2, m}, logits.options().dtype(torch::kFloat));  // smoothed, nll
+  const auto type = logits.scalar_type() == torch::kBFloat16 ? cuda::Logits::bf16 : cuda::Logits::f32;
+  cuda::loss_rows(logits.data_ptr(), type, targets.data_ptr<int64_t>(), m, vocab, static_cast<float>(epsilon),
+                  pad_id, gradient, terms.data_ptr<float>(),
+                  c10::cuda::getCurrentCUDAStream(logits.device().index()).stream());
+  const auto sums = terms.sum(1);  // [2]
+  return {sums[0], sums[1]};
+}
+
+// Whether `weight`'s loss takes the CUDA kernel: it is on a GPU and its products run in fp32 or in
+// bf16 autocast (the kernel's two logit types).
+bool cuda_kernel_applies(const at::Tensor& weight) {
+  if (!weight.is_cuda() || !cuda::built() || weight.scalar_type() != torch::kFloat) return false;
+  return !at::autocast::is_autocast_enabled(at::kCUDA) ||
+         at::autocast::get_autocast_dtype(at::kCUDA) == torch::kBFloat16;
+}
+
 struct Projected {
   torch::Tensor smoothed, nll;                         // []
   torch::Tensor grad_hidden, grad_weight, grad_bias;  // d smoothed / d input, when asked
@@ -124,7 +151,7 @@ struct Projected {
 // hidden rows [start, start + m) and the weight, the products in `product_dtype`.
 void add_gradients(Projected& out, const torch::Tensor& grad, const torch::Tensor& h, const torch::Tensor& w,
                    bool with_bias, int64_t start, torch::ScalarType product_dtype) {
-  if (with_bias) out.grad_bias.add_(grad.sum(0));
+  if (with_bias) out.grad_bias.add_(grad.sum(0, /*keepdim=*/false, torch::kFloat));
   auto grad_hidden = out.grad_hidden.narrow(0, start, grad.size(0));
   if (product_dtype != torch::kFloat) {
     const auto g = grad.to(product_dtype);
@@ -137,24 +164,31 @@ void add_gradients(Projected& out, const torch::Tensor& grad, const torch::Tenso
 }
 
 // Under CPU autocast the products run in its dtype (bf16), as at::linear's would, with the logits,
-// the softmax and the gradient's accumulation in fp32; `hidden` may come in either dtype.
+// the softmax and the gradient's accumulation in fp32; `hidden` may come in either dtype. On CUDA
+// (cuda_kernel_applies) the logits and their gradient stay in the products' dtype, as autocast's
+// linear leaves the logits and casts their gradient, and the kernel's math is fp32.
 Projected project_chunks(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& bias,
                          const torch::Tensor& target, double epsilon, int64_t pad_id, int64_t chunk_rows,
                          bool gradients) {
   const int64_t n = hidden.size(0), vocab = weight.size(0);
-  const int64_t rows = chunk_rows > 0 ? chunk_rows : std::max<int64_t>(1, kChunkLogits / vocab);
+  const bool cuda_kernel = cuda_kernel_applies(weight);
+  const int64_t rows =
+      chunk_rows > 0 ? chunk_rows : std::max<int64_t>(1, (cuda_kernel ? kChunkLogitsCuda : kChunkLogits) / vocab);
 #if defined(__x86_64__)
-  const bool row_kernel = cpu_isa() != Isa::none;  // else LibTorch's ops, for every chunk
+  const bool row_kernel = !cuda_kernel && !weight.is_cuda() && cpu_isa() != Isa::none;  // else LibTorch's ops
 #else
   const bool row_kernel = false;
 #endif
   // only LibTorch's path masks padding rows afterwards; asking costs a host sync
-  const bool any_padding = !row_kernel && target.eq(pad_id).any().item<bool>();
-  const auto product_dtype =
-      at::autocast::is_autocast_enabled(at::kCPU) ? at::autocast::get_autocast_dtype(at::kCPU) : torch::kFloat;
+  const bool any_padding = !row_kernel && !cuda_kernel && target.eq(pad_id).any().item<bool>();
+  const auto device_type = weight.is_cuda() ? at::kCUDA : at::kCPU;
+  const auto product_dtype = at::autocast::is_autocast_enabled(device_type)
+                                 ? at::autocast::get_autocast_dtype(device_type)
+                                 : torch::kFloat;
   const bool lower = product_dtype != torch::kFloat;
   // The casts below are this function's own: autocast would cast the products' inputs again a chunk.
-  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(weight.is_cuda() ? c10::DispatchKey::AutocastCUDA
+                                                                   : c10::DispatchKey::AutocastCPU);
   const auto h_all = hidden.to(product_dtype);  // no copy where hidden already is
   const auto w = weight.to(product_dtype);
   Projected out;
@@ -170,6 +204,14 @@ Projected project_chunks(const torch::Tensor& hidden, const torch::Tensor& weigh
     const int64_t m = std::min(rows, n - start);
     const auto h = h_all.narrow(0, start, m);                    // [m,d]
     const auto t = target.narrow(0, start, m).unsqueeze(1);      // [m,1]
+    if (cuda_kernel) {
+      auto logits = bias.defined() ? torch::addmm(bias.to(product_dtype), h, w_t) : torch::mm(h, w_t);  // [m,V]
+      const auto [smoothed, nll] = cuda_loss_rows(logits, target.narrow(0, start, m), epsilon, pad_id, gradients);
+      out.smoothed.add_(smoothed);
+      out.nll.add_(nll);
+      if (gradients) add_gradients(out, logits, h, w, bias.defined(), start, product_dtype);
+      continue;
+    }
     auto logits = lower ? torch::mm(h, w_t).to(torch::kFloat)    // [m,V] fp32
                         : (bias.defined() ? torch::addmm(bias, h, w_t) : torch::mm(h, w_t));
     if (lower && bias.defined()) logits.add_(bias);
@@ -223,7 +265,9 @@ class ProjectedLoss : public torch::autograd::Function<ProjectedLoss> {
 
 }  // namespace
 
-bool fused_loss_applies(const at::Tensor& weight) { return cpu_fast_path(Kernel::fused_loss, {weight}); }
+bool fused_loss_applies(const at::Tensor& weight) {
+  return cpu_fast_path(Kernel::fused_loss, {weight}) || cuda_kernel_applies(weight);
+}
 
 FusedLossSums fused_loss(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias,
                          const at::Tensor& target, double epsilon, int64_t pad_id, int64_t chunk_rows) {

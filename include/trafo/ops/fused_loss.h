@@ -21,7 +21,9 @@ struct LossSums {
 };
 LossSums label_smoothed_sums(const at::Tensor& log_probs, const at::Tensor& target, double epsilon, int64_t pad_id);
 
-// The eligibility rule (ops/eligibility.h) for the output weight: fp32 on the CPU.
+// Whether the output weight's loss is fused: fp32 on the CPU (the eligibility rule of
+// ops/eligibility.h), or fp32 on CUDA where the build holds trafo's CUDA loss kernel and the
+// products run in fp32 or bf16 autocast.
 bool fused_loss_applies(const at::Tensor& weight);
 
 struct FusedLossSums {
