@@ -179,7 +179,7 @@ TEST(BenchCli, PrintsEveryFigureAsJsonLines) {
 }
 
 // --batch-tokens auto fits the budget as trafo train does: 4096 on a CPU, and on a GPU (posed by the
-// fit_tokens hook) the largest multiple of 1024 that fits 1.25x over, which the synthetic batches
+// fit_tokens hook) the largest multiple of 1024 that fits 2.5x over, which the synthetic batches
 // then fill; a budget that is neither a number nor auto is a one-line error.
 TEST(BenchCli, BatchTokensAutoFitsAsTrainDoes) {
   const auto setup_of = [](const CommandResult& result) {
@@ -197,8 +197,8 @@ TEST(BenchCli, BatchTokensAutoFitsAsTrainDoes) {
   const auto gpu = run_command("TRAFO_TEST_HOOKS=fit_tokens=20000 '" + std::string(TRAFO_BINARY) + "' " + bench);
   ASSERT_EQ(gpu.exit_code, 0) << gpu.errors;
   const auto setup = setup_of(gpu);
-  EXPECT_EQ(setup["batch_tokens"], 15360) << setup;  // 15,360 x 1.25 = 19,200 <= 20,000 < 16,384 x 1.25
-  EXPECT_NE(setup["batch_tokens_reason"].get<std::string>().find("15360 tokens"), std::string::npos) << setup;
+  EXPECT_EQ(setup["batch_tokens"], 7168) << setup;  // 7,168 x 2.5 = 17,920 <= 20,000 < 8,192 x 2.5
+  EXPECT_NE(setup["batch_tokens_reason"].get<std::string>().find("7168 tokens"), std::string::npos) << setup;
   EXPECT_GT(setup["mean_source_tokens"].get<double>(), 4096.0) << "the batches fill the fitted budget: " << setup;
   const auto bad = run_trafo("bench" + tiny + " --batch-tokens soon");
   EXPECT_EQ(bad.exit_code, 2) << bad.errors;

@@ -122,7 +122,7 @@ void add_options(CLI::App& cmd, BenchOptions& o) {
   cmd.add_option("--batch-tokens", o.batch_tokens,
                  "token budget of the synthetic batches, padding included; auto: as trafo train fits it, the "
                  "largest whose training step (on the longest synthetic sentences, in the first precision "
-                 "measured) fits the GPU's memory 1.25x over, and 4096 on a CPU")
+                 "measured) fits the GPU's memory 2.5x over, and 4096 on a CPU")
       ->type_name("INT|auto")
       ->capture_default_str();
   cmd.add_option("--train-steps", o.train_steps, "timed training steps per round (default 30, or 8 for d-model ≥ 512)");

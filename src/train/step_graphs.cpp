@@ -12,6 +12,7 @@
 #define TRAFO_CUDA_GRAPHS 1
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -68,6 +69,9 @@ struct StepGraphs::Impl {
     auto graph = std::make_unique<at::cuda::CUDAGraph>();
     try {
       c10::cuda::device_synchronize();
+      // The eager steps' cached blocks go back to the driver: the graphs' pool takes fresh memory,
+      // and at a fitted budget what the eager pool keeps cached would leave it none.
+      c10::cuda::CUDACachingAllocator::emptyCache();
       graph->capture_begin(pool, cudaStreamCaptureModeThreadLocal);
       try {
         bucket.figures = step(bucket.inputs);
