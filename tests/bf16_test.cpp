@@ -1,6 +1,7 @@
 // Training under bf16 autocast: the bf16 variants of the CPU fast paths (hashed dropout, the fused
 // output projection + loss) and one whole training step, against fp32. bf16 keeps 8 bits of
 // mantissa: results agree with fp32 to about 2^-8 relative, never bit for bit.
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +11,7 @@
 
 #include "model_support.h"
 #include "trafo/bench/synthetic.h"
+#include "trafo/model/cast_weights.h"
 #include "trafo/model/dropout.h"
 #include "trafo/model/loss.h"
 #include "trafo/model/transformer.h"
@@ -132,6 +134,62 @@ TEST(Bf16, CudaFusedLossMatchesTheUnfusedPath) {
         EXPECT_LT(relative_error(grads[i], plain_grads[i]), bf16 ? 2e-2 : 1e-4) << where << ", input " << i;
       }
       EXPECT_EQ(grads[0][3].abs().sum().item<double>(), 0.0) << where;  // a padding row gets no gradient
+    }
+  }
+}
+
+// CastWeights keeps autocast's numbers: a forward and backward pass under bf16 autocast gives the
+// same loss and the same gradient of every parameter with the Linear layers' weights cast together
+// as with autocast casting each, for a tied model and an untied one (whose output projection is a
+// Linear that the loss casts itself, and that the scope leaves out). Bit for bit on the CPU; on CUDA
+// (where training casts so) within bf16's rounding, as cuBLAS may choose its kernels by the
+// weights' addresses.
+TEST(Bf16, WeightsCastTogetherGiveAutocastsLossAndGradients) {
+  std::vector<c10::Device> devices{torch::kCPU};
+  if (torch::cuda::is_available()) devices.emplace_back(torch::kCUDA);
+  for (const auto& device : devices) {
+    const auto src = torch::tensor({{4, 5, 6, 7, 3}, {8, 9, 3, 0, 0}}, torch::kLong).to(device);
+    const auto tgt_in = torch::tensor({{2, 8, 9, 10}, {2, 11, 0, 0}}, torch::kLong).to(device);
+    const auto tgt_out = torch::tensor({{8, 9, 10, 3}, {11, 3, 0, 0}}, torch::kLong).to(device);
+    for (const bool tie : {true, false}) {
+      auto config = testing::tiny_model_config(40);
+      config.tie_embeddings = tie;
+      torch::manual_seed(25);
+      model::Transformer model(config);
+      model->to(device);
+      model->train();
+      const auto pass = [&](bool together) {
+        model->zero_grad();
+        torch::Tensor loss;
+        {
+          util::AutocastGuard autocast(true, device.type());
+          std::optional<model::CastWeights> cast;
+          if (together) cast.emplace(*model, torch::kBFloat16, model->output_weight());
+          loss = model::batch_loss(model, src, tgt_in, tgt_out, 0.1, !device.is_cuda()).smoothed;
+        }
+        loss.backward();
+        std::vector<torch::Tensor> grads;
+        for (const auto& p : model->parameters()) grads.push_back(p.grad().defined() ? p.grad().clone() : torch::Tensor());
+        return std::pair{loss.detach(), grads};
+      };
+      const auto [loss, grads] = pass(false);
+      const auto [together_loss, together_grads] = pass(true);
+      const auto where = device.str() + (tie ? ", tied" : ", untied");
+      const auto names = model->named_parameters().keys();
+      if (device.is_cpu()) {
+        EXPECT_TRUE(torch::equal(together_loss, loss)) << together_loss << " against " << loss << ", " << where;
+      } else {
+        EXPECT_LT(relative_error(together_loss, loss), 1e-2) << where;
+      }
+      for (size_t i = 0; i < grads.size(); ++i) {
+        ASSERT_TRUE(grads[i].defined() && together_grads[i].defined()) << names[i] << ", " << where;
+        EXPECT_EQ(together_grads[i].scalar_type(), torch::kFloat) << names[i];
+        if (device.is_cpu()) {
+          EXPECT_TRUE(torch::equal(together_grads[i], grads[i])) << names[i] << ", " << where;
+        } else {
+          EXPECT_LT(relative_error(together_grads[i], grads[i]), 2e-2) << names[i] << ", " << where;
+        }
+      }
     }
   }
 }

@@ -64,6 +64,7 @@ LinearImpl::LinearImpl(int64_t in_features, int64_t out_features) {
 }
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
+  if (cast_weight_.defined()) return at::linear(x, cast_weight_, cast_bias_);
   if (!use_packed_) return at::linear(x, weight, bias);
   return packed_.linear(x, weight, bias);
 }

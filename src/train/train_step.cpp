@@ -1,9 +1,12 @@
 #include "trafo/train/train_step.h"
 
+#include <optional>
+
 #include <c10/core/Event.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/torch.h>
 
+#include "trafo/model/cast_weights.h"
 #include "trafo/model/loss.h"
 #include "trafo/special_ids.h"
 #include "trafo/train/optimizer.h"
@@ -70,6 +73,10 @@ at::Tensor TrainStep::forward_backward(const at::Tensor& source, const at::Tenso
   torch::Tensor smoothed;
   {
     util::AutocastGuard autocast(options_.bf16, device_.type());
+    // On CUDA the Linear layers' bf16 weights come from one cast of them all, and their gradients
+    // go back in one (model/cast_weights.h): about 400 kernels fewer a step.
+    std::optional<model::CastWeights> cast;
+    if (options_.bf16 && device_.is_cuda()) cast.emplace(*model_, torch::kBFloat16, model_->output_weight());
     // On CUDA every row goes through (padding masked): choosing rows would wait for the device.
     smoothed = model::batch_loss(model_, source, target_input, target_output, options_.label_smoothing,
                                  /*select_rows=*/!device_.is_cuda())

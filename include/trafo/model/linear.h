@@ -74,8 +74,10 @@ class LinearImpl : public torch::nn::Module, public PackedWeightOwner {
   torch::Tensor bias;    // [out]
 
  private:
+  friend class CastWeights;
   bool use_packed_ = true;
   PackedWeight packed_;
+  torch::Tensor cast_weight_, cast_bias_;  // set while a CastWeights scope is open (model/cast_weights.h)
 };
 TORCH_MODULE(Linear);
 
