@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packs what bench/gpu.sh needs on a CUDA machine into device/ (git-ignored): the trafo binary
+# Packs what bench/gpu.sh and bench/gpu_profile.sh need on a CUDA machine into device/ (git-ignored): the trafo binary
 # built here, the Debian libraries it links beyond LibTorch and the C runtime, and a copy of a
 # corpus for the real training run (CORPUS_DIR with train/dev/test.en and .fr, for example one
 # bench/gettext_corpus.py made; without it gpu.sh skips the real run). The CUDA machine brings
@@ -18,10 +18,11 @@ strip device/trafo
 ldd build/trafo | awk '$3 ~ /^\// {print $3}' | grep -v -e '/site-packages/' \
   -e '/libc\.so' -e '/libm\.so' -e '/libdl\.so' -e '/librt\.so' -e '/libpthread\.so' -e '/ld-linux' \
   -e '/libstdc++' -e '/libgcc_s' -e '/libcudart' -e '/libcuda\.so' | while read -r lib; do cp -L "$lib" device/lib/; done
-# The sync-free step's and the CUDA graphs' tests, which skip without a GPU.
-if [ -x build/tests/train_step_test ]; then
-  cp build/tests/train_step_test device/ && strip device/train_step_test
-fi
+# The tests of the sync-free step, the CUDA graphs, the CUDA loss kernel and greedy search on CUDA,
+# which skip without a GPU.
+for test in train_step_test bf16_test decode_test; do
+  if [ -x "build/tests/$test" ]; then cp "build/tests/$test" device/ && strip "device/$test"; fi
+done
 if [ -n "$corpus" ]; then
   [ -f "$corpus/train.en" ] || { echo "gpu_pack: error: $corpus holds no train.en" >&2; exit 2; }
   mkdir -p device/data && cp "$corpus"/* device/data/
