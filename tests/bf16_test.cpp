@@ -13,6 +13,7 @@
 #include "trafo/bench/synthetic.h"
 #include "trafo/model/cast_weights.h"
 #include "trafo/model/dropout.h"
+#include "trafo/model/linear.h"
 #include "trafo/model/loss.h"
 #include "trafo/model/transformer.h"
 #include "trafo/ops/eligibility.h"
@@ -192,6 +193,27 @@ TEST(Bf16, WeightsCastTogetherGiveAutocastsLossAndGradients) {
       }
     }
   }
+}
+
+// A Linear that a pass does not use (a layer LayerDrop skipped) keeps no gradient under CastWeights,
+// as under autocast's own casts, so that the optimizer leaves it alone.
+TEST(Bf16, AWeightCastTogetherButUnusedGetsNoGradient) {
+  struct Two : torch::nn::Module {
+    model::Linear used{register_module("used", model::Linear(4, 3))};
+    model::Linear unused{register_module("unused", model::Linear(4, 3))};
+  } two;
+  torch::Tensor y;
+  {
+    util::AutocastGuard autocast(true, c10::DeviceType::CPU);
+    model::CastWeights cast(two, torch::kBFloat16, torch::Tensor());
+    y = two.used->forward(torch::randn({2, 4}));
+  }
+  ASSERT_EQ(y.scalar_type(), torch::kBFloat16);
+  y.to(torch::kFloat).sum().backward();
+  ASSERT_TRUE(two.used->weight.grad().defined() && two.used->bias.grad().defined());
+  EXPECT_EQ(two.used->weight.grad().scalar_type(), torch::kFloat);
+  EXPECT_FALSE(two.unused->weight.grad().defined());
+  EXPECT_FALSE(two.unused->bias.grad().defined());
 }
 
 // One TrainStep, the update `trafo train` runs, of two copies of a tiny model (dropout on), in fp32

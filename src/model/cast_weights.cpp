@@ -21,17 +21,26 @@ class CastTogether : public torch::autograd::Function<CastTogether> {
     for (const auto& p : params) flat.push_back(p.reshape({-1}));
     const auto cast = at::cat(flat).to(dtype);
     ctx->save_for_backward(params.vec());  // for their shapes and dtype; they are leaves, so this keeps no memory
+    ctx->set_materialize_grads(false);     // a layer the pass did not use keeps no gradient (below)
+    ctx->saved_data["dtype"] = static_cast<int64_t>(dtype);
     return views_of(cast, params.vec());
   }
 
-  // `grads` are all defined: a layer the pass did not use (LayerDrop) gets zeros, as materialised by
-  // autograd.
+  // A weight the pass did not use (a layer LayerDrop skipped) gets no gradient, as under autocast's
+  // own casts, so that the optimizer leaves it alone; the others come back in one cast.
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto params = ctx->get_saved_variables();
+    const auto cast_dtype = static_cast<c10::ScalarType>(ctx->saved_data["dtype"].toInt());
     std::vector<at::Tensor> flat;
     flat.reserve(grads.size());
-    for (const auto& g : grads) flat.push_back(g.reshape({-1}));
+    for (size_t i = 0; i < grads.size(); ++i) {
+      flat.push_back(grads[i].defined() ? grads[i].reshape({-1})
+                                        : at::zeros({params[i].numel()}, params[i].options().dtype(cast_dtype)));
+    }
     auto out = views_of(at::cat(flat).to(params.front().scalar_type()), params);
+    for (size_t i = 0; i < grads.size(); ++i) {
+      if (!grads[i].defined()) out[i] = at::Tensor();
+    }
     out.emplace_back();  // none for dtype
     return out;
   }
@@ -53,7 +62,7 @@ class CastTogether : public torch::autograd::Function<CastTogether> {
 }  // namespace
 
 CastWeights::CastWeights(torch::nn::Module& root, c10::ScalarType dtype, const at::Tensor& except) {
-  std::vector<std::shared_ptr<torch::nn::Module>> modules = root.modules(/*include_self=*/true);
+  std::vector<std::shared_ptr<torch::nn::Module>> modules = root.modules(/*include_self=*/false);
   variable_list params;
   for (const auto& module : modules) {
     auto linear = std::dynamic_pointer_cast<LinearImpl>(module);

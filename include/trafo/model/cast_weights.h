@@ -17,10 +17,11 @@ class LinearImpl;
 
 class CastWeights {
  public:
-  // Every model::Linear under `root` (itself included) whose weight is a float parameter, less the
+  // Every model::Linear under `root` (not root itself) whose weight is a float parameter, less the
   // one whose weight is `except` (the output projection, which the loss casts itself; may be
   // undefined), runs on copies of its weight and bias in `dtype` until the scope closes. The copies
-  // are made here, as one autograd node: a backward pass through them reaches the fp32 parameters.
+  // are made here, as one autograd node: a backward pass through them reaches the fp32 parameters,
+  // and a weight the pass did not use keeps no gradient.
   CastWeights(torch::nn::Module& root, c10::ScalarType dtype, const at::Tensor& except);
   ~CastWeights();
   CastWeights(const CastWeights&) = delete;
