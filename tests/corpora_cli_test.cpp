@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -137,6 +138,35 @@ TEST_F(CorporaCli, TwoCorporaWithWeightsAndATagResumeBitwiseAndTranslateWithTheT
                                   " --threads 1 --batch-tokens 256 --json" + fp32);
   ASSERT_EQ(untagged.exit_code, 0) << untagged.errors;
   EXPECT_NE(nlohmann::json::parse(untagged.output)["loss"].get<double>(), valid_loss) << "the tag changes the input";
+}
+
+// --sampling-temperature T draws each corpus by its weight x its pairs^(1/T): T = 1 by size, T = 2
+// nearer even; the start record and train.log give each share, and a negative T is a one-line error.
+TEST_F(CorporaCli, SamplingTemperatureDrawsByWeightAndSize) {
+  const std::string corpora = " --corpus " + quoted(data_ / "train.en") + "," + quoted(data_ / "train.de") +
+                              " --corpus " + quoted(data_ / "extra.en") + "," + quoted(data_ / "extra.de");
+  for (const double t : {1.0, 2.0}) {
+    const std::string run = t == 1.0 ? "t1" : "t2";
+    const auto trained = run_trafo(base(run) + corpora + " --max-steps 2 --valid-every 2 --sampling-temperature " +
+                                   std::to_string(t));
+    ASSERT_EQ(trained.exit_code, 0) << trained.errors;
+    const auto start = start_event(run);
+    ASSERT_EQ(start["corpora"].size(), 2u);
+    const double a = std::pow(start["corpora"][0]["pairs"].get<double>(), 1.0 / t);
+    const double b = std::pow(start["corpora"][1]["pairs"].get<double>(), 1.0 / t);
+    EXPECT_NEAR(start["corpora"][0]["share"].get<double>(), a / (a + b), 1e-12) << "T " << t;
+    EXPECT_NE(read_text(root_ / run / "train.log").find(t == 1.0 ? "weight 1 x pairs^(1/1)" : "weight 1 x pairs^(1/2)"),
+              std::string::npos);
+    EXPECT_NE(read_text(root_ / run / "config.toml").find("sampling-temperature="), std::string::npos);
+  }
+  EXPECT_NEAR(start_event("t1")["corpora"][0]["share"].get<double>(), 80.0 / 120.0, 1e-12);
+  // The temperature is the run's, as the weights are: another one at a resume is refused, naming it.
+  const auto changed = run_trafo(base("t1") + corpora + " --max-steps 4 --sampling-temperature 2");
+  EXPECT_EQ(changed.exit_code, 2);
+  EXPECT_NE(changed.errors.find("sampling-temperature"), std::string::npos) << changed.errors;
+  const auto bad = run_trafo(base("t3") + corpora + " --max-steps 2 --sampling-temperature -1");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.errors.find("sampling-temperature must be finite and not negative"), std::string::npos) << bad.errors;
 }
 
 TEST_F(CorporaCli, CorpusTablesInAConfigFile) {

@@ -32,6 +32,11 @@ const std::vector<ConfigKey> kKeys = {
      TRAFO_MEMBER(cache_dir), false, false},
     {"max-length", "Data", "skip pairs longer than this many pieces (0: no limit)", TRAFO_MEMBER(max_length)},
     {"max-length-ratio", "Data", "skip pairs whose length ratio exceeds this (0: off)", TRAFO_MEMBER(max_length_ratio)},
+    {"sampling-temperature", "Data",
+     "with several corpora: temperature sampling, each corpus drawn in proportion to its weight x its pairs^(1/T) "
+     "(1: by size; 5: the usual multilingual recipe, small corpora drawn more often than their size; 0: by weight "
+     "alone)",
+     TRAFO_MEMBER(sampling_temperature)},
     {"subword-alpha", "Data",
      "subword regularisation: train on sampled segmentations, SentencePiece's alpha (unigram: smoothing, smaller "
      "gives more and shorter pieces, e.g. 0.3; bpe: BPE-dropout's merge-drop rate, e.g. 0.1; 0: off)",

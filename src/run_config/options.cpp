@@ -168,6 +168,7 @@ void validate(const TrainConfig& c) {
   require(c.keep_checkpoints >= 0, "keep-checkpoints must not be negative");
   require(c.max_length >= 0, "max-length must not be negative");
   require_range(c.max_length_ratio, 0.0, HUGE_VAL, "max-length-ratio must be finite and not negative");
+  require_range(c.sampling_temperature, 0.0, HUGE_VAL, "sampling-temperature must be finite and not negative (0: off)");
   require(c.preset == "auto" || find_preset(c.preset) != nullptr,
           "preset must be auto, " + preset_names() + ", not '" + c.preset + "'");
   require(c.subword_alpha >= 0 && c.subword_alpha < 1, "subword-alpha must be in [0, 1) (0: off)");

@@ -100,7 +100,8 @@ Session::Session(const TrainConfig& given)
       validation(config, files.paths, data.tokenizer, model, place.main()),
       training(config, model, resume, place.main()),
       clock(started, training.progress.elapsed_s, settled.max_time_s),
-      batcher(make_batcher(data.corpora, data.samples, files.paths, batcher_options(config, place.replicas),
+      batcher(make_batcher(data.corpora, data.samples, files.paths, config.sampling_temperature,
+                           batcher_options(config, place.replicas),
                            training.progress.data)),
       logs(folder, resume, settled.text, config.tensorboard, place.main()),
       leaks(report_data(config, batcher, files, data, place.main())) {}

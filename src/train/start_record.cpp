@@ -8,6 +8,7 @@
 
 #include "session.h"
 #include "trafo/run_config/config_keys.h"
+#include "training_data.h"
 
 namespace trafo::train {
 namespace {
@@ -16,9 +17,9 @@ namespace {
 // `start` record and the log.
 void describe_data(const Session& s, nlohmann::json& start) {
   const auto& paths = s.files.paths;
-  std::vector<double> weights;
-  for (const auto& corpus : paths.train) weights.push_back(corpus.weight);
-  weights = data::scaled_weights(weights);  // sums that cannot overflow
+  const double temperature = s.config.sampling_temperature;
+  // sums that cannot overflow
+  const auto weights = data::scaled_weights(draw_weights(paths, s.data.corpora, temperature));
   double total_weight = 0.0;
   for (const double weight : weights) total_weight += weight;
   nlohmann::json corpora = nlohmann::json::array();
@@ -29,8 +30,9 @@ void describe_data(const Session& s, nlohmann::json& start) {
     corpora.push_back({{"src", spec.src}, {"tgt", spec.tgt}, {"pairs", cached.corpus.size()}, {"weight", spec.weight},
                        {"share", share}, {"tag", spec.tag}, {"token_cache", cached.file.string()},
                        {"token_cache_built", cached.built}});
-    spdlog::info("corpus {}: {} / {}: {} pairs, weight {} ({:.1f}% of the pairs served){}; token cache {} ({} in {:.1f} s)",
-                 i + 1, spec.src, spec.tgt, cached.corpus.size(), spec.weight, 100.0 * share,
+    spdlog::info("corpus {}: {} / {}: {} pairs, weight {}{} ({:.1f}% of the pairs served){}; token cache {} ({} in {:.1f} s)",
+                 i + 1, spec.src, spec.tgt, cached.corpus.size(), spec.weight,
+                 temperature > 0 ? fmt::format(" x pairs^(1/{})", temperature) : "", 100.0 * share,
                  spec.tag.empty() ? "" : ", tag " + spec.tag, cached.file.string(),
                  cached.built ? "built" : "mapped", cached.seconds);
   }

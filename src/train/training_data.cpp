@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -154,17 +155,25 @@ std::vector<std::vector<data::CachedCorpus>> load_samples(const TrainConfig& c, 
   return samples;
 }
 
+std::vector<double> draw_weights(const DataFiles& paths, const std::vector<data::CachedCorpus>& corpora,
+                                 double temperature) {
+  std::vector<double> weights;
+  for (size_t i = 0; i < corpora.size(); ++i) {
+    const double pairs = static_cast<double>(corpora[i].corpus.size());
+    weights.push_back(paths.train[i].weight * (temperature > 0 ? std::pow(pairs, 1.0 / temperature) : 1.0));
+  }
+  return weights;
+}
+
 data::Batcher make_batcher(const std::vector<data::CachedCorpus>& corpora,
                            const std::vector<std::vector<data::CachedCorpus>>& samples, const DataFiles& paths,
-                           data::BatcherOptions options, const data::StreamPosition& start) {
+                           double temperature, data::BatcherOptions options, const data::StreamPosition& start) {
   std::vector<data::Segmentations> sources(corpora.size());
-  std::vector<double> weights;
   for (size_t i = 0; i < corpora.size(); ++i) {
     if (samples.empty()) sources[i].push_back(&corpora[i].corpus);
     for (const auto& sample : samples) sources[i].push_back(&sample[i].corpus);
-    weights.push_back(paths.train[i].weight);
   }
-  return data::Batcher(std::move(sources), weights, options, start);
+  return data::Batcher(std::move(sources), draw_weights(paths, corpora, temperature), options, start);
 }
 
 LeakReport find_leaks(const DataFiles& paths, const data::Tokenizer& tokenizer,

@@ -60,11 +60,17 @@ std::vector<std::vector<data::CachedCorpus>> load_samples(const run_config::Trai
                                                           const std::filesystem::path& cache, int threads,
                                                           Replicas& replicas);
 
-// Batches over the corpora, sampled by their weights, from `start`: epoch e of a corpus takes sampled
+// Each corpus's weight in the draw: its own (--corpus SRC,TGT,WEIGHT) and, with a sampling temperature
+// T > 0, times its pairs^(1/T) (fairseq's temperature sampling: T = 1 draws by size, a larger T
+// draws small corpora more often than their size).
+std::vector<double> draw_weights(const run_config::DataFiles& paths, const std::vector<data::CachedCorpus>& corpora,
+                                 double temperature);
+
+// Batches over the corpora, sampled by draw_weights, from `start`: epoch e of a corpus takes sampled
 // segmentation e % samples where there are `samples`, else `corpora`.
 data::Batcher make_batcher(const std::vector<data::CachedCorpus>& corpora,
                            const std::vector<std::vector<data::CachedCorpus>>& samples,
-                           const run_config::DataFiles& paths, data::BatcherOptions options,
+                           const run_config::DataFiles& paths, double temperature, data::BatcherOptions options,
                            const data::StreamPosition& start);
 
 // Dev and test pairs whose source is also in the training data.
