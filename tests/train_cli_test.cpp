@@ -43,6 +43,12 @@ TEST_F(TrainCli, TrainsAndWritesTheRunFolder) {
   EXPECT_EQ(events.front()["event"], "start");
   EXPECT_EQ(events.back()["event"], "end");
   EXPECT_EQ(events.back()["reason"], "steps");
+  // The loop's pace: seconds spent queueing the 4 steps (on a CPU, running them) and waiting for them,
+  // within the run's time.
+  const double queue_s = events.back()["queue_s"].get<double>(), wait_s = events.back()["device_wait_s"].get<double>();
+  EXPECT_GT(queue_s, 0.0);
+  EXPECT_GE(wait_s, 0.0);
+  EXPECT_LT(queue_s + wait_s, events.back()["time_s"].get<double>());
   int train = 0, valid = 0;
   for (const auto& e : events) {
     for (const char* key : {"event", "step", "epoch", "time_s"}) EXPECT_TRUE(e.contains(key)) << e.dump();

@@ -25,6 +25,8 @@ namespace {
 
 using Clock = RunClock::Clock;
 
+double seconds(Clock::time_point from, Clock::time_point to) { return std::chrono::duration<double>(to - from).count(); }
+
 constexpr int64_t kMaxSkippedUpdatesInARow = 5;  // docs/design.md "NaN guard"
 constexpr std::chrono::seconds kLoadCheckEvery{10};
 
@@ -99,12 +101,18 @@ class TrainingLoop {
     std::string reason;
     std::optional<StepResult> pending;
     while ((reason = stop_reason()).empty()) {
+      const auto queueing = Clock::now();
       auto update = take_step(pending.has_value());
+      const auto queued = Clock::now();
+      pace_.queue_s += seconds(queueing, queued);
       follow_load();
       if (pending) settle(*std::exchange(pending, std::nullopt));
       if (read_at_once()) {
-        if (settle(update)) after_update(update);
+        const bool applied = settle(update);
+        pace_.wait_s += seconds(queued, Clock::now());
+        if (applied) after_update(update);
       } else {
+        pace_.wait_s += seconds(queued, Clock::now());
         pending = std::move(update);
       }
     }
@@ -277,6 +285,16 @@ class TrainingLoop {
       for (const auto& sentence : advice) spdlog::info("{}", sentence);
       if (!advice.empty()) end["advice"] = advice;
     }
+    // Who set the pace: the host preparing and queueing steps, or the device it waited for. On a
+    // CPU a step runs while it is queued, so there the wait is near 0 and says nothing.
+    end["queue_s"] = pace_.queue_s;
+    end["device_wait_s"] = pace_.wait_s;
+    if (p_.place.device.is_cuda() && pace_.queue_s + pace_.wait_s > 0) {
+      const double waited = pace_.wait_s / (pace_.queue_s + pace_.wait_s);
+      spdlog::info("the host spent {:.1f} s preparing and queueing steps and {:.1f} s waiting for the GPU ({:.0f}%): {}",
+                   pace_.queue_s, pace_.wait_s, 100.0 * waited,
+                   waited >= 0.5 ? "the GPU set the pace" : "the host set the pace (batching and queueing, not the GPU)");
+    }
     if (const auto* graphs = step_.graphs()) {
       spdlog::info("CUDA graphs: {} shape buckets captured, {} steps replayed{}", graphs->captured(), graphs->replays(),
                    graphs->failure().empty() ? "" : "; captures stopped: " + graphs->failure());
@@ -319,6 +337,11 @@ class TrainingLoop {
   int64_t skipped_total_ = 0;
   Window window_;
   Clock::time_point load_checked_ = Clock::now();
+  // The loop's time outside logging, validation and checkpoints: queueing steps, and waiting for them.
+  struct {
+    double queue_s = 0.0;
+    double wait_s = 0.0;
+  } pace_;
 };
 
 }  // namespace
