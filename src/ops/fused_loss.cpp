@@ -6,7 +6,11 @@
 
 #include <ATen/autocast_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#if __has_include(<c10/cuda/CUDAStream.h>) && __has_include(<cuda_runtime_api.h>)
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#define TRAFO_CUDA_STREAMS 1
+#endif
 #include <torch/torch.h>
 
 #include "cuda/kernels.h"
@@ -127,9 +131,13 @@ std::pair<torch::Tensor, torch::Tensor> cuda_loss_rows(torch::Tensor& logits, co
   const auto targets = target.to(torch::kLong).contiguous();
   auto terms = torch::empty({2, m}, logits.options().dtype(torch::kFloat));  // smoothed, nll
   const auto type = logits.scalar_type() == torch::kBFloat16 ? cuda::Logits::bf16 : cuda::Logits::f32;
+#ifdef TRAFO_CUDA_STREAMS
+  const c10::cuda::CUDAGuard on_its_gpu(logits.device());
   cuda::loss_rows(logits.data_ptr(), type, targets.data_ptr<int64_t>(), m, vocab, static_cast<float>(epsilon),
-                  pad_id, gradient, terms.data_ptr<float>(),
-                  c10::cuda::getCurrentCUDAStream(logits.device().index()).stream());
+                  pad_id, gradient, terms.data_ptr<float>(), c10::cuda::getCurrentCUDAStream().stream());
+#else
+  throw std::logic_error("trafo was built without CUDA's headers: no CUDA loss kernel");
+#endif
   const auto sums = terms.sum(1);  // [2]
   return {sums[0], sums[1]};
 }
@@ -137,6 +145,9 @@ std::pair<torch::Tensor, torch::Tensor> cuda_loss_rows(torch::Tensor& logits, co
 // Whether `weight`'s loss takes the CUDA kernel: it is on a GPU and its products run in fp32 or in
 // bf16 autocast (the kernel's two logit types).
 bool cuda_kernel_applies(const at::Tensor& weight) {
+#ifndef TRAFO_CUDA_STREAMS
+  return false;
+#endif
   if (!weight.is_cuda() || !cuda::built() || weight.scalar_type() != torch::kFloat) return false;
   return !at::autocast::is_autocast_enabled(at::kCUDA) ||
          at::autocast::get_autocast_dtype(at::kCUDA) == torch::kBFloat16;

@@ -33,12 +33,14 @@ struct FusedLossSums {
 
 // hidden [N,d], weight [V,d], bias [V] (or undefined), target [N] -> the sums of
 // label_smoothed_sums(log_softmax(hidden·weightᵀ + bias), target, epsilon, pad_id), `chunk_rows`
-// rows at a time (0: about 4M logits a chunk). When a gradient is wanted, each chunk's gradient is
-// formed in the same pass (softmax − (1 − ε)·onehot − ε/V, through the projection into hidden,
-// weight and bias) and backward() only scales it by the upstream gradient of `smoothed`. Under CPU
-// autocast the three products run in its dtype (bf16) on hidden and weight cast once a call, as
-// autocast would run the output projection; logits, softmax, sums and gradient sums stay fp32, and
-// the gradients come back in hidden's and weight's own dtypes.
+// rows at a time (0: about 4M logits a chunk on the CPU, 2^28 on CUDA). When a gradient is wanted,
+// each chunk's gradient is formed in the same pass (softmax − (1 − ε)·onehot − ε/V, through the
+// projection into hidden, weight and bias) and backward() only scales it by the upstream gradient
+// of `smoothed`. Under autocast the three products run in its dtype (bf16) on hidden and weight
+// cast once a call, as autocast would run the output projection, and the gradients come back in
+// hidden's and weight's own dtypes. On the CPU the logits, softmax, sums and gradient sums are
+// fp32; on CUDA (trafo's kernel) the logits and their gradient stay in the products' dtype, as
+// autocast's linear leaves them, and the kernel's math is fp32.
 FusedLossSums fused_loss(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias,
                          const at::Tensor& target, double epsilon, int64_t pad_id, int64_t chunk_rows);
 

@@ -7,7 +7,8 @@
 
 namespace trafo::ops::cuda {
 
-// Whether this build holds the kernels below.
+// Whether this build holds the kernels below and they run on the current GPU (a kernel image for
+// it, a runtime its driver takes): checked once, on a GPU; false where nvcc was not found.
 bool built();
 
 enum class Logits { f32, bf16 };

@@ -85,7 +85,17 @@ __global__ void __launch_bounds__(kThreads) loss_rows_kernel(T* logits, const in
 
 }  // namespace
 
-bool built() { return true; }
+// Checked once: a kernel image for this GPU (or PTX it can compile) and a runtime the driver takes.
+bool built() {
+  static const bool runs = [] {
+    cudaFuncAttributes f32{}, bf16{};
+    const bool ok = cudaFuncGetAttributes(&f32, loss_rows_kernel<float>) == cudaSuccess &&
+                    cudaFuncGetAttributes(&bf16, loss_rows_kernel<__nv_bfloat16>) == cudaSuccess;
+    if (!ok) (void)cudaGetLastError();  // leave no error behind for LibTorch's next call
+    return ok;
+  }();
+  return runs;
+}
 
 void loss_rows(void* logits, Logits type, const int64_t* target, int64_t rows, int64_t vocab, float epsilon,
                int64_t pad_id, bool gradient, float* terms, void* stream) {
