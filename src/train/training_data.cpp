@@ -157,10 +157,13 @@ std::vector<std::vector<data::CachedCorpus>> load_samples(const TrainConfig& c, 
 
 std::vector<double> draw_weights(const DataFiles& paths, const std::vector<data::CachedCorpus>& corpora,
                                  double temperature) {
+  // pairs^(1/T) relative to the largest corpus's: at most 1, so a small T cannot overflow.
+  double largest = 1.0;
+  for (const auto& cached : corpora) largest = std::max(largest, static_cast<double>(cached.corpus.size()));
   std::vector<double> weights;
   for (size_t i = 0; i < corpora.size(); ++i) {
     const double pairs = static_cast<double>(corpora[i].corpus.size());
-    weights.push_back(paths.train[i].weight * (temperature > 0 ? std::pow(pairs, 1.0 / temperature) : 1.0));
+    weights.push_back(paths.train[i].weight * (temperature > 0 ? std::pow(pairs / largest, 1.0 / temperature) : 1.0));
   }
   return weights;
 }
