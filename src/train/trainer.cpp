@@ -289,11 +289,17 @@ class TrainingLoop {
     // CPU a step runs while it is queued, so there the wait is near 0 and says nothing.
     end["queue_s"] = pace_.queue_s;
     end["device_wait_s"] = pace_.wait_s;
+    // Eager CUDA steps launch thousands of kernels, and a full launch queue blocks the host while it
+    // queues: only where most steps were replayed graphs does the split say who set the pace.
     if (p_.place.device.is_cuda() && pace_.queue_s + pace_.wait_s > 0) {
       const double waited = pace_.wait_s / (pace_.queue_s + pace_.wait_s);
-      spdlog::info("the host spent {:.1f} s preparing and queueing steps and {:.1f} s waiting for the GPU ({:.0f}%): {}",
+      const auto* graphs = step_.graphs();
+      const bool replayed = graphs != nullptr && 2 * graphs->replays() > progress_.step;
+      spdlog::info("the host spent {:.1f} s preparing and queueing steps and {:.1f} s waiting for the GPU ({:.0f}%){}",
                    pace_.queue_s, pace_.wait_s, 100.0 * waited,
-                   waited >= 0.5 ? "the GPU set the pace" : "the host set the pace (batching and queueing, not the GPU)");
+                   !replayed ? ""
+                   : waited >= 0.5 ? ": the GPU set the pace"
+                                   : ": the host set the pace (batching and queueing, not the GPU)");
     }
     if (const auto* graphs = step_.graphs()) {
       spdlog::info("CUDA graphs: {} shape buckets captured, {} steps replayed{}", graphs->captured(), graphs->replays(),
