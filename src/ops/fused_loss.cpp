@@ -145,12 +145,14 @@ std::pair<torch::Tensor, torch::Tensor> cuda_loss_rows(torch::Tensor& logits, co
 // Whether `weight`'s loss takes the CUDA kernel: it is on a GPU and its products run in fp32 or in
 // bf16 autocast (the kernel's two logit types).
 bool cuda_kernel_applies(const at::Tensor& weight) {
-#ifndef TRAFO_CUDA_STREAMS
-  return false;
-#endif
+#ifdef TRAFO_CUDA_STREAMS
   if (!weight.is_cuda() || !cuda::built() || weight.scalar_type() != torch::kFloat) return false;
   return !at::autocast::is_autocast_enabled(at::kCUDA) ||
          at::autocast::get_autocast_dtype(at::kCUDA) == torch::kBFloat16;
+#else
+  (void)weight;
+  return false;  // no CUDA headers: no stream to launch on
+#endif
 }
 
 struct Projected {
@@ -186,7 +188,7 @@ Projected project_chunks(const torch::Tensor& hidden, const torch::Tensor& weigh
   const int64_t rows =
       chunk_rows > 0 ? chunk_rows : std::max<int64_t>(1, (cuda_kernel ? kChunkLogitsCuda : kChunkLogits) / vocab);
 #if defined(__x86_64__)
-  const bool row_kernel = !cuda_kernel && !weight.is_cuda() && cpu_isa() != Isa::none;  // else LibTorch's ops
+  const bool row_kernel = !weight.is_cuda() && cpu_isa() != Isa::none;  // else LibTorch's ops
 #else
   const bool row_kernel = false;
 #endif
