@@ -52,6 +52,7 @@ Tokenizer::Tokenizer(std::string model) : model_(std::move(model)) {
     target_model_ = util::from_base64(json.at("target").get<std::string>(), "the vocabulary's target model");
     table_ = json.at("pieces").get<std::vector<std::string>>();
     if (json.contains("target_pieces")) target_table_ = json.at("target_pieces").get<std::vector<std::string>>();
+    start_is_pad_ = json.value("start_is_pad", false);  // absent in tables written before it
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("invalid vocabulary table: ") + e.what());
   }
@@ -79,11 +80,12 @@ void Tokenizer::check_model(const std::string& model, const std::string& name) {
 }
 
 Tokenizer Tokenizer::from_table(std::string source_model, std::string target_model, std::vector<std::string> pieces,
-                                std::vector<std::string> target_pieces) {
+                                std::vector<std::string> target_pieces, bool start_is_pad) {
   nlohmann::json json = {{"source", util::to_base64(source_model)},
                          {"target", util::to_base64(target_model)},
                          {"pieces", std::move(pieces)}};
   if (!target_pieces.empty()) json["target_pieces"] = std::move(target_pieces);
+  if (start_is_pad) json["start_is_pad"] = true;
   return Tokenizer(std::string(kTableMagic) + json.dump());
 }
 

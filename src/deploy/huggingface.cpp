@@ -47,6 +47,30 @@ const char* activation_name(const model::ModelConfig& c) {
   return "relu";
 }
 
+// The exported vocabulary: exported id i is trafo's row rows[i]. Identity, but for a model imported
+// from one that started decoding from pad (OPUS-MT, Tokenizer::start_is_pad): trafo keeps that piece
+// twice, as pad (0) and as bos (2), and the export joins them again, as the folder had it: id 0 is
+// pad and the decoder's start, its rows trafo's bos rows (the start that trafo trained), and every
+// later id one lower. The export then has the imported folder's shapes.
+struct Ids {
+  std::vector<int64_t> rows;
+  bool joined = false;  // pad and the start joined
+  int64_t pad = data::Tokenizer::kPad, unk = data::Tokenizer::kUnk, start = data::Tokenizer::kBos,
+          eos = data::Tokenizer::kEos;
+
+  Ids(const data::Tokenizer& tokenizer, int64_t vocab_size) : joined(tokenizer.start_is_pad()) {
+    using data::Tokenizer;
+    if (joined) rows = {Tokenizer::kBos, Tokenizer::kUnk, Tokenizer::kEos};  // as pad/start, unk, eos
+    for (auto id = static_cast<int64_t>(joined ? Tokenizer::kEos + 1 : 0); id < vocab_size; ++id) rows.push_back(id);
+    if (!joined) return;
+    start = pad;
+    eos = 2;
+  }
+  int64_t size() const { return static_cast<int64_t>(rows.size()); }
+  // The piece an exported id has: the joined id keeps pad's name.
+  int64_t trafo_id(int64_t id) const { return joined && id == pad ? data::Tokenizer::kPad : rows[id]; }
+};
+
 // trafo's weight names -> MarianMTModel's state dict (fused projections split into q, k and v).
 //
 // Interleaved positions become MarianMT's halves by one fixed permutation of the model dimension: the
@@ -116,7 +140,7 @@ void layer(StateDict& dict, const std::string& to, const std::string& from, bool
   }
 }
 
-std::string model_safetensors(const checkpoint::Checkpoint& checkpoint) {
+std::string model_safetensors(const checkpoint::Checkpoint& checkpoint, const Ids& ids) {
   const auto& c = checkpoint.model_config;
   StateDict dict(checkpoint, /*interleaved=*/c.positions == "sinusoidal");
   for (int64_t i = 0; i < c.encoder_layers; ++i) {
@@ -136,6 +160,8 @@ std::string model_safetensors(const checkpoint::Checkpoint& checkpoint) {
   const auto logits_bias = [&](const std::string& name) {
     return dict.weight(name).reshape({1, c.vocab_size}).contiguous();
   };
+  const std::vector<std::string> by_piece = {"model.shared.weight", "model.encoder.embed_tokens.weight",
+                                             "model.decoder.embed_tokens.weight", "lm_head.weight"};
   if (c.tie_embeddings) {
     // The one matrix once, as transformers saves a tied model: both stacks' embed_tokens and lm_head
     // are tied to it on loading (tie_word_embeddings).
@@ -147,17 +173,27 @@ std::string model_safetensors(const checkpoint::Checkpoint& checkpoint) {
     dict.stream("lm_head.weight", "output_projection.weight", 1);
     dict.tensors["final_logits_bias"] = logits_bias("output_projection.bias");
   }
+  if (ids.joined) {  // each matrix's rows, and the bias's columns, in the exported ids' order
+    const auto rows = torch::tensor(ids.rows, torch::kLong);
+    for (const auto& name : by_piece) {
+      if (const auto found = dict.tensors.find(name); found != dict.tensors.end()) {
+        found->second = found->second.index_select(0, rows);
+      }
+    }
+    auto& bias = dict.tensors.at("final_logits_bias");
+    bias = bias.index_select(1, rows);
+  }
   checkpoint::Safetensors file;
   file.metadata["format"] = "pt";  // transformers refuses a safetensors file without it
   for (auto& [name, tensor] : dict.tensors) file.tensors[name] = tensor.to(torch::kFloat32);
   return checkpoint::to_safetensors(file);
 }
 
-nlohmann::json model_config(const model::ModelConfig& c) {
+nlohmann::json model_config(const model::ModelConfig& c, const Ids& ids) {
   const auto kind = model_class(c);
   nlohmann::json config = {{"architectures", {kind.architecture}},
                            {"model_type", kind.model_type},
-                           {"vocab_size", c.vocab_size},
+                           {"vocab_size", ids.size()},
                            {"d_model", c.d_model},
                            {"encoder_layers", c.encoder_layers},
                            {"decoder_layers", c.decoder_layers},
@@ -176,14 +212,14 @@ nlohmann::json model_config(const model::ModelConfig& c) {
                            {"decoder_layerdrop", c.decoder_layerdrop},
                            {"init_std", 0.02},
                            {"is_encoder_decoder", true},
-                           {"pad_token_id", data::Tokenizer::kPad},
-                           {"eos_token_id", data::Tokenizer::kEos},
-                           {"bos_token_id", data::Tokenizer::kBos},
-                           {"decoder_start_token_id", data::Tokenizer::kBos},
-                           {"forced_eos_token_id", data::Tokenizer::kEos},
+                           {"pad_token_id", ids.pad},
+                           {"eos_token_id", ids.eos},
+                           {"bos_token_id", ids.start},
+                           {"decoder_start_token_id", ids.start},
+                           {"forced_eos_token_id", ids.eos},
                            {"torch_dtype", "float32"}};
   if (std::string(kind.model_type) == "marian") {
-    config.update({{"decoder_vocab_size", c.vocab_size},
+    config.update({{"decoder_vocab_size", ids.size()},
                    {"share_encoder_decoder_embeddings", c.tie_embeddings},
                    {"static_position_embeddings", true},
                    {"normalize_embedding", false}});
@@ -191,14 +227,16 @@ nlohmann::json model_config(const model::ModelConfig& c) {
   return config;
 }
 
-// Greedy by default, as `trafo translate`; pad and bos are never produced, as in trafo's decoders.
-nlohmann::json generation_config(const model::ModelConfig& c) {
-  return {{"decoder_start_token_id", data::Tokenizer::kBos},
-          {"bos_token_id", data::Tokenizer::kBos},
-          {"eos_token_id", data::Tokenizer::kEos},
-          {"forced_eos_token_id", data::Tokenizer::kEos},
-          {"pad_token_id", data::Tokenizer::kPad},
-          {"bad_words_ids", {{data::Tokenizer::kPad}, {data::Tokenizer::kBos}}},
+// Greedy by default, as `trafo translate`; pad and the start are never produced, as in trafo's decoders.
+nlohmann::json generation_config(const model::ModelConfig& c, const Ids& ids) {
+  auto never = nlohmann::json::array({{ids.pad}});
+  if (ids.start != ids.pad) never.push_back({ids.start});
+  return {{"decoder_start_token_id", ids.start},
+          {"bos_token_id", ids.start},
+          {"eos_token_id", ids.eos},
+          {"forced_eos_token_id", ids.eos},
+          {"pad_token_id", ids.pad},
+          {"bad_words_ids", never},
           {"max_length", c.max_positions},
           {"num_beams", 1}};
 }
@@ -212,22 +250,24 @@ std::vector<std::pair<std::string, std::string>> huggingface_files(const checkpo
   if (const auto why = unsupported(c); !why.empty()) throw InputError("no Hugging Face form for " + why);
   const auto tokenizer = data::Tokenizer::from_bytes(checkpoint.tokenizer);
   // One id table for both SentencePiece models: trafo's ids (its own pieces' SentencePiece ids, or an
-  // imported vocabulary's table).
+  // imported vocabulary's table), pad and the start joined where the imported folder had them so.
+  const Ids ids(tokenizer, c.vocab_size);
   nlohmann::json vocab = nlohmann::json::object(), target_vocab = nlohmann::json::object();
-  for (int id = 0; id < tokenizer.vocab_size(); ++id) {
-    vocab[tokenizer.piece(id)] = id;
-    target_vocab[tokenizer.target_piece(id)] = id;
+  for (int64_t id = 0; id < ids.size(); ++id) {
+    vocab[tokenizer.piece(static_cast<int>(ids.trafo_id(id)))] = id;
+    target_vocab[tokenizer.target_piece(static_cast<int>(ids.trafo_id(id)))] = id;
   }
   const bool separate = tokenizer.has_target_table();  // an imported model's separate vocabularies
   const auto& info = checkpoint.inference;
   // Every special piece generate() puts in its output is declared, so that skip_special_tokens drops it:
   // the decoder's start (bos) too. Left out, it is decoded as text wherever the SentencePiece model lacks
   // it as a control piece (an imported OPUS-MT model's has no <s>): "<s>" before every translation.
-  // MarianTokenizer adds only eos to its inputs, so declaring bos changes no encoding.
-  const nlohmann::json special = {{"bos_token", tokenizer.piece(data::Tokenizer::kBos)},
-                                  {"eos_token", tokenizer.piece(data::Tokenizer::kEos)},
-                                  {"unk_token", tokenizer.piece(data::Tokenizer::kUnk)},
-                                  {"pad_token", tokenizer.piece(data::Tokenizer::kPad)}};
+  // MarianTokenizer adds only eos to its inputs, so declaring bos changes no encoding. Joined with pad,
+  // the start is pad, declared already.
+  nlohmann::json special = {{"eos_token", tokenizer.piece(data::Tokenizer::kEos)},
+                            {"unk_token", tokenizer.piece(data::Tokenizer::kUnk)},
+                            {"pad_token", tokenizer.piece(data::Tokenizer::kPad)}};
+  if (!ids.joined) special["bos_token"] = tokenizer.piece(data::Tokenizer::kBos);
   nlohmann::json tokenizer_config = special;
   tokenizer_config.update({{"tokenizer_class", "MarianTokenizer"},
                            {"source_lang", info.src_lang},
@@ -238,9 +278,9 @@ std::vector<std::pair<std::string, std::string>> huggingface_files(const checkpo
                            // cuts it, not read as that piece.
                            {"split_special_tokens", true},
                            {"clean_up_tokenization_spaces", false}});
-  std::vector<std::pair<std::string, std::string>> files = {{"config.json", json_text(model_config(c))},
-          {"generation_config.json", json_text(generation_config(c))},
-          {"model.safetensors", model_safetensors(checkpoint)},
+  std::vector<std::pair<std::string, std::string>> files = {{"config.json", json_text(model_config(c, ids))},
+          {"generation_config.json", json_text(generation_config(c, ids))},
+          {"model.safetensors", model_safetensors(checkpoint, ids)},
           {"vocab.json", json_text(vocab)},
           {"source.spm", tokenizer.source_model()},
           {"target.spm", tokenizer.target_model()},

@@ -297,7 +297,8 @@ checkpoint::Checkpoint import_marian(const fs::path& folder) {
     return model;
   };
   result.tokenizer = data::Tokenizer::from_table(spm("source.spm"), spm("target.spm"), source.table,
-                                                 separate ? target.table : std::vector<std::string>{})
+                                                 separate ? target.table : std::vector<std::string>{},
+                                                 /*start_is_pad=*/start == pad)
                          .to_bytes();
   result.inference.src_lang = value_of<std::string>(tokenizer_config, "source_lang", "", folder);
   result.inference.tgt_lang = value_of<std::string>(tokenizer_config, "target_lang", "", folder);

@@ -62,10 +62,11 @@ class Tokenizer {
   // bytes of SentencePiece models), and a piece's id is its place in `pieces`, whose first four are
   // pad, unk, bos and eos; a piece not there is unk. `target_pieces`, when not empty, is the target
   // side's own table, as long as `pieces` (separate vocabularies). A leading language code
-  // (">>fra<<") is one piece, as MarianMT's tokenizer has it. Throws InputError for an invalid model
-  // or table.
+  // (">>fra<<") is one piece, as MarianMT's tokenizer has it. `start_is_pad`: the model started
+  // decoding from its pad piece (OPUS-MT), so bos is a copy of pad (start_is_pad()). Throws
+  // InputError for an invalid model or table.
   static Tokenizer from_table(std::string source_model, std::string target_model, std::vector<std::string> pieces,
-                              std::vector<std::string> target_pieces = {});
+                              std::vector<std::string> target_pieces = {}, bool start_is_pad = false);
   // Throws InputError, naming `name` (a file), unless `model` is a SentencePiece model.
   static void check_model(const std::string& model, const std::string& name);
   // Loads a serialised vocabulary: the bytes of a .model file, or to_bytes() of either kind, as
@@ -101,6 +102,9 @@ class Tokenizer {
   const std::string& target_model() const;
   bool has_table() const { return !table_.empty(); }
   bool has_target_table() const { return !target_table_.empty(); }
+  // An imported vocabulary whose model had one piece for pad and the decoder's start: trafo keeps it
+  // twice (pad and bos), and an export joins the two again.
+  bool start_is_pad() const { return start_is_pad_; }
 
  private:
   explicit Tokenizer(std::string model);
@@ -119,6 +123,7 @@ class Tokenizer {
   std::unordered_map<std::string, int> table_ids_;  // piece -> id
   std::vector<std::string> target_table_;           // separate vocabularies only: the target side's
   std::unordered_map<std::string, int> target_table_ids_;
+  bool start_is_pad_ = false;
 };
 
 }  // namespace trafo::data
