@@ -4,6 +4,8 @@
 // and keeps it when resumed with another budget.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "data_support.h"
 #include "run_support.h"
 #include "trafo/errors.h"
@@ -88,6 +90,20 @@ TEST(Presets, AutoPicksFromThePairsAndTheEpochsTheBudgetBuysHere) {
   EXPECT_THROW(validate(c), InputError);
 }
 
+// The second look revises a timed choice only for a clear difference: a quarter either side of 40
+// epochs.
+TEST(Presets, TheSecondLookRevisesOnlyAClearlyWrongChoice) {
+  EXPECT_EQ(second_look("small-short", 49.9), nullptr);
+  ASSERT_NE(second_look("small-short", 50.0), nullptr);
+  EXPECT_EQ(second_look("small-short", 50.0)->name, "small-long");
+  EXPECT_EQ(second_look("small-short", 10.0), nullptr) << "right the first time";
+  EXPECT_EQ(second_look("small-long", 32.0), nullptr);
+  ASSERT_NE(second_look("small-long", 31.9), nullptr);
+  EXPECT_EQ(second_look("small-long", 31.9)->name, "small-short");
+  EXPECT_EQ(second_look("small-long", 500.0), nullptr) << "right the first time";
+  EXPECT_EQ(second_look("standard", 1.0), nullptr) << "only auto's small-corpus presets";
+}
+
 TEST(Presets, OptionsGivenKeepTheirValuesAndAResumeOnlyTakesTrainingKnobs) {
   const auto& small = *find_preset("small-short");
   ASSERT_FALSE(small.values.empty());
@@ -169,6 +185,55 @@ TEST(PresetsCli, ARunSaysWhichPresetAndWhyAndAResumeKeepsIt) {
   EXPECT_EQ(bad.exit_code, 2) << bad.errors;
   EXPECT_EQ(lines_of(bad.errors).size(), 1u) << bad.errors;
   EXPECT_NE(bad.errors.find("preset must be auto, standard"), std::string::npos) << bad.errors;
+}
+
+// Through the binary, the run's own pace (posed) against the probe's (posed): where they disagree
+// clearly, the run starts again with the other preset in the same --max-time, before any
+// checkpoint, and says why; where they agree, it goes on.
+TEST(PresetsCli, ARunWhosePaceBeliesTheProbeStartsAgainWithTheOtherPreset) {
+  const auto data = make_temp_dir("second-look-data");
+  write_synthetic_corpus(data, "train", 80, 1);
+  write_synthetic_corpus(data, "dev", 8, 2);
+  const auto root = make_temp_dir("second-look");
+  const auto train = [&](const std::string& name, const std::string& hooks) {
+    const auto run = root / name;
+    const auto result = run_command(
+        "TRAFO_TEST_HOOKS=" + hooks + " '" + std::string(TRAFO_BINARY) + "' train --data-dir " + quoted(data) +
+        " --src-lang en --tgt-lang de --run-dir " + quoted(run) + " --cache-dir " + quoted(root / "cache") +
+        " --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64 --threads 1 --vocab-size 300"
+        " --valid-every 20 --valid-max-sentences 4 --max-time 20m --max-steps 24");
+    EXPECT_EQ(result.exit_code, 0) << result.errors;
+    return run;
+  };
+  // The probe says 20 minutes buy under 40 epochs; the run goes through an epoch a second.
+  const auto faster = train("faster", "train_tokens_per_s=1,run_epochs_per_s=1");
+  // The probe says far more than 40; the run goes through an epoch in 1,000 s.
+  const auto slower = train("slower", "train_tokens_per_s=1000000000,run_epochs_per_s=0.001");
+  // Both say under 40.
+  const auto agreed = train("agreed", "train_tokens_per_s=1,run_epochs_per_s=0.001");
+  for (const auto& [run, first, second] : {std::tuple{faster, "small-short", "small-long"},
+                                           std::tuple{slower, "small-long", "small-short"}}) {
+    SCOPED_TRACE(run.string());
+    const auto events = read_jsonl(run / "metrics.jsonl");
+    ASSERT_FALSE(events.empty());
+    size_t starts = 0;
+    for (const auto& event : events) starts += event["event"] == "start" ? 1 : 0;
+    EXPECT_EQ(starts, 1u) << "the first attempt's records went";
+    EXPECT_EQ(events.front()["preset"], second) << events.front();
+    const auto reason = events.front()["preset_reason"].get<std::string>();
+    EXPECT_NE(reason.find("second look"), std::string::npos) << reason;
+    EXPECT_NE(reason.find("(posed)"), std::string::npos) << reason;
+    EXPECT_NE(reason.find(std::string(first) + " was the first look"), std::string::npos) << reason;
+    EXPECT_EQ(events.back()["event"], "end");
+    EXPECT_EQ(events.back()["step"], 24) << "the new start trained the whole budget of updates";
+    EXPECT_NE(read_text(run / "config.toml").find("preset=\"" + std::string(second) + "\""), std::string::npos);
+    const auto log = read_text(run / "train.log");
+    EXPECT_NE(log.find("preset " + std::string(first) + " (--preset auto"), std::string::npos) << log;
+    EXPECT_NE(log.find("the run starts again with --preset " + std::string(second)), std::string::npos) << log;
+  }
+  const auto kept = read_jsonl(agreed / "metrics.jsonl").front();
+  EXPECT_EQ(kept["preset"], "small-short") << kept;
+  EXPECT_EQ(read_text(agreed / "train.log").find("second look"), std::string::npos);
 }
 
 }  // namespace

@@ -44,6 +44,9 @@ struct TestHooks {
   // Target tokens per second of the built-in defaults' training steps, which --preset auto weighs
   // against a --max-time budget (train::defaults_tokens_per_s; tests/presets_test.cpp). Off: timed.
   std::optional<double> train_tokens_per_s;
+  // Epochs per second of the run's own training steps, which --preset auto's second look weighs
+  // against what remains of a --max-time budget (train::PaceCheck; tests/presets_test.cpp). Off: measured.
+  std::optional<double> run_epochs_per_s;
 };
 
 // The environment variable that carries the switch to the binary.
@@ -78,7 +81,7 @@ class TestHooksScope {
 // Parses the switch: entries KEY=VALUE separated by commas, e.g.
 //   batch_fails_at=3,slow_writes_ms=25,cpu_flags=avx2 avx512_bf16,bf16_speedup=4,other_load=1
 // Keys: cpu_flags (names separated by spaces or '+'; empty: no flags), bf16_speedup,
-// bf16_decoding_speedup, train_tokens_per_s (> 0), other_load (>= 0), slow_writes_ms,
+// bf16_decoding_speedup, train_tokens_per_s, run_epochs_per_s (> 0), other_load (>= 0), slow_writes_ms,
 // cache_chunk_delay_ms, batch_fails_at, fit_tokens (integers >= 0). Empty text: every hook off.
 // Throws InputError naming the switch.
 inline TestHooks test_hooks_from_switch(const std::string& text) {
@@ -137,9 +140,11 @@ inline TestHooks test_hooks_from_switch(const std::string& text) {
       hooks.fit_tokens = whole(key, value);
     } else if (key == "train_tokens_per_s") {
       hooks.train_tokens_per_s = number(key, value, true);
+    } else if (key == "run_epochs_per_s") {
+      hooks.run_epochs_per_s = number(key, value, true);
     } else {
       fail("unknown hook '" + key + "' (known: cpu_flags, bf16_speedup, bf16_decoding_speedup, other_load, "
-           "slow_writes_ms, cache_chunk_delay_ms, batch_fails_at, fit_tokens, train_tokens_per_s)");
+           "slow_writes_ms, cache_chunk_delay_ms, batch_fails_at, fit_tokens, train_tokens_per_s, run_epochs_per_s)");
     }
   }
   return hooks;

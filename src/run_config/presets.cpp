@@ -32,6 +32,7 @@ const Preset& named(const std::string& name) {
 struct Budget {
   std::string words;  // the budget, and what it buys where that was timed
   bool short_budget = false;
+  bool timed = false;
 };
 
 Budget budget_of(const TrainConfig& c, const CorpusSize& corpus, const DefaultsSpeed& speed) {
@@ -52,7 +53,7 @@ Budget budget_of(const TrainConfig& c, const CorpusSize& corpus, const DefaultsS
                         "epochs of ~{:.0f} target tokens in the budget, {} {:.0f}",
                         c.max_time, tokens_per_s, budget_epochs, epoch_tokens, starved ? "under" : "not under",
                         kComputeStarvedEpochs),
-            starved};
+            starved, true};
   }
   if (was_given(c, "max-steps") && c.max_steps > 0) return {fmt::format("--max-steps {}", c.max_steps), false};
   if (epochs) return {fmt::format("--max-epochs {}", c.max_epochs), false};
@@ -101,7 +102,14 @@ PresetChoice choose_preset(const TrainConfig& c, const CorpusSize& corpus, const
   }
   const auto budget = budget_of(c, corpus, speed);
   return {&named(budget.short_budget ? "small-short" : "small-long"),
-          fmt::format("--preset auto: {} training pairs (under 200,000) and {}", corpus.pairs, budget.words)};
+          fmt::format("--preset auto: {} training pairs (under 200,000) and {}", corpus.pairs, budget.words),
+          budget.timed};
+}
+
+const Preset* second_look(const std::string& chosen, double epochs) {
+  if (chosen == "small-short" && epochs >= kComputeStarvedEpochs * kSecondLookMargin) return &named("small-long");
+  if (chosen == "small-long" && epochs < kComputeStarvedEpochs / kSecondLookMargin) return &named("small-short");
+  return nullptr;
 }
 
 std::vector<std::string> apply_preset(TrainConfig& c, const PresetChoice& choice, bool resuming) {

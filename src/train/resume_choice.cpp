@@ -132,7 +132,7 @@ PresetReport settle_preset(TrainConfig& c, const run_config::DefaultsSpeed& spee
   }
   const auto choice = run_config::choose_preset(c, corpus, speed);
   auto set = run_config::apply_preset(c, choice, resuming);
-  return PresetReport{choice.preset->name, why.empty() ? choice.why : why, std::move(set)};
+  return PresetReport{choice.preset->name, why.empty() ? choice.why : why, std::move(set), choice.timed};
 }
 
 void check_resume_request(const TrainConfig& c) {

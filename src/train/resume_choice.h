@@ -40,6 +40,7 @@ struct PresetReport {
   std::string name;
   std::string why;
   std::vector<std::string> set;  // the keys it gave a value
+  bool timed = false;            // run_config::PresetChoice::timed
 };
 
 // A new run's --preset auto is chosen from its training pairs (the line counts, checked once per version

@@ -1,5 +1,7 @@
 #include "run_logs.h"
 
+#include <filesystem>
+
 #include "trafo/util/files.h"
 
 namespace trafo::train {
@@ -8,6 +10,12 @@ RunLogs::RunLogs(const RunFolder& folder, const ResumePoint& resume, const std::
                  bool main_rank) {
   if (resume.replaces_old_run) folder.replace_old_run();
   if (!main_rank) return;
+  std::error_code error;
+  if (std::filesystem::is_regular_file(folder.metrics(), error)) {
+    metrics_size_at_open_ = std::filesystem::file_size(folder.metrics(), error);
+    if (error) metrics_size_at_open_ = 0;
+  }
+  tensorboard_existed_ = std::filesystem::exists(folder.path() / "tensorboard", error);
   log_file_.emplace(folder.log());
   metrics_.emplace(folder.metrics());
   if (tensorboard) tensorboard_.emplace(folder.path() / "tensorboard");

@@ -31,7 +31,14 @@ class RunLogs {
   // too. RunError when train.log or metrics.jsonl could not be written (a full disk).
   void record(const std::string& event, int64_t step, int64_t epoch, double elapsed_s, const nlohmann::json& fields);
 
+  // What the folder held before this session wrote (a new run appends to the records of an earlier
+  // one that saved no checkpoint): metrics.jsonl's size, and whether tensorboard/ was there.
+  std::uintmax_t metrics_size_at_open() const { return metrics_size_at_open_; }
+  bool tensorboard_existed() const { return tensorboard_existed_; }
+
  private:
+  std::uintmax_t metrics_size_at_open_ = 0;
+  bool tensorboard_existed_ = false;
   std::optional<LogFileCopy> log_file_;
   std::optional<MetricsLog> metrics_;
   std::optional<TensorBoardWriter> tensorboard_;

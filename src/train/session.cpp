@@ -85,10 +85,24 @@ void check_before_launch(const TrainConfig& given) {
   check_resume_request(c);
 }
 
-Session::Session(const TrainConfig& given)
+namespace {
+
+// A run starting again after the second look: the preset named, the look's reason for it.
+SettledConfig settle_again(const TrainConfig& given, const std::string& why) {
+  auto settled = settle_config(given);
+  settled.preset.why = why;
+  return settled;
+}
+
+}  // namespace
+
+Session::Session(const TrainConfig& given, const Again* again)
     : environment(dist::read_environment()),
-      settled(settle_config(given, [this](const TrainConfig& c) { return defaults_tokens_per_s(c, environment); })),
-      started(Clock::now()),
+      settled(again != nullptr ? settle_again(given, again->why)
+                               : settle_config(given, [this](const TrainConfig& c) {
+                                   return defaults_tokens_per_s(c, environment);
+                                 })),
+      started(again != nullptr ? again->started : Clock::now()),
       files(settled.options),
       place(settled.options, environment),
       folder(open_folder(settled.options, place.replicas)),

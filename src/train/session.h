@@ -67,8 +67,15 @@ class RunClock {
 struct Session {
   using Clock = RunClock::Clock;
 
+  // Where a run starts again after --preset auto's second look (pace_check.h): the first start,
+  // whose --max-time it finishes in, and why, which replaces the preset's reason.
+  struct Again {
+    Clock::time_point started;
+    std::string why;
+  };
+
   // Throws InputError for a bad configuration, bad data or a run folder that cannot be resumed.
-  explicit Session(const run_config::TrainConfig& given);
+  explicit Session(const run_config::TrainConfig& given, const Again* again = nullptr);
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 

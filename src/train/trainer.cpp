@@ -16,7 +16,9 @@
 #include "trafo/train/schedule.h"
 #include "trafo/train/step_graphs.h"
 #include "trafo/train/train_step.h"
+#include "trafo/util/files.h"
 #include "trafo/util/memory.h"
+#include "pace_check.h"
 #include "session.h"
 
 namespace trafo::train {
@@ -67,6 +69,7 @@ struct LoopParts {
   size_t corpora;                // the corpora the batches come from
   std::vector<int> tags;         // the corpora's tag pieces, which word dropout keeps
   checkpoint::Checkpoint about;  // run_description: what every checkpoint says of the run
+  PaceCheck pace;                // --preset auto's second look
 };
 
 // The training loop over a session's parts: take a step, log it, validate and checkpoint, until a limit,
@@ -124,6 +127,9 @@ class TrainingLoop {
     p_.logs.record(event, progress_.step, epoch_now_, p_.clock.elapsed(), fields);
   }
 
+  // The preset to start again with, when the run ended for the second look ("second-look").
+  const std::optional<SecondLook>& second_look() const { return second_look_; }
+
  private:
   bool main() const { return p_.place.main(); }
   checkpoint::Checkpoint make_checkpoint() { return p_.training.checkpoint(p_.about, p_.model, p_.clock.elapsed()); }
@@ -141,6 +147,7 @@ class TrainingLoop {
     if (stop[0]) return "time";
     if (stop[1]) return "early-stop";
     if (stop[2]) return "signal";
+    if (second_look_) return "second-look";
     return "";
   }
 
@@ -192,11 +199,22 @@ class TrainingLoop {
     window_.loss += update.loss();
     window_.tokens += update.target_tokens;
     ++window_.steps;
+    look_at_pace();
     return true;
+  }
+
+  // --preset auto's second look, after each applied update until it has looked (PaceCheck).
+  void look_at_pace() {
+    if (second_look_) return;
+    const auto at = progress_.first_corpus();
+    const double epochs = static_cast<double>(at.epoch) + static_cast<double>(at.index) /
+                                                              static_cast<double>(std::max<int64_t>(1, p_.batcher.batches_per_epoch()));
+    second_look_ = p_.pace.observe(progress_.step, epochs, p_.clock.elapsed());
   }
 
   // What follows an applied update read at once: the log line, validation and checkpoints.
   void after_update(const StepResult& update) {
+    if (second_look_) return;  // the run starts again: this attempt saves nothing
     if (every(c_.log_every)) log_train(update);
     if (main() && every(c_.valid_every)) validate_and_checkpoint();
     if (main() && every(c_.checkpoint_every)) {
@@ -274,6 +292,11 @@ class TrainingLoop {
   // A stop by signal saves where the run stands; any other end validates the steps since the last validation.
   TrainResult finish(const std::string& reason) {
     const int64_t step = progress_.step;
+    if (reason == "second-look") {  // before any checkpoint: the run starts again (Trainer::run)
+      spdlog::info("{}: the run starts again with --preset {}", second_look_->why, second_look_->preset);
+      record("end", {{"reason", reason}, {"preset", second_look_->preset}});
+      return TrainResult{reason, step, "", "", 0.0};
+    }
     if (main() && reason == "signal") {
       save(make_checkpoint(), p_.folder.last(), false);
     } else if (main() && last_validated_ != step && step > 0) {
@@ -342,6 +365,7 @@ class TrainingLoop {
   int64_t skipped_in_a_row_ = 0;  // NaN guard: updates skipped since the last applied one
   int64_t skipped_total_ = 0;
   Window window_;
+  std::optional<SecondLook> second_look_;
   Clock::time_point load_checked_ = Clock::now();
   // The loop's time outside logging, validation and checkpoints: queueing steps, and waiting for them.
   struct {
@@ -349,6 +373,30 @@ class TrainingLoop {
     double wait_s = 0.0;
   } pace_;
 };
+
+// One session's training: the loop over its parts, from its start record to its end. With
+// `look_again`, --preset auto's second look may end it early, setting `again`.
+TrainResult train_session(Session& s, const std::atomic<bool>* stop_requested, bool look_again,
+                          std::optional<SecondLook>& again) {
+  const auto& c = s.config;
+  int64_t first_save = 0;  // the first step that validates or saves, the last one included
+  for (const int64_t every : {c.valid_every, c.checkpoint_every, c.max_steps}) {
+    if (every > 0) first_save = first_save == 0 ? every : std::min(first_save, every);
+  }
+  const bool armed = look_again && s.settled.preset.timed && !s.resumed() && !s.fine_tuned() &&
+                     s.place.replicas.size() == 1;
+  TrainingLoop loop(LoopParts{s.config, s.place, s.folder, s.batcher, s.model, s.training, s.validation, s.logs,
+                              s.clock, s.data.corpora.size(), kept_tags(s.data.tags), run_description(s),
+                              PaceCheck(armed, s.settled.preset.name, s.settled.max_time_s, first_save)},
+                    stop_requested);
+  loop.record("start", start_record(s));
+  log_start(s);
+  if (s.place.device.is_cuda()) spdlog::info("{}", s.place.cuda_graphs_reason);
+  if (!s.budget.reason.empty()) spdlog::info("{}", s.budget.reason);
+  auto result = loop.run(/*validate_first=*/s.main_rank() && s.fine_tuned());
+  again = loop.second_look();
+  return result;
+}
 
 }  // namespace
 
@@ -358,15 +406,35 @@ Trainer::Trainer(TrainConfig config, const std::atomic<bool>* stop_requested)
 Trainer::~Trainer() = default;
 
 TrainResult Trainer::run() {
-  Session s(config_);
-  TrainingLoop loop(LoopParts{s.config, s.place, s.folder, s.batcher, s.model, s.training, s.validation, s.logs,
-                              s.clock, s.data.corpora.size(), kept_tags(s.data.tags), run_description(s)},
-                    stop_requested_);
-  loop.record("start", start_record(s));
-  log_start(s);
-  if (s.place.device.is_cuda()) spdlog::info("{}", s.place.cuda_graphs_reason);
-  if (!s.budget.reason.empty()) spdlog::info("{}", s.budget.reason);
-  return loop.run(/*validate_first=*/s.main_rank() && s.fine_tuned());
+  std::optional<SecondLook> again;
+  Session::Clock::time_point started;
+  std::filesystem::path metrics, tensorboard;
+  std::uintmax_t metrics_before = 0;  // what an earlier run without checkpoints left there
+  bool tensorboard_before = false;
+  {
+    Session s(config_);
+    started = s.started;
+    metrics = s.folder.metrics();
+    tensorboard = s.folder.path() / "tensorboard";
+    auto result = train_session(s, stop_requested_, /*look_again=*/true, again);
+    if (result.reason != "second-look" || (stop_requested_ != nullptr && stop_requested_->load())) return result;
+    metrics_before = s.logs.metrics_size_at_open();
+    tensorboard_before = s.logs.tensorboard_existed();
+  }
+  // The first attempt saved no checkpoint: its records go, train.log keeps what it said.
+  std::error_code error;
+  if (metrics_before > 0) {
+    std::filesystem::resize_file(metrics, metrics_before, error);
+  } else {
+    std::filesystem::remove(metrics, error);
+  }
+  if (!tensorboard_before) util::remove_tree(tensorboard);
+  auto config = config_;
+  config.preset = again->preset;
+  const Session::Again restart{started, again->why};
+  Session s(config, &restart);
+  std::optional<SecondLook> none;
+  return train_session(s, stop_requested_, /*look_again=*/false, none);
 }
 
 }  // namespace trafo::train

@@ -31,7 +31,8 @@ std::string preset_names();
 
 struct PresetChoice {
   const Preset* preset = nullptr;
-  std::string why;  // one sentence: the facts it was chosen from
+  std::string why;     // one sentence: the facts it was chosen from
+  bool timed = false;  // auto chose by the epochs a --max-time budget buys, timed: second_look may revise it
 };
 
 // What auto knows of the training corpora (all of them): pairs, and the bytes of their target sides.
@@ -52,6 +53,14 @@ PresetChoice choose_preset(const TrainConfig& config, const CorpusSize& corpus, 
 
 // The epochs below which a --max-time budget gets the small-short preset.
 inline constexpr double kComputeStarvedEpochs = 40.0;
+
+// Auto's second look at a timed choice (PresetChoice::timed), once the run has trained a while:
+// `epochs` is what the rest of the budget buys at the run's own pace (small-short and the built-in
+// defaults go through a corpus at about the same pace, docs/performance.md "Small corpora"). The
+// other preset where the first look was wrong by more than kSecondLookMargin either side of
+// kComputeStarvedEpochs, else nullptr: a run starts again only for a clear difference.
+const Preset* second_look(const std::string& chosen, double epochs);
+inline constexpr double kSecondLookMargin = 1.25;
 
 // Sets each value of `choice` that `config` was not given (was_given), and config.preset to its name;
 // `resuming`: only the training knobs, as the run's model, tokenizer and data are its own. Returns the
