@@ -232,6 +232,20 @@ def case_equal():
     for j in range(0, 10, 2):
         assert prefixed[j].startswith(prefixes[j]), (j, prefixed[j], prefixes[j])
     post(server, "/v1/translate", {"text": lines[:2], "source": "en", "target": "de", "target_prefix": ["x"]}, 400)
+    # A glossary: a word of the first line must come out as a word of another translation, offline
+    # (translate --glossary) and served (the request's own glossary) alike.
+    word, term = lines[0].split(" ")[0], expected[1].split(" ")[0]
+    glossary_file = os.path.join(ARGS.workdir, "glossary.tsv")
+    with open(glossary_file, "w", encoding="utf-8") as f:
+        f.write(word + "\t" + term + "\n")
+    glossed = offline(lines[:10], "--glossary", glossary_file)
+    answer = post(server, "/v1/translate", {"text": lines[:10], "source": "en", "target": "de",
+                                            "glossary": [[word, term]]})
+    assert [t["text"] for t in answer["translations"]] == glossed, (answer, glossed)
+    for j in range(10):
+        if word in lines[j].split(" "):
+            assert term in glossed[j], (j, word, term, glossed[j])
+    post(server, "/v1/translate", {"text": lines[:2], "source": "en", "target": "de", "glossary": "x"}, 400)
     src, tgt = os.path.join(ARGS.workdir, "src.txt"), os.path.join(ARGS.workdir, "tgt.txt")
     with open(src, "w", encoding="utf-8") as f:
         f.write("".join(line + "\n" for line in lines[:10]))

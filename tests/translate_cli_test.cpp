@@ -85,6 +85,65 @@ TEST_F(TranslateCli, KeepsLineCountAndEmptyLines) {
   EXPECT_EQ(split_lines(read_text(*dir_ / "out.txt")).size(), 3u);
 }
 
+// --glossary: where a source term occurs, the translation holds its target term, greedy or beam
+// (an untrained model would not write it); a line without the term translates as without the
+// glossary; a malformed glossary, or one with sampling, is a one-line input error.
+TEST_F(TranslateCli, GlossaryTermsAppearWhereTheirSourcesOccur) {
+  const auto input = *dir_ / "test.en";
+  const auto sources = split_lines(read_text(input));
+  ASSERT_GE(sources.size(), 4u);
+  // A source word of the first line, and two German words of a training line as its term.
+  const std::string word = sources.front().substr(0, sources.front().find(' '));
+  const auto german = split_lines(read_text(*dir_ / "train.de")).front();
+  const std::string term = german.substr(0, german.find(' ', german.find(' ') + 1));
+  ASSERT_FALSE(word.empty());
+  ASSERT_FALSE(term.empty());
+  write_text(*dir_ / "glossary.tsv", "# terms\n\n" + word + "\t" + term + "\n");
+  const auto has_word = [&](const std::string& line) {
+    std::istringstream words(line);
+    for (std::string w; words >> w;) {
+      if (w == word) return true;
+    }
+    return false;
+  };
+  size_t with_term = 0;
+  for (const std::string beam : {"1", "4"}) {
+    SCOPED_TRACE("beam " + beam);
+    const auto plain = run_trafo(translate("--beam " + beam + " --input " + quote(input)));
+    const auto glossed = run_trafo(translate("--beam " + beam + " --input " + quote(input) + " --glossary " +
+                                             path("glossary.tsv")));
+    ASSERT_EQ(plain.exit_code, 0) << plain.errors;
+    ASSERT_EQ(glossed.exit_code, 0) << glossed.errors;
+    const auto free = split_lines(plain.output), lines = split_lines(glossed.output);
+    ASSERT_EQ(lines.size(), sources.size());
+    ASSERT_EQ(free.size(), sources.size());
+    with_term = 0;
+    for (size_t i = 0; i < sources.size(); ++i) {
+      if (has_word(sources[i])) {
+        ++with_term;
+        EXPECT_NE(lines[i].find(term), std::string::npos) << "'" << lines[i] << "' holds '" << term << "'";
+        EXPECT_EQ(free[i].find(term), std::string::npos) << "the model alone would write it: no test";
+      } else {
+        EXPECT_EQ(lines[i], free[i]) << "line " << i;
+      }
+    }
+  }
+  EXPECT_GE(with_term, 1u);
+  const auto one_error = [](const CommandResult& result, const std::string& words) {
+    EXPECT_EQ(result.exit_code, 2) << result.errors;
+    size_t errors = 0;
+    for (const auto& line : split_lines(result.errors)) errors += line.rfind("trafo: error:", 0) == 0;
+    EXPECT_EQ(errors, 1u) << result.errors;
+    EXPECT_NE(result.errors.find(words), std::string::npos) << result.errors;
+  };
+  write_text(*dir_ / "bad-glossary.tsv", word + "\t" + term + "\n" + word + " without a tab\n");
+  one_error(run_trafo(translate("--input " + quote(input) + " --glossary " + path("bad-glossary.tsv"))),
+            "bad-glossary.tsv:2");
+  one_error(run_trafo(translate("--input " + quote(input) + " --glossary " + path("glossary.tsv") +
+                                " --sampling-topk 5")),
+            "--glossary and --sampling-topk");
+}
+
 // --target-prefix: each translation begins with its line's text, greedy or beam; an empty line
 // leaves its translation as it was; a file of another length is a one-line input error.
 TEST_F(TranslateCli, TargetPrefixesBeginTheirTranslations) {

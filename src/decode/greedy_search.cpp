@@ -2,6 +2,7 @@
 // finished rows leave the batch, or, on CUDA, stay to its end without the host waiting at each step.
 #include <algorithm>
 #include <numeric>
+#include <stdexcept>
 
 #include <torch/torch.h>
 
@@ -67,7 +68,9 @@ std::vector<std::vector<Hypothesis>> GreedySearch::search(const std::vector<mode
                                                           const DecodeOptions& options,
                                                           const TokenSelector& selector,
                                                           const std::vector<int64_t>& sentences,
-                                                          const std::vector<std::vector<int>>& prefixes) const {
+                                                          const std::vector<std::vector<int>>& prefixes,
+                                                          const std::vector<Constraints>& constraints) const {
+  if (!constraints.empty()) throw std::logic_error("GreedySearch: constraints need the beam search");
   c10::InferenceMode inference;
   const int64_t check_every =
       check_every_ == kByDevice ? (src.device().is_cuda() ? kSyncFreeSteps : 0) : check_every_;

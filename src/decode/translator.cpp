@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include <spdlog/spdlog.h>
@@ -35,6 +36,9 @@ void validate(const DecodeOptions& options) {
   }
   if (options.max_length_b < 0) {
     throw InputError("max-length-b must be 0 or more, not " + std::to_string(options.max_length_b));
+  }
+  if (options.sampling() && options.glossary) {
+    throw InputError("a glossary needs the best pieces, not sampled ones: --glossary and --sampling-topk exclude each other");
   }
   if (options.sampling() && (options.beam != 1 || options.n_best != 1)) {
     throw InputError("sampling draws one translation per sentence: --sampling-topk needs --beam 1 (and --n-best 1)");
@@ -120,7 +124,23 @@ std::vector<std::vector<Hypothesis>> Translator::translate_ids(const std::vector
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return sources[a].size() > sources[b].size(); });
-  const int64_t longest = max_positions_ - 1;  // source pieces; eos takes the last position
+  // A sentence a glossary term occurs in is decoded apart, by the constrained beam search at the
+  // beam its own constraints give it: what shares its batch never changes its translation.
+  std::vector<Constraints> constraints;
+  std::map<int, std::vector<size_t>> by_beam;  // constrained sentences by their beam
+  if (options_.glossary) {
+    constraints.resize(sources.size());
+    std::vector<size_t> free;
+    for (const size_t i : order) {
+      constraints[i] = options_.glossary->constraints(sources[i]);
+      if (constraints[i].empty()) {
+        free.push_back(i);
+      } else {
+        by_beam[constrained_beam(options_.beam, constraints[i])].push_back(i);
+      }
+    }
+    order = std::move(free);
+  }
   std::vector<std::unique_ptr<model::EvalMode>> eval_modes;
   std::vector<std::unique_ptr<model::PackedInference>> packings;  // one for all batches of this call (fp32 only)
   for (auto& model : models_) {
@@ -128,23 +148,14 @@ std::vector<std::vector<Hypothesis>> Translator::translate_ids(const std::vector
     packings.push_back(std::make_unique<model::PackedInference>(*model));
   }
   const util::AutocastGuard autocast(options_.bf16, model_->parameters().front().device().type());
-  std::vector<size_t> batch;
-  int64_t width = 0;  // padded source length of `batch` (pieces + eos)
-  for (const size_t i : order) {
-    const int64_t length = std::min(static_cast<int64_t>(sources[i].size()), longest) + 1;
-    // The budget bounds the padded source, and the decoder's rows (sentences × beam) too: 4,096
-    // one-word lines at beam 1,024 would otherwise be 4M rows of vocabulary-wide log-probs a step.
-    const auto sentences = static_cast<int64_t>(batch.size() + 1);
-    if (!batch.empty() && (std::max(width, length) * sentences > options_.batch_tokens ||
-                           sentences * options_.beam > options_.batch_tokens)) {
-      translate_batch(sources, batch, results, first_sentence, prefixes);
-      batch.clear();
-      width = 0;
-    }
-    batch.push_back(i);
-    width = std::max(width, length);
+  translate_in_batches(sources, order, results, first_sentence, prefixes, Decoding{options_, *search_, {}});
+  const BeamSearch constrained_search;
+  for (const auto& [beam, sentences] : by_beam) {
+    auto options = options_;
+    options.beam = beam;
+    translate_in_batches(sources, sentences, results, first_sentence, prefixes,
+                         Decoding{options, constrained_search, constraints});
   }
-  if (!batch.empty()) translate_batch(sources, batch, results, first_sentence, prefixes);
   if (tokenizer_ != nullptr) {
     for (auto& hypotheses : results) {
       for (auto& hypothesis : hypotheses) hypothesis.text = one_line(tokenizer_->decode(hypothesis.tokens));
@@ -153,9 +164,33 @@ std::vector<std::vector<Hypothesis>> Translator::translate_ids(const std::vector
   return results;
 }
 
+void Translator::translate_in_batches(const std::vector<std::vector<int>>& sources, const std::vector<size_t>& order,
+                                      std::vector<std::vector<Hypothesis>>& results, int64_t first_sentence,
+                                      const std::vector<std::vector<int>>& prefixes, const Decoding& decoding) {
+  const int64_t longest = max_positions_ - 1;  // source pieces; eos takes the last position
+  std::vector<size_t> batch;
+  int64_t width = 0;  // padded source length of `batch` (pieces + eos)
+  for (const size_t i : order) {
+    const int64_t length = std::min(static_cast<int64_t>(sources[i].size()), longest) + 1;
+    // The budget bounds the padded source, and the decoder's rows (sentences × beam) too: 4,096
+    // one-word lines at beam 1,024 would otherwise be 4M rows of vocabulary-wide log-probs a step.
+    const auto sentences = static_cast<int64_t>(batch.size() + 1);
+    if (!batch.empty() && (std::max(width, length) * sentences > decoding.options.batch_tokens ||
+                           sentences * decoding.options.beam > decoding.options.batch_tokens)) {
+      translate_batch(sources, batch, results, first_sentence, prefixes, decoding);
+      batch.clear();
+      width = 0;
+    }
+    batch.push_back(i);
+    width = std::max(width, length);
+  }
+  if (!batch.empty()) translate_batch(sources, batch, results, first_sentence, prefixes, decoding);
+}
+
 void Translator::translate_batch(const std::vector<std::vector<int>>& sources, const std::vector<size_t>& rows,
                                  std::vector<std::vector<Hypothesis>>& results, int64_t first_sentence,
-                                 const std::vector<std::vector<int>>& prefixes) {
+                                 const std::vector<std::vector<int>>& prefixes, const Decoding& decoding) {
+  const auto& options = decoding.options;
   const int64_t max_positions = max_positions_;
   const int64_t longest = max_positions - 1;
   int64_t width = 0;
@@ -172,7 +207,7 @@ void Translator::translate_batch(const std::vector<std::vector<int>>& sources, c
     }
     std::copy(source.begin(), source.begin() + length, data + static_cast<int64_t>(r) * width);
     data[static_cast<int64_t>(r) * width + length] = data::Tokenizer::kEos;
-    max_lengths.push_back(max_output_length(length, options_, max_positions));
+    max_lengths.push_back(max_output_length(length, options, max_positions));
   }
   std::vector<std::vector<int>> row_prefixes;  // empty: no prefixes in this call
   if (!prefixes.empty()) {
@@ -180,14 +215,26 @@ void Translator::translate_batch(const std::vector<std::vector<int>>& sources, c
     for (size_t r = 0; r < rows.size(); ++r) {
       const auto& prefix = prefixes[rows[r]];
       row_prefixes.emplace_back(prefix.begin(), prefix.begin() + static_cast<std::ptrdiff_t>(std::min(prefix.size(), cap)));
-      const auto room = static_cast<int64_t>(row_prefixes.back().size()) + options_.max_length_b;
+      const auto room = static_cast<int64_t>(row_prefixes.back().size()) + options.max_length_b;
       max_lengths[r] = std::max(max_lengths[r], std::min(room, static_cast<int64_t>(cap)));
+    }
+  }
+  std::vector<Constraints> row_constraints;  // empty: none in this call
+  if (!decoding.constraints.empty()) {
+    // Room for the terms, as for a prefix: their pieces and max_length_b more.
+    const auto cap = max_positions - 1;
+    for (size_t r = 0; r < rows.size(); ++r) {
+      row_constraints.push_back(decoding.constraints[rows[r]]);
+      int64_t pieces = 0;
+      for (const auto& constraint : row_constraints.back()) pieces += static_cast<int64_t>(constraint.size());
+      max_lengths[r] = std::max(max_lengths[r], std::min(pieces + options.max_length_b, cap));
     }
   }
   src = src.to(model_->parameters().front().device());
   std::vector<int64_t> sentences;
   for (const size_t row : rows) sentences.push_back(first_sentence + static_cast<int64_t>(row));
-  auto hypotheses = search_->search(models_, src, max_lengths, options_, *selector_, sentences, row_prefixes);
+  auto hypotheses =
+      decoding.search.search(models_, src, max_lengths, options, *selector_, sentences, row_prefixes, row_constraints);
   for (size_t r = 0; r < rows.size(); ++r) results[rows[r]] = std::move(hypotheses[r]);
 }
 

@@ -22,6 +22,7 @@
 #include "trafo/errors.h"
 #include "trafo/eval/evaluator.h"
 #include "trafo/metrics/bleu.h"
+#include "trafo/decode/glossary.h"
 #include "trafo/metrics/chrf.h"
 #include "trafo/ops/eligibility.h"
 #include "trafo/util/files.h"
@@ -36,6 +37,7 @@ struct EvalOptions {
   std::string reference;  // their reference translations, line-aligned
   std::string output;  // where to write the translations (none when empty)
   bool json = false;   // one JSON object on one line instead of text
+  std::string glossary;  // a file of term pairs the translations must use ("": none)
 };
 
 int run_eval(const EvalOptions& options) {
@@ -44,14 +46,22 @@ int run_eval(const EvalOptions& options) {
   std::vector<util::NamedPath> inputs = {
       {"--src", options.source}, {"--ref", options.reference}, {"--checkpoint", options.runtime.checkpoint}};
   for (const auto& path : options.runtime.ensemble) inputs.push_back({"--checkpoint", path});
+  if (!options.glossary.empty()) inputs.push_back({"--glossary", options.glossary});
   util::refuse_overwriting("--output", options.output, inputs);
   const int64_t sentences = data::check_parallel_files(options.source, options.reference);
+  // The glossary's form is checked before the model loads; its terms are cut by the model's tokenizer.
+  const auto glossary_file = options.glossary.empty() ? decode::Glossary::File{} : decode::Glossary::read(options.glossary);
   auto loaded = inference::load_for_translation(options.runtime);
+  auto decoding = inference::with_precision(options.decode, loaded);
+  if (!options.glossary.empty()) {
+    decoding.glossary = std::make_shared<const decode::Glossary>(
+        decode::Glossary::from_pairs(glossary_file.pairs, loaded.tokenizer, glossary_file.places));
+  }
 
   const auto set = eval::EvalSet::read(options.source, options.reference, loaded.tokenizer,
                                        loaded.model->config().max_positions, 0, loaded.tag);
   auto models = loaded.models();
-  const auto evaluated = eval::Evaluator(inference::with_precision(options.decode, loaded)).run(models, loaded.tokenizer, set);
+  const auto evaluated = eval::Evaluator(decoding).run(models, loaded.tokenizer, set);
   const auto& loss = evaluated.loss;
   const auto& hypotheses = evaluated.hypotheses;
   const auto& bleu = evaluated.bleu;
@@ -120,6 +130,9 @@ CommandRunner add_eval_command(CLI::App& app) {
   command->add_option("--output,-o", options->output, "also write the translations to this file");
   command->add_flag("--json", options->json, "print one JSON object on one line");
   add_decode_flags(*command, options->decode, /*with_n_best=*/false);
+  command->add_option("--glossary", options->glossary,
+                      "a file of terms, 'source term<TAB>target term' a line, that the translations must use, as "
+                      "translate --glossary");
   add_number_checks(*command);
   return [options] { return run_eval(*options); };
 }

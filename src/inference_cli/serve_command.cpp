@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "decode_flags.h"
+#include "trafo/decode/glossary.h"
 #include "trafo/errors.h"
 #include "trafo/inference_cli/commands.h"
 #include "trafo/serve/http_server.h"
@@ -34,6 +35,7 @@ struct ServeOptions {
   int64_t max_queue = 100000;
   int decoders = 0;  // batches decoded side by side on CPU; 0: one per thread
   std::string api_keys;
+  std::string glossary;  // terms every direction's translations use ("": none); a request's own replace them
 };
 
 bool loopback(const std::string& host) { return host == "127.0.0.1" || host == "localhost" || host == "::1"; }
@@ -87,6 +89,10 @@ std::vector<serve::Direction> load_directions(const ServeOptions& o) {
     direction.model = loaded.model;
     direction.tokenizer = std::make_shared<const data::Tokenizer>(std::move(loaded.tokenizer));
     direction.defaults = inference::with_precision(o.decode, loaded);
+    if (!o.glossary.empty()) {
+      direction.defaults.glossary =
+          std::make_shared<const decode::Glossary>(decode::Glossary::load(o.glossary, *direction.tokenizer));
+    }
     direction.tags = inference::corpus_tag_ids(info, *direction.tokenizer);
     directions.push_back(std::move(direction));
   }
@@ -212,6 +218,9 @@ CommandRunner add_serve_command(CLI::App& app) {
   command->add_option("--read-timeout", limits.read_seconds, "seconds a request has to arrive whole from its connection opening: a silent client is dropped "
                       "then, a half-sent request answered 408")
       ->capture_default_str();
+  command->add_option("--glossary", options->glossary,
+                      "a file of terms, 'source term<TAB>target term' a line, that every translation uses, as translate "
+                      "--glossary; a request's own glossary (native API) replaces it");
   command->add_option("--api-keys", options->api_keys,
                       "a file of keys, one a line: requests but /health and /languages must carry one as api_key "
                       "(403 otherwise)");

@@ -21,6 +21,7 @@
 #include "trafo/inference_cli/commands.h"
 #include "decode_flags.h"
 #include "trafo/data/corpus.h"
+#include "trafo/decode/glossary.h"
 #include "trafo/decode/output_text.h"
 #include "trafo/errors.h"
 #include "trafo/inference/alignment.h"
@@ -38,6 +39,7 @@ struct TranslateOptions {
   bool skip_invalid = false;   // invalid UTF-8: an empty line and a warning instead of an error
   bool alignment = false;      // after each translation, " ||| " and its word alignment (Pharaoh)
   std::string target_prefix;   // a file, one line per input line: text each translation begins with ("": none)
+  std::string glossary;        // a file of term pairs the translations must use ("": none)
 };
 
 // --target-prefix: every line of the file, checked as input is; InputError for a file that is
@@ -149,6 +151,10 @@ int run_translate(const TranslateOptions& options) {
   }
   std::vector<util::NamedPath> inputs = {{"--input", options.input}, {"--checkpoint", options.runtime.checkpoint}};
   if (!options.target_prefix.empty()) inputs.push_back({"--target-prefix", options.target_prefix});
+  if (!options.glossary.empty()) inputs.push_back({"--glossary", options.glossary});
+  if (!options.glossary.empty() && options.decode.sampling()) {
+    throw InputError("a glossary needs the best pieces, not sampled ones: --glossary and --sampling-topk exclude each other");
+  }
   for (const auto& path : options.runtime.ensemble) inputs.push_back({"--checkpoint", path});
   util::refuse_overwriting("--output", options.output, inputs);
   const bool from_stdin = options.input == "-";
@@ -163,8 +169,15 @@ int run_translate(const TranslateOptions& options) {
   } closer{fd};
 
   const auto prefixes = options.target_prefix.empty() ? std::vector<std::string>() : read_prefixes(options.target_prefix);
+  // The glossary's form is checked before the model loads; its terms are cut by the model's tokenizer.
+  const auto glossary_file = options.glossary.empty() ? decode::Glossary::File{} : decode::Glossary::read(options.glossary);
   auto loaded = inference::load_for_translation(options.runtime);
-  decode::Translator translator(loaded.model, loaded.tokenizer, inference::with_precision(options.decode, loaded));
+  auto decoding = inference::with_precision(options.decode, loaded);
+  if (!options.glossary.empty()) {
+    decoding.glossary = std::make_shared<const decode::Glossary>(
+        decode::Glossary::from_pairs(glossary_file.pairs, loaded.tokenizer, glossary_file.places));
+  }
+  decode::Translator translator(loaded.model, loaded.tokenizer, decoding);
   for (const auto& member : loaded.ensemble) translator.add_to_ensemble(member);
   std::ofstream file;
   if (options.output != "-") {
@@ -246,6 +259,10 @@ CommandRunner add_translate_command(CLI::App& app) {
                       "a file of as many lines as the input: each translation begins with its line's text (the "
                       "target side's pieces, decoded with the model's own probabilities, then continued), as "
                       "CTranslate2's target_prefix; an empty line leaves its translation free");
+  command->add_option("--glossary", options->glossary,
+                      "a file of terms, 'source term<TAB>target term' a line: where a source term occurs in a line, "
+                      "its translation holds the target term (lexically constrained beam search, the beam raised to "
+                      "the term pieces + 1, at most 16; docs/guide-translating.md)");
   command
       ->add_option("--buffer-lines", options->buffer_lines,
                    "most lines read ahead (when already available) and sorted by length together")

@@ -173,7 +173,7 @@ void Service::decode_on(Decoder& me) {
 
 bool Service::joins_running_batch(const Job& job) {
   return decode::ContinuousDecoder::supports(job.options) && !job.alignment && job.targets.empty() &&
-         job.prefixes.empty();
+         job.prefixes.empty() && !job.options.glossary;
 }
 
 void Service::decode_step(Decoder& me, const std::vector<Part>& joining) {

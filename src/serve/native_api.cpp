@@ -31,6 +31,10 @@ json native_translate(const ApiContext& api, const http::Request& request, int64
       }
     }
   }
+  if (fields.has("glossary")) {
+    job.glossary = fields.pairs("glossary", static_cast<size_t>(api.options.limits.max_sentences),
+                                static_cast<size_t>(api.options.limits.max_line_bytes));
+  }
   if (job.alignment && job.options.n_best > 1) throw HttpError(400, "alignment aligns the best translation: leave out n_best");
   sentences = static_cast<int64_t>(job.sentences.size());
   const auto outcome = api.run(std::move(job));

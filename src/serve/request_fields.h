@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -89,6 +90,29 @@ class Fields {
     }
     if (listed && values.empty()) throw HttpError(400, name + " is an empty list");
     for (const auto& value : values) utf8_checked(value, name);
+    return values;
+  }
+
+  // A JSON list of [source, target] string pairs (a glossary); at most `most`, each string at most
+  // `bytes` long. A form cannot carry it.
+  std::vector<std::pair<std::string, std::string>> pairs(const std::string& name, size_t most, size_t bytes) const {
+    if (!body_) throw HttpError(400, name + " needs a JSON body");
+    const auto& field = (*body_)[name];
+    const auto bad = HttpError(400, name + " must be a list of [source term, target term] pairs");
+    if (!field.is_array()) throw bad;
+    if (field.size() > most) throw HttpError(413, fmt::format("{}: more than {} pairs", name, most));
+    std::vector<std::pair<std::string, std::string>> values;
+    for (const auto& item : field) {
+      if (!item.is_array() || item.size() != 2 || !item[0].is_string() || !item[1].is_string()) throw bad;
+      values.emplace_back(item[0].get<std::string>(), item[1].get<std::string>());
+      for (const auto* text : {&values.back().first, &values.back().second}) {
+        utf8_checked(*text, name);
+        if (text->size() > bytes) throw HttpError(413, fmt::format("{}: a term of {} bytes: at most {}", name, text->size(), bytes));
+        if (text->find('\n') != std::string::npos || text->find('\t') != std::string::npos) {
+          throw HttpError(400, name + ": a term holds no line break or tab");
+        }
+      }
+    }
     return values;
   }
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "service_state.h"
+#include "trafo/decode/glossary.h"
 #include "trafo/model/linear.h"
 
 namespace trafo::serve {
@@ -19,7 +20,7 @@ std::string batch_key(const Job& job) {
   std::ostringstream key;
   key << job.direction << '|' << o.beam << '|' << o.length_penalty << '|' << o.n_best << '|' << o.max_length_a << '|'
       << o.max_length_b << '|' << o.batch_tokens << '|' << o.bf16 << '|' << o.source_tag << '|' << job.alignment << '|'
-      << !job.targets.empty() << '|' << !job.prefixes.empty();
+      << !job.targets.empty() << '|' << !job.prefixes.empty() << '|' << o.glossary.get();
   return key.str();
 }
 
@@ -62,8 +63,12 @@ ServiceStats Service::stats() const {
 }
 
 Outcome Service::run(Job job, std::chrono::steady_clock::time_point deadline) {
-  decode::validate(job.options);
   const auto& direction = directions_.at(job.direction);
+  if (!job.glossary.empty()) {  // a batch of its own: its pointer is in the batch key
+    job.options.glossary =
+        std::make_shared<const decode::Glossary>(decode::Glossary::from_pairs(job.glossary, *direction.tokenizer));
+  }
+  decode::validate(job.options);
   auto pending = std::make_shared<Pending>();
   for (const auto& sentence : job.sentences) {
     pending->ids.push_back(decode::source_ids(*direction.tokenizer, sentence, job.options.source_tag));

@@ -9,6 +9,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "trafo/decode/glossary.h"
 #include "trafo/decode/translator.h"
 
 namespace trafo::decode {
@@ -69,11 +70,14 @@ class SearchStrategy {
   // `models`: one, or an ensemble whose log-probabilities are averaged at each step.
   // `sentences`: which sentence of the whole input each batch row is (empty: row n is sentence n).
   // `prefixes`: empty, or one per row: the pieces its output must begin with (a target prefix).
+  // `constraints`: empty, or one list per row of piece sequences its output must hold (glossary.h);
+  // beam search only.
   virtual std::vector<std::vector<Hypothesis>> search(const std::vector<model::Transformer>& models, const at::Tensor& src,
                                                       const std::vector<int64_t>& max_lengths,
                                                       const DecodeOptions& options, const TokenSelector& selector,
                                                       const std::vector<int64_t>& sentences = {},
-                                              const std::vector<std::vector<int>>& prefixes = {}) const = 0;
+                                                      const std::vector<std::vector<int>>& prefixes = {},
+                                                      const std::vector<Constraints>& constraints = {}) const = 0;
 };
 
 class GreedySearch final : public SearchStrategy {
@@ -90,19 +94,27 @@ class GreedySearch final : public SearchStrategy {
                                               const std::vector<int64_t>& max_lengths, const DecodeOptions& options,
                                               const TokenSelector& selector,
                                               const std::vector<int64_t>& sentences = {},
-                                              const std::vector<std::vector<int>>& prefixes = {}) const override;
+                                              const std::vector<std::vector<int>>& prefixes = {},
+                                              const std::vector<Constraints>& constraints = {}) const override;
 
  private:
   int64_t check_every_;
 };
 
+// With constraints, lexically constrained: dynamic beam allocation (Post & Vilar 2018). Each
+// step's candidates are the 2K best extensions and, for every open hypothesis, the pieces that
+// take its constraints further; the K kept are spread over banks by the number of constraint
+// pieces met (K / (pieces + 1) each, the rest by score), and a hypothesis may end only once it
+// holds every constraint (at the length limit the best unfinished one ends, should none hold them).
+// A row without constraints is searched exactly as without.
 class BeamSearch final : public SearchStrategy {
  public:
   std::vector<std::vector<Hypothesis>> search(const std::vector<model::Transformer>& models, const at::Tensor& src,
                                               const std::vector<int64_t>& max_lengths, const DecodeOptions& options,
                                               const TokenSelector& selector,
                                               const std::vector<int64_t>& sentences = {},
-                                              const std::vector<std::vector<int>>& prefixes = {}) const override;
+                                              const std::vector<std::vector<int>>& prefixes = {},
+                                              const std::vector<Constraints>& constraints = {}) const override;
 };
 
 // What `options` ask for: greedy for beam 1, else beam search; the best tokens, or sampled ones.

@@ -27,6 +27,7 @@
 
 namespace trafo::decode {
 
+class Glossary;
 class SearchStrategy;
 class TokenSelector;
 
@@ -49,6 +50,9 @@ struct DecodeOptions {
   double sampling_topp = 1.0;
   double sampling_temperature = 1.0;
   uint64_t seed = 0;
+  // Terms the output must use (--glossary; glossary.h): a sentence a term occurs in is decoded by
+  // the constrained beam search, at the beam constrained_beam gives it. Null: none.
+  std::shared_ptr<const Glossary> glossary;
   bool sampling() const { return sampling_topk >= 0; }
 };
 
@@ -108,10 +112,21 @@ class Translator {
   const DecodeOptions& options() const { return options_; }
 
  private:
+  // What one group of sentences is decoded with: the options (their beam), the search, and each
+  // source's constraints (empty: none in this group).
+  struct Decoding {
+    const DecodeOptions& options;
+    const SearchStrategy& search;
+    const std::vector<std::vector<std::vector<int>>>& constraints;
+  };
+  // Decodes sentences `order` of `sources` (longest first) in batches under the budget.
+  void translate_in_batches(const std::vector<std::vector<int>>& sources, const std::vector<size_t>& order,
+                            std::vector<std::vector<Hypothesis>>& results, int64_t first_sentence,
+                            const std::vector<std::vector<int>>& prefixes, const Decoding& decoding);
   // Decodes sentences `rows` of `sources` (sorted by length, one batch) into `results`.
   void translate_batch(const std::vector<std::vector<int>>& sources, const std::vector<size_t>& rows,
                        std::vector<std::vector<Hypothesis>>& results, int64_t first_sentence,
-                       const std::vector<std::vector<int>>& prefixes);
+                       const std::vector<std::vector<int>>& prefixes, const Decoding& decoding);
 
   model::Transformer model_;                 // the first of models_
   std::vector<model::Transformer> models_;  // one, or an ensemble

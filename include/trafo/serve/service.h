@@ -30,6 +30,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "trafo/data/tokenizer.h"
@@ -61,6 +62,9 @@ struct Job {
   bool alignment = false;           // also align each best translation to its source, word by word
   std::vector<std::string> targets;    // scoring: the translations whose log p is asked (one per sentence)
   std::vector<std::string> prefixes;   // none, or one per sentence: text its translation begins with
+  // The request's own glossary (source term, target term), compiled for the direction by run(); it
+  // replaces the server's --glossary. Empty: the options' glossary, if any.
+  std::vector<std::pair<std::string, std::string>> glossary;
 };
 
 struct Outcome {
