@@ -129,6 +129,14 @@ TEST_F(TranslateCli, GlossaryTermsAppearWhereTheirSourcesOccur) {
     }
   }
   EXPECT_GE(with_term, 1u);
+  // A term before punctuation ends its word there; inside a longer word it does not match.
+  write_text(*dir_ / "punctuated.en", word + ", " + word + ".\n" + word + "x\n");
+  const auto punctuated = run_trafo(translate("--input " + path("punctuated.en") + " --glossary " + path("glossary.tsv")));
+  ASSERT_EQ(punctuated.exit_code, 0) << punctuated.errors;
+  const auto marked = split_lines(punctuated.output);
+  ASSERT_EQ(marked.size(), 2u);
+  EXPECT_NE(marked[0].find(term), std::string::npos) << marked[0];
+  EXPECT_EQ(marked[1].find(term), std::string::npos) << marked[1];
   const auto one_error = [](const CommandResult& result, const std::string& words) {
     EXPECT_EQ(result.exit_code, 2) << result.errors;
     size_t errors = 0;

@@ -1,6 +1,7 @@
 #include "trafo/decode/glossary.h"
 
 #include <algorithm>
+#include <cctype>
 #include <string_view>
 
 #include "trafo/data/corpus.h"
@@ -38,8 +39,18 @@ Glossary::File Glossary::read(const std::filesystem::path& path) {
 Glossary Glossary::from_pairs(const std::vector<std::pair<std::string, std::string>>& pairs,
                               const data::Tokenizer& tokenizer, const std::vector<std::string>& places) {
   Glossary glossary;
+  // A piece continues the word before it unless it begins a word (SentencePiece's mark) or with a
+  // character that is neither a letter nor a digit (punctuation after a word: "duck" in "duck.").
   for (int id = 0; id < tokenizer.vocab_size(); ++id) {
-    glossary.begins_word_.push_back(tokenizer.piece(id).rfind(kWordStart, 0) == 0);
+    const auto piece = tokenizer.piece(id);
+    auto first = piece.empty() ? 0 : static_cast<unsigned char>(piece.front());
+    if (piece.size() == 6 && piece.rfind("<0x", 0) == 0 && piece.back() == '>' &&
+        std::isxdigit(static_cast<unsigned char>(piece[3])) != 0 &&
+        std::isxdigit(static_cast<unsigned char>(piece[4])) != 0) {  // a byte piece: its byte
+      first = static_cast<unsigned char>(std::stoi(piece.substr(3, 2), nullptr, 16));
+    }
+    const bool word_character = std::isalnum(first) != 0 || first >= 0x80;
+    glossary.continues_word_.push_back(piece.rfind(kWordStart, 0) != 0 && word_character);
   }
   for (size_t i = 0; i < pairs.size(); ++i) {
     const auto& [source, target] = pairs[i];
@@ -68,11 +79,11 @@ Glossary Glossary::from_pairs(const std::vector<std::pair<std::string, std::stri
 Constraints Glossary::constraints(const std::vector<int>& source) const {
   Constraints found;
   std::vector<bool> taken(source.size(), false);  // pieces of a term matched already
-  // A match ends where a word ends: at the last piece, or before a piece that begins a word.
+  // A match ends where a word ends: at the last piece, or before a piece that does not continue it.
   const auto ends_word = [&](size_t end) {
     if (end == source.size()) return true;
     const auto id = static_cast<size_t>(source[end]);
-    return id >= begins_word_.size() || begins_word_[id];
+    return id >= continues_word_.size() || !continues_word_[id];
   };
   for (const auto& term : terms_) {
     const auto length = term.source.size();

@@ -52,7 +52,7 @@ class Glossary {
     std::vector<int> source, target;
   };
   std::vector<Term> terms_;  // longest source first, then in file order; sources distinct
-  std::vector<bool> begins_word_;  // per source piece id
+  std::vector<bool> continues_word_;  // per source piece id: it goes on with the word before it
 };
 
 // The beam a sentence with `constraints` is decoded with: `beam`, or one more than the constraints'
