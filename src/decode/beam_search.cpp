@@ -266,9 +266,7 @@ std::vector<std::vector<Hypothesis>> BeamSearch::search(const std::vector<model:
           candidate.state = from.after(static_cast<int>(candidate.token), sentence_constraints);
           distinct.push_back(std::move(candidate));
         }
-        size_t pieces = 0;
-        for (const auto& constraint : sentence_constraints) pieces += constraint.size();
-        open = allocate(std::move(distinct), pieces, beam, sentence_constraints);
+        open = allocate(std::move(distinct), constraint_pieces(sentence_constraints), beam, sentence_constraints);
       }
       const double best_open = open.empty() ? kMinusInfinity : open.front().score;
       const bool done = static_cast<int64_t>(finished[sentence].size()) >= beam || step >= max_lengths[sentence] ||

@@ -102,9 +102,14 @@ Constraints Glossary::constraints(const std::vector<int>& source) const {
   return found;
 }
 
-int constrained_beam(int beam, const Constraints& constraints) {
+size_t constraint_pieces(const Constraints& constraints) {
   size_t pieces = 0;
   for (const auto& constraint : constraints) pieces += constraint.size();
+  return pieces;
+}
+
+int constrained_beam(int beam, const Constraints& constraints) {
+  const size_t pieces = constraint_pieces(constraints);
   if (pieces == 0) return beam;
   return std::max(beam, static_cast<int>(std::min<size_t>(pieces + 1, kMostConstrainedBeam)));
 }

@@ -225,8 +225,7 @@ void Translator::translate_batch(const std::vector<std::vector<int>>& sources, c
     const auto cap = max_positions - 1;
     for (size_t r = 0; r < rows.size(); ++r) {
       row_constraints.push_back(decoding.constraints[rows[r]]);
-      int64_t pieces = 0;
-      for (const auto& constraint : row_constraints.back()) pieces += static_cast<int64_t>(constraint.size());
+      const auto pieces = static_cast<int64_t>(constraint_pieces(row_constraints.back()));
       max_lengths[r] = std::max(max_lengths[r], std::min(pieces + options.max_length_b, cap));
     }
   }

@@ -55,6 +55,9 @@ class Glossary {
   std::vector<bool> continues_word_;  // per source piece id: it goes on with the word before it
 };
 
+// The pieces of all `constraints` together.
+size_t constraint_pieces(const Constraints& constraints);
+
 // The beam a sentence with `constraints` is decoded with: `beam`, or one more than the constraints'
 // pieces where that is more (dynamic beam allocation keeps a bank for each count of pieces met),
 // at most kMostConstrainedBeam.
