@@ -542,5 +542,37 @@ TEST(ToyReferenceAlignment, LinksTheContentWordsItIsSureOf) {
   EXPECT_TRUE(toy_reference_alignment("", "").empty());
 }
 
+// toy-corpus --alignments writes, for each pair of each split, the reference alignment as Pharaoh.
+TEST(ToyReferenceAlignment, TheCommandWritesItForEverySplit) {
+  const auto dir = trafo::testing::make_temp_dir("toy-align");
+  const auto made = trafo::testing::run_trafo("toy-corpus --out '" + (dir / "toy").string() +
+                                              "' --train 30 --dev 4 --test 5 --alignments");
+  ASSERT_EQ(made.exit_code, 0) << made.errors;
+  const auto lines = [&](const std::string& name) {
+    std::ifstream in(dir / "toy" / name);
+    std::vector<std::string> all;
+    for (std::string line; std::getline(in, line);) all.push_back(line);
+    return all;
+  };
+  size_t links = 0;
+  for (const std::string split : {"train", "dev", "test"}) {
+    const auto en = lines(split + ".en"), de = lines(split + ".de"), align = lines(split + ".align");
+    ASSERT_EQ(align.size(), en.size()) << split;
+    for (size_t i = 0; i < en.size(); ++i) {
+      std::string expected;
+      for (const auto& [s, t] : toy_reference_alignment(en[i], de[i])) {
+        expected += (expected.empty() ? "" : " ") + std::to_string(s) + "-" + std::to_string(t);
+        ++links;
+      }
+      EXPECT_EQ(align[i], expected) << split << " line " << i;
+    }
+  }
+  EXPECT_GT(links, 39u);
+  // Without the flag, no .align file is written or in the way.
+  const auto plain = trafo::testing::run_trafo("toy-corpus --out '" + (dir / "plain").string() + "' --train 3 --dev 1 --test 1");
+  ASSERT_EQ(plain.exit_code, 0) << plain.errors;
+  EXPECT_FALSE(std::filesystem::exists(dir / "plain" / "train.align"));
+}
+
 }  // namespace
 }  // namespace trafo::data

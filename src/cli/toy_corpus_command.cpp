@@ -1,5 +1,6 @@
 // trafo toy-corpus: writes the bundled toy English→German corpus (data/README.md).
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -16,11 +17,25 @@ namespace {
 struct ToyCorpusSettings {
   std::filesystem::path out;  // the folder that receives {train,dev,test}.{en,de}
   bool force = false;         // replace files of those names that are already there
+  bool alignments = false;    // also DIR/{train,dev,test}.align: the lexicon's word links, Pharaoh
   data::ToyCorpusOptions corpus;
 };
 
 double percent(int64_t part, size_t whole) {
   return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+}
+
+// DIR/NAME.align: for each pair, the links toy_reference_alignment is sure of, "0-0 2-3 ...".
+void write_alignments(const std::filesystem::path& path, const std::vector<data::SentencePair>& pairs) {
+  std::ofstream out(path, std::ios::binary);
+  for (const auto& pair : pairs) {
+    std::string line;
+    for (const auto& [s, t] : data::toy_reference_alignment(pair.source, pair.target)) {
+      line += (line.empty() ? "" : " ") + std::to_string(s) + "-" + std::to_string(t);
+    }
+    out << line << '\n';
+  }
+  if (!out.flush()) throw InputError("cannot write " + path.string());
 }
 
 }  // namespace
@@ -35,6 +50,9 @@ CommandRunner add_toy_corpus_command(CLI::App& app) {
       ->required()
       ->type_name("DIR");
   command->add_flag("--force", settings->force, "replace DIR's train/dev/test files when they exist");
+  command->add_flag("--alignments", settings->alignments,
+                    "also write DIR/{train,dev,test}.align: for each pair, the word links the lexicon is sure of "
+                    "(content words that occur once, with one matching German word), Pharaoh 'SRC-TGT', 0-based");
   command->add_option("--train", settings->corpus.train, "Training pairs")->capture_default_str();
   command->add_option("--dev", settings->corpus.dev, "Development pairs")->capture_default_str();
   command->add_option("--test", settings->corpus.test, "Test pairs")->capture_default_str();
@@ -45,7 +63,9 @@ CommandRunner add_toy_corpus_command(CLI::App& app) {
 
   return [settings]() -> int {
     // A folder of real data is never overwritten by mistake (`--out data/wmt`).
-    for (const char* name : {"train.en", "train.de", "dev.en", "dev.de", "test.en", "test.de"}) {
+    for (const char* name : {"train.en", "train.de", "dev.en", "dev.de", "test.en", "test.de", "train.align",
+                             "dev.align", "test.align"}) {
+      if (!settings->alignments && std::string(name).find(".align") != std::string::npos) continue;
       const auto path = settings->out / name;
       std::error_code error;
       if (!settings->force && std::filesystem::exists(std::filesystem::symlink_status(path, error))) {
@@ -55,6 +75,11 @@ CommandRunner add_toy_corpus_command(CLI::App& app) {
     // Throws trafo::InputError for negative or too large counts, or a folder it cannot write.
     const data::ToySplits splits = data::generate_toy_corpus(settings->corpus);
     data::write_toy_splits(settings->out, splits);
+    if (settings->alignments) {
+      write_alignments(settings->out / "train.align", splits.train);
+      write_alignments(settings->out / "dev.align", splits.dev);
+      write_alignments(settings->out / "test.align", splits.test);
+    }
     spdlog::info("wrote {} train, {} dev and {} test pairs (seed {}) to {}", splits.train.size(),
                  splits.dev.size(), splits.test.size(), settings->corpus.seed,
                  settings->out.string());
