@@ -1,7 +1,7 @@
 # The packages every trafo build finds (the main build and fuzz/): LibTorch from the PyPI wheel
 # (scripts/setup.sh puts it in .venv; pass -DCMAKE_PREFIX_PATH=$(.venv/bin/python -c 'import torch;
-# print(torch.utils.cmake_prefix_path)')), and Debian's fmt, spdlog, CLI11, nlohmann-json, utfcpp and
-# SentencePiece.
+# print(torch.utils.cmake_prefix_path)')), and Debian's fmt, spdlog, CLI11, nlohmann-json, utfcpp,
+# SentencePiece and libxml2.
 find_package(Torch 2.0 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
@@ -10,6 +10,7 @@ find_package(nlohmann_json REQUIRED)
 find_package(utf8cpp REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
+pkg_check_modules(LIBXML2 REQUIRED IMPORTED_TARGET libxml-2.0)
 
 # The wheel's include folder carries fmt 12 headers, Debian's spdlog is built against fmt 9:
 # a folder holding only a link to the system's fmt goes ahead of torch's include folders.

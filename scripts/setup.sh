@@ -36,7 +36,7 @@ APT_PACKAGES=(
   libcli11-dev libspdlog-dev libfmt-dev
   libsentencepiece-dev sentencepiece
   googletest libgtest-dev libbenchmark-dev
-  nlohmann-json3-dev libutfcpp-dev libgloo-dev libxxhash-dev libjemalloc-dev
+  nlohmann-json3-dev libutfcpp-dev libxml2-dev libgloo-dev libxxhash-dev libjemalloc-dev
   libjs-chart.js chromium
   clang-14 libclang-rt-14-dev
 )
