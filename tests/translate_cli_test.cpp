@@ -32,6 +32,15 @@ std::vector<std::string> split_lines(const std::string& text) {
 
 std::string quote(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
 
+// Exit code 2 and one "trafo: error:" line that holds `words`.
+void expect_one_error(const CommandResult& result, const std::string& words) {
+  EXPECT_EQ(result.exit_code, 2) << result.errors;
+  size_t errors = 0;
+  for (const auto& line : split_lines(result.errors)) errors += line.rfind("trafo: error:", 0) == 0;
+  EXPECT_EQ(errors, 1u) << result.errors;
+  EXPECT_NE(result.errors.find(words), std::string::npos) << result.errors;
+}
+
 class TranslateCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -137,19 +146,48 @@ TEST_F(TranslateCli, GlossaryTermsAppearWhereTheirSourcesOccur) {
   ASSERT_EQ(marked.size(), 2u);
   EXPECT_NE(marked[0].find(term), std::string::npos) << marked[0];
   EXPECT_EQ(marked[1].find(term), std::string::npos) << marked[1];
-  const auto one_error = [](const CommandResult& result, const std::string& words) {
-    EXPECT_EQ(result.exit_code, 2) << result.errors;
-    size_t errors = 0;
-    for (const auto& line : split_lines(result.errors)) errors += line.rfind("trafo: error:", 0) == 0;
-    EXPECT_EQ(errors, 1u) << result.errors;
-    EXPECT_NE(result.errors.find(words), std::string::npos) << result.errors;
-  };
   write_text(*dir_ / "bad-glossary.tsv", word + "\t" + term + "\n" + word + " without a tab\n");
-  one_error(run_trafo(translate("--input " + quote(input) + " --glossary " + path("bad-glossary.tsv"))),
+  expect_one_error(run_trafo(translate("--input " + quote(input) + " --glossary " + path("bad-glossary.tsv"))),
             "bad-glossary.tsv:2");
-  one_error(run_trafo(translate("--input " + quote(input) + " --glossary " + path("glossary.tsv") +
+  expect_one_error(run_trafo(translate("--input " + quote(input) + " --glossary " + path("glossary.tsv") +
                                 " --sampling-topk 5")),
             "--glossary and --sampling-topk");
+}
+
+// --format html: Python's HTML parser finds the output well-formed, with every tag of the page
+// once and what is not translated as it was, and each run of text reads as the plain translation
+// of the run's words; input that is not a page, or options that need lines, are one-line errors.
+TEST_F(TranslateCli, HtmlPagesKeepEveryTagAndTranslateEachRunAsALine) {
+  const auto s = split_lines(read_text(*dir_ / "test.en"));
+  ASSERT_GE(s.size(), 9u);
+  const auto first_space = s[2].find(' ');
+  ASSERT_NE(first_space, std::string::npos);
+  const std::string page =
+      "<!DOCTYPE html>\n<html><head><title>" + s[0] + "</title></head>\n<body>\n<h1>" + s[1] + "</h1>\n<p>" +
+      s[2].substr(0, first_space) + " <b>" + s[2].substr(first_space + 1) + "</b>\n <a href=\"/x?a=1&amp;b=2\" title=\"t\">" +
+      s[3] + "</a><br>" + s[4] + "</p>\n<pre>keep  this &lt;</pre>\n<ul><li>" + s[5] + " <img src=\"i.png\"> <i>" + s[6] +
+      "</i></li></ul>\n<p translate=\"no\">" + s[7] + "</p><p>" + s[8] + " <code>make  all</code> now<!-- c --></p></body></html>\n";
+  write_text(*dir_ / "page.html", page);
+  // The runs' text as plain lines, in document order.
+  write_text(*dir_ / "runs.txt", s[0] + "\n" + s[1] + "\n" + s[2] + " " + s[3] + " " + s[4] + "\n" + s[5] + " " + s[6] +
+                                     "\n" + s[8] + " now\n");
+  for (const std::string beam : {"1", "3"}) {
+    SCOPED_TRACE("beam " + beam);
+    const auto html = run_trafo(translate("--beam " + beam + " --format html --input " + path("page.html") +
+                                          " --output " + path("page.out.html")));
+    ASSERT_EQ(html.exit_code, 0) << html.errors;
+    const auto plain = run_trafo(translate("--beam " + beam + " --input " + path("runs.txt") + " --output " +
+                                           path("runs.out.txt")));
+    ASSERT_EQ(plain.exit_code, 0) << plain.errors;
+    const auto checked = run_command(std::string("'") + TRAFO_PYTHON + "' '" + TRAFO_SOURCE_DIR + "/tests/html_check.py' " +
+                                     path("page.html") + " " + path("page.out.html") + " " + path("runs.out.txt"));
+    EXPECT_EQ(checked.exit_code, 0) << checked.output << checked.errors << "\n" << read_text(*dir_ / "page.out.html");
+    EXPECT_EQ(checked.output, "ok\n");
+  }
+  write_text(*dir_ / "bad.html", "<p>caf\xe9</p>");
+  expect_one_error(run_trafo(translate("--format html --input " + path("bad.html"))), "bad.html: the HTML is not valid UTF-8");
+  expect_one_error(run_trafo(translate("--format html --n-best 2 --beam 2 --input " + path("page.html"))), "--format html");
+  expect_one_error(run_trafo(translate("--format xml --input " + path("page.html"))), "--format");
 }
 
 // --target-prefix: each translation begins with its line's text, greedy or beam; an empty line

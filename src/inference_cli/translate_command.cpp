@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@
 #include "trafo/decode/output_text.h"
 #include "trafo/errors.h"
 #include "trafo/inference/alignment.h"
+#include "trafo/markup/html.h"
 #include "trafo/util/files.h"
 
 namespace trafo::cli {
@@ -40,6 +42,7 @@ struct TranslateOptions {
   bool alignment = false;      // after each translation, " ||| " and its word alignment (Pharaoh)
   std::string target_prefix;   // a file, one line per input line: text each translation begins with ("": none)
   std::string glossary;        // a file of term pairs the translations must use ("": none)
+  std::string format = "text"; // text: a sentence a line; html: the whole input is one HTML page
 };
 
 // --target-prefix: every line of the file, checked as input is; InputError for a file that is
@@ -125,6 +128,51 @@ class LineReader {
   bool eof_ = false;
 };
 
+// --format html: the whole input, at most kMaxPageBytes.
+std::string read_page(int fd, const std::string& name) {
+  constexpr size_t kMaxPageBytes = size_t{256} << 20;
+  std::string page;
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t count = ::read(fd, chunk, sizeof chunk);
+    if (count < 0 && errno == EINTR) continue;
+    if (count < 0) throw InputError("cannot read " + name + ": " + std::strerror(errno));
+    if (count == 0) return page;
+    page.append(chunk, static_cast<size_t>(count));
+    if (page.size() > kMaxPageBytes) {
+      throw InputError(name + " is larger than " + std::to_string(kMaxPageBytes >> 20) + " MiB: not one HTML page");
+    }
+  }
+}
+
+// --format html: the page's runs of text translated as lines, their inline tags placed by the
+// translations' word alignments, the page written whole.
+void translate_page(int fd, const std::string& input_name, inference::LoadedModel& loaded,
+                    decode::Translator& translator, std::ostream& out) {
+  const std::string text = read_page(fd, input_name);
+  std::optional<markup::HtmlPage> page;
+  try {
+    page.emplace(text);
+  } catch (const InputError& e) {
+    throw InputError(input_name + ": " + e.what());
+  }
+  const auto& segments = page->segments();
+  std::vector<std::vector<int>> ids;
+  ids.reserve(segments.size());
+  for (const auto& segment : segments) ids.push_back(decode::source_ids(loaded.tokenizer, segment, loaded.tag));
+  const auto results = translator.translate_ids(ids, 0, {});
+  const auto alignments = inference::align_best(loaded.model, loaded.tokenizer, loaded.tag, segments, ids, results);
+  std::vector<std::string> translations;
+  std::vector<markup::Links> links;
+  for (size_t i = 0; i < results.size(); ++i) {
+    translations.push_back(results[i].front().text);
+    links.push_back(markup::parse_pharaoh(alignments[i]));
+  }
+  out << page->render(translations, links);
+  out.flush();
+  spdlog::info("translated an HTML page of {} runs of text", segments.size());
+}
+
 void write_chunk(std::ostream& out, const std::vector<std::vector<decode::Hypothesis>>& results, int64_t first_index,
                  bool n_best_format, const std::vector<std::string>& alignment) {
   for (size_t i = 0; i < results.size(); ++i) {
@@ -148,6 +196,10 @@ int run_translate(const TranslateOptions& options) {
   if (options.buffer_lines < 1) throw InputError("--buffer-lines must be 1 or more");
   if (options.alignment && options.decode.n_best > 1) {
     throw InputError("--alignment aligns the best translation of each line: leave out --n-best");
+  }
+  const bool html = options.format == "html";
+  if (html && (options.decode.n_best > 1 || options.alignment || !options.target_prefix.empty())) {
+    throw InputError("--format html writes one page: leave out --n-best, --alignment and --target-prefix");
   }
   std::vector<util::NamedPath> inputs = {{"--input", options.input}, {"--checkpoint", options.runtime.checkpoint}};
   if (!options.target_prefix.empty()) inputs.push_back({"--target-prefix", options.target_prefix});
@@ -185,6 +237,13 @@ int run_translate(const TranslateOptions& options) {
     if (!file) throw_write_error(options.output, errno);
   }
   std::ostream& out = options.output == "-" ? std::cout : file;
+  if (html) {
+    translate_page(fd, input_name, loaded, translator, out);
+    if (!out) {
+      throw RunError("cannot write the translation to " + (options.output == "-" ? "standard output" : options.output));
+    }
+    return 0;
+  }
 
   LineReader reader(fd, input_name);
   int64_t lines_done = 0;
@@ -263,6 +322,13 @@ CommandRunner add_translate_command(CLI::App& app) {
                       "a file of terms, 'source term<TAB>target term' a line: where a source term occurs in a line, "
                       "its translation holds the target term (lexically constrained beam search, the beam raised to "
                       "the term pieces + 1, at most 16; docs/guide-translating.md)");
+  command
+      ->add_option("--format", options->format,
+                   "text: a sentence a line; html: the input is one HTML page (or fragment), each block's text "
+                   "translated as a line and its inline tags placed around the translation of the words they "
+                   "wrapped, by the word alignment (docs/guide-translating.md)")
+      ->check(CLI::IsMember({"text", "html"}))
+      ->capture_default_str();
   command
       ->add_option("--buffer-lines", options->buffer_lines,
                    "most lines read ahead (when already available) and sorted by length together")
