@@ -24,6 +24,9 @@ import zlib
 import requests
 from libretranslatepy import LibreTranslateAPI
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import html_check  # noqa: E402  (tests/html_check.py)
+
 ARGS = None
 DECODING = ["--threads", "1", "--precision", "fp32"]
 STARTED = []  # every server process, killed at exit if a failed check left it running
@@ -246,6 +249,19 @@ def case_equal():
         if word in lines[j].split(" "):
             assert term in glossed[j], (j, word, term, glossed[j])
     post(server, "/v1/translate", {"text": lines[:2], "source": "en", "target": "de", "glossary": "x"}, 400)
+    # HTML, as LibreTranslate's clients send it (format "html"): the served page is the offline one
+    # (translate --format html), and well-formed with every tag once.
+    pages = ['<p>%s <b>%s</b></p><ul><li><a href="/a?b=1&amp;c=2">%s</a><br>%s</li></ul><pre>a  b</pre>' %
+             (lines[0].split(" ")[0], " ".join(lines[0].split(" ")[1:]), lines[1], lines[2]), "<p>%s</p>" % lines[3]]
+    for page in pages:
+        served = post(server, "/translate", {"q": page, "source": "en", "target": "de", "format": "html"})
+        assert served["translatedText"] == "\n".join(offline([page], "--format", "html")), (served, page)
+        assert html_check.check(page, served["translatedText"]) == [], html_check.check(page, served["translatedText"])
+    listed = post(server, "/translate", {"q": pages, "source": "en", "target": "de", "format": "html"})
+    assert listed["translatedText"] == [post(server, "/translate", {"q": p, "source": "en", "target": "de",
+                                                                    "format": "html"})["translatedText"] for p in pages]
+    post(server, "/translate", {"q": pages[0], "source": "en", "target": "de", "format": "xml"}, 400)
+    post(server, "/translate", {"q": pages[0], "source": "en", "target": "de", "format": "html", "alternatives": 2}, 400)
     src, tgt = os.path.join(ARGS.workdir, "src.txt"), os.path.join(ARGS.workdir, "tgt.txt")
     with open(src, "w", encoding="utf-8") as f:
         f.write("".join(line + "\n" for line in lines[:10]))

@@ -40,14 +40,18 @@ void ApiContext::check_key(const std::string& given) const {
   if (!found) throw HttpError(403, given.empty() ? "Visit the operator of this server for an API key" : "Invalid API key");
 }
 
-Job ApiContext::job_of(const Fields& fields, const std::string& text_field, std::vector<size_t>& line_counts,
-                       bool& listed) const {
+Job ApiContext::job_for(const Fields& fields) const {
   check_key(fields.has("api_key") ? fields.text("api_key") : "");
-  const auto texts = fields.texts(text_field, listed);
   Job job;
   job.direction = direction_of(fields, service);
   job.options = service.directions()[job.direction].defaults;
-  job.sentences = sentences_of(texts, line_counts);
+  return job;
+}
+
+Job ApiContext::job_of(const Fields& fields, const std::string& text_field, std::vector<size_t>& line_counts,
+                       bool& listed) const {
+  auto job = job_for(fields);
+  job.sentences = sentences_of(fields.texts(text_field, listed), line_counts);
   return job;
 }
 
@@ -57,18 +61,22 @@ std::vector<std::string> ApiContext::sentences_of(const std::vector<std::string>
   for (const auto& text : texts) {
     const auto lines = split_lines(text);
     line_counts.push_back(lines.size());
-    for (const auto& line : lines) {
-      if (static_cast<int64_t>(line.size()) > options.limits.max_line_bytes) {
-        throw HttpError(413, fmt::format("a line of {} bytes: at most {} per line", line.size(),
-                                         options.limits.max_line_bytes));
-      }
-      sentences.push_back(line);
-    }
-    if (static_cast<int64_t>(sentences.size()) > options.limits.max_sentences) {
-      throw HttpError(413, fmt::format("more than {} lines in one request", options.limits.max_sentences));
-    }
+    sentences.insert(sentences.end(), lines.begin(), lines.end());
+    check_limits(sentences, sentences.size() - lines.size());
   }
   return sentences;
+}
+
+void ApiContext::check_limits(const std::vector<std::string>& sentences, size_t from) const {
+  for (size_t i = from; i < sentences.size(); ++i) {
+    if (static_cast<int64_t>(sentences[i].size()) > options.limits.max_line_bytes) {
+      throw HttpError(413, fmt::format("a line of {} bytes: at most {} per line", sentences[i].size(),
+                                       options.limits.max_line_bytes));
+    }
+  }
+  if (static_cast<int64_t>(sentences.size()) > options.limits.max_sentences) {
+    throw HttpError(413, fmt::format("more than {} lines in one request", options.limits.max_sentences));
+  }
 }
 
 decode::DecodeOptions ApiContext::decoding(const Fields& fields, const Direction& direction) const {

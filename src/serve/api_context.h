@@ -23,6 +23,8 @@ struct ApiContext {
 
   // 403 unless `given` is one of --api-keys (when there are any).
   void check_key(const std::string& given) const;
+  // A job for the request's direction with its decoding defaults, the key checked; no sentences yet.
+  Job job_for(const Fields& fields) const;
   // The job for the texts of `text_field`: the key checked, the direction found, each text split into
   // its lines and bounded by the limits (`line_counts` per text), and the direction's decoding
   // defaults. `listed`: the texts came as a list.
@@ -30,6 +32,8 @@ struct ApiContext {
              bool& listed) const;
   // Each text's lines, one sentence each, checked against the limits; `line_counts` per text.
   std::vector<std::string> sentences_of(const std::vector<std::string>& texts, std::vector<size_t>& line_counts) const;
+  // 413 for a line from `from` on longer than the limit, or more lines than the limit.
+  void check_limits(const std::vector<std::string>& sentences, size_t from = 0) const;
   // The decoding options a request may change, over the direction's defaults.
   decode::DecodeOptions decoding(const Fields& fields, const Direction& direction) const;
   // The service's answer within --request-timeout: 503 when busy or late, 400 for bad input.

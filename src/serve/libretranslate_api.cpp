@@ -4,18 +4,61 @@
 #include <map>
 
 #include "api_context.h"
+#include "trafo/errors.h"
+#include "trafo/markup/html.h"
 
 namespace trafo::serve::detail {
+namespace {
 
 using json = nlohmann::json;
 
+// format "html": each text is a page (markup/html.h); its runs of text are the job's sentences,
+// aligned to their translations to place the inline tags.
+json translate_pages(const ApiContext& api, const Fields& fields, int64_t& sentences) {
+  if (fields.has("alternatives") && fields.integer("alternatives", 0, 0, api.options.limits.max_beam - 1) > 0) {
+    throw HttpError(400, "alternatives: plain text only (not with format html)");
+  }
+  auto job = api.job_for(fields);
+  bool listed = false;
+  std::vector<markup::HtmlPage> pages;
+  for (const auto& text : fields.texts("q", listed)) {
+    try {
+      pages.emplace_back(text);
+    } catch (const InputError& e) {
+      throw HttpError(400, std::string("q: ") + e.what());
+    }
+    const auto& segments = pages.back().segments();
+    job.sentences.insert(job.sentences.end(), segments.begin(), segments.end());
+    api.check_limits(job.sentences, job.sentences.size() - segments.size());
+  }
+  job.alignment = true;
+  sentences = static_cast<int64_t>(job.sentences.size());
+  const auto outcome = job.sentences.empty() ? Outcome{} : api.run(std::move(job));
+  json translated = json::array();
+  size_t at = 0;
+  for (const auto& page : pages) {
+    std::vector<std::string> texts;
+    std::vector<markup::Links> links;
+    for (size_t i = 0; i < page.segments().size(); ++i, ++at) {
+      texts.push_back(outcome.results[at].front().text);
+      links.push_back(markup::parse_pharaoh(outcome.alignments[at]));
+    }
+    translated.push_back(page.render(texts, links));
+  }
+  return {{"translatedText", listed ? translated : translated.front()}};
+}
+
+}  // namespace
+
 json libretranslate_translate(const ApiContext& api, const http::Request& request, int64_t& sentences) {
   Fields fields(request);
+  api.check_key(fields.has("api_key") ? fields.text("api_key") : "");
+  const auto format = fields.text_or("format", "text");
+  if (format == "html") return translate_pages(api, fields, sentences);
+  if (format != "text") throw HttpError(400, "format \"" + format + "\": text or html");
   bool listed = false;
   std::vector<size_t> line_counts;
   auto job = api.job_of(fields, "q", line_counts, listed);
-  const auto format = fields.text_or("format", "text");
-  if (format != "text") throw HttpError(400, "format \"" + format + "\": this server translates plain text only");
   const auto alternatives = fields.integer("alternatives", 0, 0, api.options.limits.max_beam - 1);
   if (alternatives > 0) {
     job.options.beam = std::max<int>(job.options.beam, static_cast<int>(alternatives) + 1);
