@@ -25,7 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::check(fuzz::expect_trafo_errors("read_config_text with kept keys",
                                         [&] { run_config::read_config_text(text, "fuzz.toml", kept, {"lr", "seed", "run-dir"}); }),
               "a file read once is refused when some of its keys are kept");
-  fuzz::check(kept.lr == defaults.lr && kept.seed == defaults.seed && kept.run_dir == defaults.run_dir,
+  fuzz::check(kept.optim.lr == defaults.optim.lr && kept.machine.seed == defaults.machine.seed &&
+                  kept.run.run_dir == defaults.run.run_dir,
               "a kept key took the file's value");
 
   // What --dump-config prints must read back to the same config.

@@ -28,9 +28,9 @@ TEST(ConfigKeys, EveryKeyIsNamedOnceAndReadsBackWhatItWrites) {
   }
   EXPECT_EQ(run_config::find_config_key("learning-rate"), nullptr);
   EXPECT_EQ(changed.model.d_model, 7);
-  EXPECT_EQ(changed.lr, 0.125);
-  EXPECT_EQ(changed.run_dir, "x y");
-  EXPECT_TRUE(changed.tensorboard);
+  EXPECT_EQ(changed.optim.lr, 0.125);
+  EXPECT_EQ(changed.run.run_dir, "x y");
+  EXPECT_TRUE(changed.run.tensorboard);
 
   // The whole config: every key once, and it reads back to the same text.
   const std::string toml = run_config::to_toml(changed);
@@ -43,7 +43,7 @@ TEST(ConfigKeys, NumbersAreDecimalAndFinite) {
   run_config::TrainConfig c;
   const auto& warmup = *run_config::find_config_key("warmup-steps");
   run_config::parse_value(warmup, "010", c);
-  EXPECT_EQ(c.warmup_steps, 10) << "leading zeros are not octal";
+  EXPECT_EQ(c.optim.warmup_steps, 10) << "leading zeros are not octal";
   for (const char* bad : {"0x10", "1.5", "", "+", "1e3", "99999999999999999999"}) {
     EXPECT_THROW(run_config::parse_value(warmup, bad, c), InputError) << bad;
   }
@@ -59,10 +59,10 @@ TEST(ConfigKeys, NumbersAreDecimalAndFinite) {
 
 TEST(ConfigFile, KeptKeysAreCheckedButNotTaken) {
   run_config::TrainConfig c;
-  c.lr = 0.5;  // as given on the command line
+  c.optim.lr = 0.5;  // as given on the command line
   const auto keys = run_config::read_config_text("lr = 0.25\nd-model = 64\n", "a.toml", c, {"lr"});
   EXPECT_EQ(keys, (std::set<std::string>{"lr", "d-model"}));
-  EXPECT_EQ(c.lr, 0.5);
+  EXPECT_EQ(c.optim.lr, 0.5);
   EXPECT_EQ(c.model.d_model, 64);
   try {
     run_config::read_config_text("d-model = 64\nlr = \"fast\"\n", "b.toml", c, {"lr"});
@@ -87,47 +87,47 @@ TEST(ConfigFile, TextIsQuoted) {
     }
   }
   run_config::read_config_text("src-lang = 'fr'\nlr = \"0.5\"\n", "b.toml", c);
-  EXPECT_EQ(c.src_lang, "fr");
-  EXPECT_EQ(c.lr, 0.5);
+  EXPECT_EQ(c.data.src_lang, "fr");
+  EXPECT_EQ(c.optim.lr, 0.5);
 }
 
 TEST(ConfigFile, TextsThatCannotBeWrittenBackAreRefused) {
   run_config::TrainConfig c;
-  c.data_dir = "data";
+  c.data.data_dir = "data";
   run_config::validate(c);
-  c.run_dir = "it's a \"run\"";
+  c.run.run_dir = "it's a \"run\"";
   EXPECT_THROW(run_config::validate(c), InputError);
-  c.run_dir = "two\nlines";
+  c.run.run_dir = "two\nlines";
   EXPECT_THROW(run_config::validate(c), InputError);
-  c.run_dir = "it's";
+  c.run.run_dir = "it's";
   run_config::validate(c);
   run_config::TrainConfig back;
   run_config::read_config_text(run_config::to_toml(c), "dumped.toml", back);
-  EXPECT_EQ(back.run_dir, "it's");
+  EXPECT_EQ(back.run.run_dir, "it's");
 }
 
 TEST(ConfigFile, CorpusTablesReadBackAndTheCommandLineWins) {
   run_config::TrainConfig config;
-  config.corpora = {{"a.en", "a.de", 3.0, ""}, {"b en", "b.de", 0.5, ">>fr<<"}};
+  config.data.corpora = {{"a.en", "a.de", 3.0, ""}, {"b en", "b.de", 0.5, ">>fr<<"}};
   const std::string toml = run_config::to_toml(config);
   run_config::TrainConfig again;
   const auto keys = run_config::read_config_text(toml, "dumped.toml", again);
   EXPECT_EQ(keys.count("corpus"), 1u);
-  ASSERT_EQ(again.corpora.size(), 2u);
-  EXPECT_TRUE(again.corpora == config.corpora);
+  ASSERT_EQ(again.data.corpora.size(), 2u);
+  EXPECT_TRUE(again.data.corpora == config.data.corpora);
   EXPECT_EQ(run_config::to_toml(again), toml);
 
   run_config::TrainConfig given;
-  given.corpora = {{"c.en", "c.de", 1.0, ""}};
+  given.data.corpora = {{"c.en", "c.de", 1.0, ""}};
   run_config::read_config_text(toml, "dumped.toml", given, {"corpus"});
-  ASSERT_EQ(given.corpora.size(), 1u);
-  EXPECT_EQ(given.corpora[0].src, "c.en");
+  ASSERT_EQ(given.data.corpora.size(), 1u);
+  EXPECT_EQ(given.data.corpora[0].src, "c.en");
 
   // Tags that cannot be one reserved piece.
   for (const std::string tag : {"a,b", "a b", "<s>", "<0x41>"}) {
     run_config::TrainConfig tagged;
-    tagged.data_dir = "data";
-    tagged.corpora = {{"a.en", "a.de", 1.0, tag}};
+    tagged.data.data_dir = "data";
+    tagged.data.corpora = {{"a.en", "a.de", 1.0, tag}};
     EXPECT_THROW(run_config::validate(tagged), InputError) << tag;
   }
   for (const std::string bad : {"[[corpus]]\nweight = \"x\"\n", "[[corpus]]\nsrc = a.en\n", "[corpus]\nsrc = \"a\"\n",

@@ -35,7 +35,7 @@ TEST(Presets, AutoPicksFromThePairsAndTheEpochsTheBudgetBuysHere) {
     });
   };
   auto c = asked({"max-time"});
-  c.max_time = "28m";
+  c.stop.max_time = "28m";
   // A slow CPU in fp32: 28 minutes at 2,000 tokens/s buy about 13.6 epochs of the built-in defaults.
   const auto slow = choose_preset(c, kGettext, speed(2000));
   EXPECT_EQ(slow.preset->name, "small-short");
@@ -55,37 +55,37 @@ TEST(Presets, AutoPicksFromThePairsAndTheEpochsTheBudgetBuysHere) {
   // Untimed (a run of several processes): the wall clock alone, two hours or less is short.
   EXPECT_EQ(choose_preset(c, kGettext).preset->name, "small-short");
   EXPECT_EQ(choose_preset(c, kGettext, speed(0)).preset->name, "small-short");
-  c.max_time = "2h";
+  c.stop.max_time = "2h";
   EXPECT_EQ(choose_preset(c, kGettext).preset->name, "small-short") << "two hours is still short";
-  c.max_time = "2h1m";
+  c.stop.max_time = "2h1m";
   EXPECT_NE(choose_preset(c, kGettext).why.find("untimed"), std::string::npos);
   EXPECT_EQ(choose_preset(c, kGettext).preset->name, "small-long");
   timed = 0;
   // Budgets of epochs or updates decide directly: nothing is timed.
   EXPECT_EQ(choose_preset(asked({}), kGettext, speed(1)).preset->name, "small-long") << "no limit: early stopping";
   auto e = asked({"max-epochs"});
-  e.max_epochs = 94;
+  e.stop.max_epochs = 94;
   EXPECT_EQ(choose_preset(e, kGettext, speed(1)).preset->name, "small-short") << "up to 100 epochs is short";
   EXPECT_NE(choose_preset(e, kGettext).why.find("--max-epochs 94"), std::string::npos);
   e.given->insert("max-time");
-  e.max_time = "10h";
+  e.stop.max_time = "10h";
   EXPECT_EQ(choose_preset(e, kGettext, speed(1e9)).preset->name, "small-short")
       << "100 epochs or less is short, whatever the time";
-  e.max_epochs = 101;
-  e.max_time = "";
+  e.stop.max_epochs = 101;
+  e.stop.max_time = "";
   EXPECT_EQ(choose_preset(e, kGettext, speed(1)).preset->name, "small-long");
   auto s = asked({"max-steps"});
-  s.max_steps = 5000;
+  s.stop.max_steps = 5000;
   EXPECT_EQ(choose_preset(s, kGettext, speed(1)).preset->name, "small-long") << "a budget of updates stays long";
   EXPECT_EQ(timed, 0);
-  c.max_time = "22m";
+  c.stop.max_time = "22m";
   EXPECT_EQ(choose_preset(c, CorpusSize{5'000'000, 500'000'000}, speed(1)).preset->name, "standard");
   c.init_from = "model.pt";
   EXPECT_EQ(choose_preset(c, kGettext, speed(1)).preset->name, "standard") << "fine-tuning";
-  c.preset = "small-long";
+  c.run.preset = "small-long";
   EXPECT_EQ(choose_preset(c, kGettext, speed(1)).preset->name, "small-long") << "asked for";
   EXPECT_EQ(timed, 0);
-  c.preset = "tiny";
+  c.run.preset = "tiny";
   EXPECT_THROW(choose_preset(c, kGettext), InputError);
   EXPECT_THROW(validate(c), InputError);
 }
@@ -108,10 +108,10 @@ TEST(Presets, OptionsGivenKeepTheirValuesAndAResumeOnlyTakesTrainingKnobs) {
   const auto& small = *find_preset("small-short");
   ASSERT_FALSE(small.values.empty());
   auto c = asked({"batch-tokens"});
-  c.batch_tokens = 1000;
+  c.optim.batch_tokens = 1000;
   const auto set = apply_preset(c, PresetChoice{&small, ""});
-  EXPECT_EQ(c.preset, "small-short");
-  EXPECT_EQ(c.batch_tokens, 1000) << "given";
+  EXPECT_EQ(c.run.preset, "small-short");
+  EXPECT_EQ(c.optim.batch_tokens, 1000) << "given";
   for (const auto& [name, value] : small.values) {
     if (name == "batch-tokens") continue;
     EXPECT_EQ(format_value(*find_config_key(name), c), value) << name;

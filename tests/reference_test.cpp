@@ -87,10 +87,10 @@ ModelConfig model_config(const Case& c) {
 // (At 1e-2 post-norm ReLU units die within the 10 steps and fp32 runs, PyTorch's too, stray 1e-3.)
 run_config::TrainConfig training_config(const Case& c) {
   run_config::TrainConfig config;
-  config.optimizer = c.optimizer;
-  config.weight_decay = c.weight_decay;
-  config.lr = 3e-3;
-  config.warmup_steps = 4;
+  config.optim.optimizer = c.optimizer;
+  config.optim.weight_decay = c.weight_decay;
+  config.optim.lr = 3e-3;
+  config.optim.warmup_steps = 4;
   return config;
 }
 
@@ -115,8 +115,8 @@ Named tensors_of(const bench::SyntheticBatch& batch) {
 }
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(Transformer& model, const run_config::TrainConfig& c) {
-  return train::make_optimizer(c.optimizer, model->parameters(), c.lr, c.adam_beta1, c.adam_beta2, c.adam_eps,
-                               c.weight_decay);
+  return train::make_optimizer(c.optim.optimizer, model->parameters(), c.optim.lr, c.optim.adam_beta1,
+                               c.optim.adam_beta2, c.optim.adam_eps, c.optim.weight_decay);
 }
 
 // trafo's logits, loss per target token and gradients on one batch. The gradients are those of the
@@ -133,7 +133,7 @@ Record one_batch(Transformer& model, const bench::SyntheticBatch& batch, const r
   }
   const auto weights = cloned(model->named_parameters());
   auto optimizer = make_optimizer(model, c);
-  train::TrainStep step(model, *optimizer, torch::kCPU, train::StepOptions{c.label_smoothing, /*clip_norm=*/0.0});
+  train::TrainStep step(model, *optimizer, torch::kCPU, train::StepOptions{c.optim.label_smoothing, /*clip_norm=*/0.0});
   const auto update = step.run({bench::as_batch(batch)}, /*lr=*/0.0);
   EXPECT_TRUE(update.applied());
   for (const auto& item : model->named_parameters()) EXPECT_TRUE(torch::equal(item.value(), weights.at(item.key())));
@@ -148,22 +148,22 @@ Record one_batch(Transformer& model, const bench::SyntheticBatch& batch, const r
 // (before its update) and the parameters after.
 Record training(Transformer& model, const std::vector<bench::SyntheticBatch>& batches, const run_config::TrainConfig& c) {
   auto record = make_record();
-  record.insert("optimizer", c.optimizer);
-  record.insert("lr", c.lr);
-  record.insert("warmup_steps", c.warmup_steps);
-  record.insert("beta1", c.adam_beta1);
-  record.insert("beta2", c.adam_beta2);
-  record.insert("eps", c.adam_eps);
-  record.insert("weight_decay", c.weight_decay);
-  record.insert("clip_norm", c.clip_norm);
-  record.insert("label_smoothing", c.label_smoothing);
+  record.insert("optimizer", c.optim.optimizer);
+  record.insert("lr", c.optim.lr);
+  record.insert("warmup_steps", c.optim.warmup_steps);
+  record.insert("beta1", c.optim.adam_beta1);
+  record.insert("beta2", c.optim.adam_beta2);
+  record.insert("eps", c.optim.adam_eps);
+  record.insert("weight_decay", c.optim.weight_decay);
+  record.insert("clip_norm", c.optim.clip_norm);
+  record.insert("label_smoothing", c.optim.label_smoothing);
   auto optimizer = make_optimizer(model, c);
-  train::TrainStep step(model, *optimizer, torch::kCPU, train::StepOptions{c.label_smoothing, c.clip_norm});
+  train::TrainStep step(model, *optimizer, torch::kCPU, train::StepOptions{c.optim.label_smoothing, c.optim.clip_norm});
   std::vector<double> losses;
   c10::List<Named> inputs;
   for (size_t i = 0; i < batches.size(); ++i) {
     inputs.push_back(tensors_of(batches[i]));
-    const double lr = train::inverse_sqrt_lr(i + 1, c.lr, c.warmup_steps);
+    const double lr = train::inverse_sqrt_lr(i + 1, c.optim.lr, c.optim.warmup_steps);
     const auto update = step.run({bench::as_batch(batches[i])}, lr);
     EXPECT_TRUE(update.applied()) << "step " << i + 1;
     losses.push_back(update.loss() / static_cast<double>(update.target_tokens));

@@ -172,19 +172,19 @@ using testing::run_trafo;
 run_config::TrainConfig sampled_training(const std::filesystem::path& data, const std::filesystem::path& run,
                                          double alpha) {
   run_config::TrainConfig c;
-  c.data_dir = data.string();
-  c.cache_dir = (run.parent_path() / "cache").string();
+  c.data.data_dir = data.string();
+  c.data.cache_dir = (run.parent_path() / "cache").string();
   c.vocab.vocab_size = 300;
   c.model = testing::tiny_model_config(300);
-  c.batch_tokens = 200;
-  c.warmup_steps = 4;
-  c.valid_every = 5;
-  c.valid_max_sentences = 5;
-  c.log_every = 1;
-  c.threads = 1;
-  c.subword_alpha = alpha;
-  c.subword_samples = 2;
-  c.run_dir = run.string();
+  c.optim.batch_tokens = 200;
+  c.optim.warmup_steps = 4;
+  c.run.valid_every = 5;
+  c.run.valid_max_sentences = 5;
+  c.run.log_every = 1;
+  c.machine.threads = 1;
+  c.data.subword_alpha = alpha;
+  c.data.subword_samples = 2;
+  c.run.run_dir = run.string();
   return c;
 }
 
@@ -197,7 +197,7 @@ TEST(SubwordRegularisation, ARunTakesTheSamplesInTurnAndResumesExactly) {
   testing::write_synthetic_corpus(data, "dev", 10, 2);
   const auto root = make_temp_dir("subword-runs");
   auto whole = sampled_training(data, root / "whole", 0.3);
-  whole.max_steps = 14;
+  whole.stop.max_steps = 14;
   const auto finished = Trainer(whole).run();
   EXPECT_GE(finished.step, 14);
   int tokens_files = 0;
@@ -213,12 +213,12 @@ TEST(SubwordRegularisation, ARunTakesTheSamplesInTurnAndResumesExactly) {
   EXPECT_GE(events.back().value("epoch", 0), 3) << "the run spans several epochs: " << events.back();
 
   auto part = sampled_training(data, root / "part", 0.3);
-  part.max_steps = 9;
+  part.stop.max_steps = 9;
   Trainer(part).run();
-  part.max_steps = 14;
+  part.stop.max_steps = 14;
   Trainer(part).run();
   auto plain = sampled_training(data, root / "plain", 0.0);
-  plain.max_steps = 14;
+  plain.stop.max_steps = 14;
   Trainer(plain).run();
 
   testing::expect_resumed_equals_whole_unlike_plain(root / "whole", root / "part", root / "plain",

@@ -126,9 +126,9 @@ TEST(Options, DurationsParse) {
 
 TrainConfig tiny_training(const std::filesystem::path& data, const std::filesystem::path& run) {
   TrainConfig c;
-  c.data_dir = data.string();
-  c.src_lang = "en";
-  c.tgt_lang = "de";
+  c.data.data_dir = data.string();
+  c.data.src_lang = "en";
+  c.data.tgt_lang = "de";
   c.vocab.vocab_size = 300;
   c.model.d_model = 32;
   c.model.heads = 2;
@@ -136,13 +136,13 @@ TrainConfig tiny_training(const std::filesystem::path& data, const std::filesyst
   c.model.decoder_layers = 1;
   c.model.d_ff = 64;
   c.model.dropout = 0.1;  // exercises the random generator across the resume
-  c.batch_tokens = 200;
-  c.warmup_steps = 4;
-  c.valid_every = 3;
-  c.valid_max_sentences = 5;
-  c.log_every = 1;
-  c.threads = 1;
-  c.run_dir = run.string();
+  c.optim.batch_tokens = 200;
+  c.optim.warmup_steps = 4;
+  c.run.valid_every = 3;
+  c.run.valid_max_sentences = 5;
+  c.run.log_every = 1;
+  c.machine.threads = 1;
+  c.run.run_dir = run.string();
   return c;
 }
 
@@ -153,13 +153,13 @@ TEST(Trainer, ResumedRunReachesTheSameWeightsAsAnUninterruptedOne) {
   const auto root = make_temp_dir("resume-runs");
 
   auto whole = tiny_training(data, root / "whole");
-  whole.max_steps = 7;
+  whole.stop.max_steps = 7;
   Trainer(whole).run();
 
   auto part = tiny_training(data, root / "part");
-  part.max_steps = 3;
+  part.stop.max_steps = 3;
   EXPECT_EQ(Trainer(part).run().reason, "steps");
-  part.max_steps = 7;
+  part.stop.max_steps = 7;
   const auto resumed = Trainer(part).run();
   EXPECT_EQ(resumed.step, 7);
 
@@ -201,22 +201,22 @@ TEST(Trainer, AResumedRunWithWordDropoutAndLayerDropReachesTheSameWeights) {
   const auto root = make_temp_dir("word-dropout-runs");
   const auto with_word_dropout = [&](const std::filesystem::path& run) {
     auto c = tiny_training(data, run);
-    c.src_word_dropout = 0.2;
-    c.tgt_word_dropout = 0.2;
+    c.optim.src_word_dropout = 0.2;
+    c.optim.tgt_word_dropout = 0.2;
     c.model.encoder_layerdrop = 0.3;
     c.model.decoder_layerdrop = 0.3;
     return c;
   };
   auto whole = with_word_dropout(root / "whole");
-  whole.max_steps = 6;
+  whole.stop.max_steps = 6;
   Trainer(whole).run();
   auto plain = tiny_training(data, root / "plain");
-  plain.max_steps = 6;
+  plain.stop.max_steps = 6;
   Trainer(plain).run();
   auto part = with_word_dropout(root / "part");
-  part.max_steps = 3;
+  part.stop.max_steps = 3;
   Trainer(part).run();
-  part.max_steps = 6;
+  part.stop.max_steps = 6;
   Trainer(part).run();
 
   trafo::testing::expect_resumed_equals_whole_unlike_plain(root / "whole", root / "part", root / "plain",
@@ -229,10 +229,10 @@ TEST(Trainer, RefusesToResumeARunWithAnotherModel) {
   trafo::testing::write_synthetic_corpus(data, "dev", 5, 2);
   const auto run = make_temp_dir("mismatch-run");
   auto config = tiny_training(data, run);
-  config.max_steps = 1;
+  config.stop.max_steps = 1;
   Trainer(config).run();
   config.model.d_model = 64;
-  config.max_steps = 2;
+  config.stop.max_steps = 2;
   try {
     Trainer(config).run();
     FAIL() << "expected an error";

@@ -87,13 +87,14 @@ void validate(const BenchOptions& o) {
     }
   };
   model::validate(bench_model(o));
-  util::resolve_threads(o.shape.threads);
+  util::resolve_threads(o.shape.machine.threads);
   if (const auto tokens = given_batch_tokens(o)) require_between(*tokens, 1, int64_t{1} << 24, "batch-tokens");
   require_between(o.train_steps, 0, 1000000, "train-steps");
   require_between(o.warmup_steps, -1, 1000000, "warmup-steps");
   require_between(o.rounds, 1, 1000, "rounds");
-  if (o.shape.cuda_graphs != "auto" && o.shape.cuda_graphs != "on" && o.shape.cuda_graphs != "off") {
-    throw InputError("--cuda-graphs must be auto, on or off, not '" + o.shape.cuda_graphs + "'");
+  const std::string& graphs = o.shape.machine.cuda_graphs;
+  if (graphs != "auto" && graphs != "on" && graphs != "off") {
+    throw InputError("--cuda-graphs must be auto, on or off, not '" + graphs + "'");
   }
   require_between(o.decode_sentences, 0, 100000, "decode-sentences");
   require_between(o.leak_steps, 0, 1000000, "leak-steps");
@@ -175,7 +176,7 @@ train::FittedBudget batch_budget(const BenchOptions& o, const model::ModelConfig
   }
   const train::CorpusExtent extent{std::min(bench::synthetic_longest_side(o.seed), m.max_positions),
                                    std::numeric_limits<int64_t>::max() / 2};
-  return train::fit_batch_tokens(o.shape, m, device, bf16, extent);
+  return train::fit_batch_tokens(o.shape.optim, m, device, bf16, extent);
 }
 
 int run_bench(BenchOptions o) {
@@ -184,7 +185,7 @@ int run_bench(BenchOptions o) {
   const bool large = m.d_model >= 512;
   if (o.train_steps == 0) o.train_steps = large ? 8 : 30;
   if (o.warmup_steps < 0) o.warmup_steps = large ? 2 : 5;
-  const int threads = util::threads_following_load(o.shape.threads);
+  const int threads = util::threads_following_load(o.shape.machine.threads);
   at::set_num_threads(threads);
   const auto device = util::resolve_device(o.device);
   const bool native_bf16 = device.is_cuda() ? runtime::cuda_native_bf16() : !runtime::cpu_bf16_flags().empty();
@@ -213,7 +214,7 @@ int run_bench(BenchOptions o) {
   const int64_t parameters = make_model(m, o.seed)->parameter_count();
   report.add({{"record", "setup"}, {"impl", "trafo"}, {"version", TRAFO_VERSION}, {"torch", TORCH_VERSION},
               {"threads", threads}, {"device", device.str()},
-              {"cuda_graphs", device.is_cuda() && o.shape.cuda_graphs != "off"}, {"native_bf16", native_bf16},
+              {"cuda_graphs", device.is_cuda() && o.shape.machine.cuda_graphs != "off"}, {"native_bf16", native_bf16},
               {"cpu_kernels", ops::isa_name(ops::cpu_isa())}, {"vocab_size", m.vocab_size}, {"d_model", m.d_model}, {"heads", m.heads},
               {"encoder_layers", m.encoder_layers}, {"decoder_layers", m.decoder_layers}, {"d_ff", m.d_ff},
               {"norm", m.norm}, {"parameters", parameters}, {"batch_tokens", budget.tokens},
@@ -242,7 +243,7 @@ int run_bench(BenchOptions o) {
     bench::TrainOptions options;
     options.device = device;
     options.bf16 = precision == "bf16";
-    options.cuda_graphs = o.shape.cuda_graphs != "off";  // auto: on, the benchmark times what it is given
+    options.cuda_graphs = o.shape.machine.cuda_graphs != "off";  // auto: on, the benchmark times what it is given
     options.warmup_steps = o.warmup_steps;
     options.timed_steps = o.train_steps;
     options.rounds = o.rounds;

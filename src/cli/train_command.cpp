@@ -67,8 +67,8 @@ CommandRunner add_train_command(CLI::App& app) {
   cmd->add_option_function<std::vector<std::string>>(
          "--corpus",
          [config](const std::vector<std::string>& texts) {
-           config->corpora.clear();
-           for (const auto& text : texts) config->corpora.push_back(parse_corpus(text));
+           config->data.corpora.clear();
+           for (const auto& text : texts) config->data.corpora.push_back(parse_corpus(text));
          },
          "a training corpus, SRC,TGT[,WEIGHT[,TAG]], repeatable: corpora are sampled by weight (default 1), and a "
          "corpus's TAG (e.g. <bt>) goes before each of its source sentences as a reserved piece; replaces "
@@ -89,10 +89,10 @@ CommandRunner add_train_command(CLI::App& app) {
       std::cout << run_config::to_toml(*config);
       return 0;
     }
-    if (config->nproc > 1 && !dist::read_environment().launched) {
-      dist::check_local_launch(config->nproc);
+    if (config->parallel.nproc > 1 && !dist::read_environment().launched) {
+      dist::check_local_launch(config->parallel.nproc);
       train::check_before_launch(*config);
-      return dist::launch_local(config->nproc, config->dist_timeout + 30.0);
+      return dist::launch_local(config->parallel.nproc, config->parallel.dist_timeout + 30.0);
     }
     std::signal(SIGINT, request_stop);
     std::signal(SIGTERM, request_stop);

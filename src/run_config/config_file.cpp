@@ -167,7 +167,7 @@ std::string corpus_toml(const CorpusSpec& corpus) {
 std::string to_toml(const TrainConfig& config) {
   std::string out;
   for (const auto& key : config_keys()) out += std::string(key.name) + "=" + format_value(key, config) + "\n";
-  for (const auto& corpus : config.corpora) out += corpus_toml(corpus);
+  for (const auto& corpus : config.data.corpora) out += corpus_toml(corpus);
   return out;
 }
 
@@ -209,7 +209,7 @@ std::set<std::string> read_config_text(std::string text, const std::string& path
   }
   if (!corpora.empty()) {
     keys.insert("corpus");
-    if (keep.count("corpus") == 0) config.corpora = corpora;
+    if (keep.count("corpus") == 0) config.data.corpora = corpora;
   }
   return keys;
 }

@@ -16,35 +16,35 @@ namespace {
 #define TRAFO_MEMBER(member) [](TrainConfig& c) -> Field { return &c.member; }
 
 const std::vector<ConfigKey> kKeys = {
-    {"data-dir", "Data", "folder holding train.SRC, train.TGT, dev.SRC, dev.TGT", TRAFO_MEMBER(data_dir), false, false},
-    {"src-lang", "Data", "source language suffix", TRAFO_MEMBER(src_lang)},
-    {"tgt-lang", "Data", "target language suffix", TRAFO_MEMBER(tgt_lang)},
-    {"train-src", "Data", "training source file (instead of --data-dir)", TRAFO_MEMBER(train_src), false, false},
-    {"train-tgt", "Data", "training target file", TRAFO_MEMBER(train_tgt), false, false},
-    {"dev-src", "Data", "dev source file", TRAFO_MEMBER(dev_src), false, false},
-    {"dev-tgt", "Data", "dev target file", TRAFO_MEMBER(dev_tgt), false, false},
+    {"data-dir", "Data", "folder holding train.SRC, train.TGT, dev.SRC, dev.TGT", TRAFO_MEMBER(data.data_dir), false, false},
+    {"src-lang", "Data", "source language suffix", TRAFO_MEMBER(data.src_lang)},
+    {"tgt-lang", "Data", "target language suffix", TRAFO_MEMBER(data.tgt_lang)},
+    {"train-src", "Data", "training source file (instead of --data-dir)", TRAFO_MEMBER(data.train_src), false, false},
+    {"train-tgt", "Data", "training target file", TRAFO_MEMBER(data.train_tgt), false, false},
+    {"dev-src", "Data", "dev source file", TRAFO_MEMBER(data.dev_src), false, false},
+    {"dev-tgt", "Data", "dev target file", TRAFO_MEMBER(data.dev_tgt), false, false},
     {"test-src", "Data", "test source file, checked for pairs also in training (default DATA_DIR/test.SRC where it exists)",
-     TRAFO_MEMBER(test_src), false, false},
-    {"test-tgt", "Data", "test target file", TRAFO_MEMBER(test_tgt), false, false},
+     TRAFO_MEMBER(data.test_src), false, false},
+    {"test-tgt", "Data", "test target file", TRAFO_MEMBER(data.test_tgt), false, false},
     {"cache-dir", "Data",
      "folder of token caches and vocabularies, kept between runs (default $TRAFO_CACHE_DIR, else "
      "$XDG_CACHE_HOME/trafo or ~/.cache/trafo)",
-     TRAFO_MEMBER(cache_dir), false, false},
-    {"max-length", "Data", "skip pairs longer than this many pieces (0: no limit)", TRAFO_MEMBER(max_length)},
-    {"max-length-ratio", "Data", "skip pairs whose length ratio exceeds this (0: off)", TRAFO_MEMBER(max_length_ratio)},
+     TRAFO_MEMBER(data.cache_dir), false, false},
+    {"max-length", "Data", "skip pairs longer than this many pieces (0: no limit)", TRAFO_MEMBER(data.max_length)},
+    {"max-length-ratio", "Data", "skip pairs whose length ratio exceeds this (0: off)", TRAFO_MEMBER(data.max_length_ratio)},
     {"sampling-temperature", "Data",
      "with several corpora: temperature sampling, each corpus drawn in proportion to its weight x its pairs^(1/T) "
      "(1: by size; 5: the usual multilingual recipe, small corpora drawn more often than their size; 0: by weight "
      "alone)",
-     TRAFO_MEMBER(sampling_temperature)},
+     TRAFO_MEMBER(data.sampling_temperature)},
     {"subword-alpha", "Data",
      "subword regularisation: train on sampled segmentations, SentencePiece's alpha (unigram: smoothing, smaller "
      "gives more and shorter pieces, e.g. 0.3; bpe: BPE-dropout's merge-drop rate, e.g. 0.1; 0: off)",
-     TRAFO_MEMBER(subword_alpha)},
+     TRAFO_MEMBER(data.subword_alpha)},
     {"subword-samples", "Data",
      "with --subword-alpha: sampled segmentations of each pair, tokenized once into token caches, one per epoch "
      "in turn",
-     TRAFO_MEMBER(subword_samples)},
+     TRAFO_MEMBER(data.subword_samples)},
 
     {"vocab-size", "Vocabulary", "joint SentencePiece vocabulary size", TRAFO_MEMBER(vocab.vocab_size)},
     {"vocab-type", "Vocabulary", "unigram or bpe", TRAFO_MEMBER(vocab.model_type)},
@@ -78,72 +78,72 @@ const std::vector<ConfigKey> kKeys = {
     {"max-positions", "Model", "longest sequence in pieces", TRAFO_MEMBER(model.max_positions)},
     {"positions", "Model", "position encoding: sinusoidal (sines and cosines interleaved) or sinusoidal-halves (sines in the first half, cosines in the second, as MarianMT)", TRAFO_MEMBER(model.positions)},
 
-    {"optimizer", "Optimisation", "adam or adamw", TRAFO_MEMBER(optimizer)},
-    {"lr", "Optimisation", "peak learning rate", TRAFO_MEMBER(lr)},
-    {"warmup-steps", "Optimisation", "linear warmup steps, then inverse square root decay", TRAFO_MEMBER(warmup_steps)},
-    {"adam-beta1", "Optimisation", "Adam beta1", TRAFO_MEMBER(adam_beta1)},
-    {"adam-beta2", "Optimisation", "Adam beta2", TRAFO_MEMBER(adam_beta2)},
-    {"adam-eps", "Optimisation", "Adam epsilon", TRAFO_MEMBER(adam_eps)},
-    {"weight-decay", "Optimisation", "weight decay", TRAFO_MEMBER(weight_decay)},
-    {"clip-norm", "Optimisation", "gradient norm clip (0: off)", TRAFO_MEMBER(clip_norm)},
-    {"label-smoothing", "Optimisation", "label smoothing", TRAFO_MEMBER(label_smoothing)},
-    {"src-word-dropout", "Optimisation", "share of source pieces replaced by <unk> at each training step (0: off)", TRAFO_MEMBER(src_word_dropout)},
-    {"tgt-word-dropout", "Optimisation", "share of the decoder's input pieces replaced by <unk> at each training step; the pieces it learns to predict stay (0: off)", TRAFO_MEMBER(tgt_word_dropout)},
+    {"optimizer", "Optimisation", "adam or adamw", TRAFO_MEMBER(optim.optimizer)},
+    {"lr", "Optimisation", "peak learning rate", TRAFO_MEMBER(optim.lr)},
+    {"warmup-steps", "Optimisation", "linear warmup steps, then inverse square root decay", TRAFO_MEMBER(optim.warmup_steps)},
+    {"adam-beta1", "Optimisation", "Adam beta1", TRAFO_MEMBER(optim.adam_beta1)},
+    {"adam-beta2", "Optimisation", "Adam beta2", TRAFO_MEMBER(optim.adam_beta2)},
+    {"adam-eps", "Optimisation", "Adam epsilon", TRAFO_MEMBER(optim.adam_eps)},
+    {"weight-decay", "Optimisation", "weight decay", TRAFO_MEMBER(optim.weight_decay)},
+    {"clip-norm", "Optimisation", "gradient norm clip (0: off)", TRAFO_MEMBER(optim.clip_norm)},
+    {"label-smoothing", "Optimisation", "label smoothing", TRAFO_MEMBER(optim.label_smoothing)},
+    {"src-word-dropout", "Optimisation", "share of source pieces replaced by <unk> at each training step (0: off)", TRAFO_MEMBER(optim.src_word_dropout)},
+    {"tgt-word-dropout", "Optimisation", "share of the decoder's input pieces replaced by <unk> at each training step; the pieces it learns to predict stay (0: off)", TRAFO_MEMBER(optim.tgt_word_dropout)},
     {"batch-tokens", "Optimisation",
      "token budget per batch, padding included; with several ranks, of the global batch they share; auto (0): "
      "the largest that fits the GPU's memory (on CUDA, where no budget is given), 4096 on a CPU",
-     TRAFO_MEMBER(batch_tokens)},
-    {"accumulate", "Optimisation", "batches per update", TRAFO_MEMBER(accumulate)},
+     TRAFO_MEMBER(optim.batch_tokens)},
+    {"accumulate", "Optimisation", "batches per update", TRAFO_MEMBER(optim.accumulate)},
     {"ema", "Optimisation",
      "exponential moving average of the weights, used for validation and saved in checkpoints (e.g. 0.9999; "
      "0 = off); its decay warms up as min(EMA, (1 + step) / (10 + step))",
-     TRAFO_MEMBER(ema)},
+     TRAFO_MEMBER(optim.ema)},
 
-    {"max-steps", "Stopping", "stop after this many updates (0: no limit)", TRAFO_MEMBER(max_steps)},
-    {"max-epochs", "Stopping", "stop after this many epochs (0: no limit)", TRAFO_MEMBER(max_epochs)},
-    {"max-time", "Stopping", "wall-clock budget, e.g. 90s, 20m, 1h30m", TRAFO_MEMBER(max_time), false, false},
+    {"max-steps", "Stopping", "stop after this many updates (0: no limit)", TRAFO_MEMBER(stop.max_steps)},
+    {"max-epochs", "Stopping", "stop after this many epochs (0: no limit)", TRAFO_MEMBER(stop.max_epochs)},
+    {"max-time", "Stopping", "wall-clock budget, e.g. 90s, 20m, 1h30m", TRAFO_MEMBER(stop.max_time), false, false},
     {"early-stopping", "Stopping", "stop after this many validations without the mean of the last three improving (0: off)",
-     TRAFO_MEMBER(early_stopping)},
-    {"early-stopping-metric", "Stopping", "bleu, chrf or loss", TRAFO_MEMBER(early_stopping_metric)},
+     TRAFO_MEMBER(stop.early_stopping)},
+    {"early-stopping-metric", "Stopping", "bleu, chrf or loss", TRAFO_MEMBER(stop.early_stopping_metric)},
 
     {"preset", "Run",
      "defaults for the options left out, fit to the corpus and the budget: auto (chosen from the training pairs "
      "and the epochs the budget buys on this machine; train.log says which and why), standard (the built-in defaults), small-short or small-long; "
      "a resume keeps the run's unless given",
-     TRAFO_MEMBER(preset)},
-    {"valid-every", "Run", "steps between validations", TRAFO_MEMBER(valid_every)},
-    {"valid-max-sentences", "Run", "dev sentences decoded per validation (0: all)", TRAFO_MEMBER(valid_max_sentences)},
-    {"valid-samples", "Run", "sample translations logged per validation", TRAFO_MEMBER(valid_samples)},
-    {"valid-tag", "Run", "a corpus tag put before every dev source, as eval --tag (\"\": none)", TRAFO_MEMBER(valid_tag),
+     TRAFO_MEMBER(run.preset)},
+    {"valid-every", "Run", "steps between validations", TRAFO_MEMBER(run.valid_every)},
+    {"valid-max-sentences", "Run", "dev sentences decoded per validation (0: all)", TRAFO_MEMBER(run.valid_max_sentences)},
+    {"valid-samples", "Run", "sample translations logged per validation", TRAFO_MEMBER(run.valid_samples)},
+    {"valid-tag", "Run", "a corpus tag put before every dev source, as eval --tag (\"\": none)", TRAFO_MEMBER(run.valid_tag),
      false, false},
     {"checkpoint-every", "Run", "steps between numbered checkpoints (0: at validations)",
-     TRAFO_MEMBER(checkpoint_every)},
-    {"keep-checkpoints", "Run", "numbered checkpoints kept", TRAFO_MEMBER(keep_checkpoints)},
-    {"log-every", "Run", "steps between progress lines", TRAFO_MEMBER(log_every)},
+     TRAFO_MEMBER(run.checkpoint_every)},
+    {"keep-checkpoints", "Run", "numbered checkpoints kept", TRAFO_MEMBER(run.keep_checkpoints)},
+    {"log-every", "Run", "steps between progress lines", TRAFO_MEMBER(run.log_every)},
     {"tensorboard", "Run",
      "also write TensorBoard event files (the train/* and valid/* scalars of metrics.jsonl) under RUN_DIR/tensorboard",
-     TRAFO_MEMBER(tensorboard), true, false},
-    {"run-dir", "Run", "run folder (resumed when it holds checkpoint-last.pt)", TRAFO_MEMBER(run_dir)},
-    {"no-resume", "Run", "start over even if the run folder holds a run", TRAFO_MEMBER(no_resume), true, false},
-    {"overwrite", "Run", "with --no-resume: replace the run folder's run", TRAFO_MEMBER(overwrite), true, false},
+     TRAFO_MEMBER(run.tensorboard), true, false},
+    {"run-dir", "Run", "run folder (resumed when it holds checkpoint-last.pt)", TRAFO_MEMBER(run.run_dir)},
+    {"no-resume", "Run", "start over even if the run folder holds a run", TRAFO_MEMBER(run.no_resume), true, false},
+    {"overwrite", "Run", "with --no-resume: replace the run folder's run", TRAFO_MEMBER(run.overwrite), true, false},
 
-    {"device", "Machine", "cpu, cuda or auto", TRAFO_MEMBER(device)},
+    {"device", "Machine", "cpu, cuda or auto", TRAFO_MEMBER(machine.device)},
     {"threads", "Machine", "intra-op threads (0: the cores other processes leave free, followed during the run)",
-     TRAFO_MEMBER(threads)},
-    {"precision", "Machine", "fp32, bf16 (autocast, fp32 master weights) or auto: bf16 where the device runs it natively and faster (CUDA >= 8.0; a CPU with amx_bf16 or avx512_bf16 whose bf16 matmuls time >= 1.2x fp32 at start), else fp32; validation decodes as trafo eval picks: fp32 on a CPU, on CUDA bf16 where the model's decoding steps time >= 1.1x fp32", TRAFO_MEMBER(precision)},
+     TRAFO_MEMBER(machine.threads)},
+    {"precision", "Machine", "fp32, bf16 (autocast, fp32 master weights) or auto: bf16 where the device runs it natively and faster (CUDA >= 8.0; a CPU with amx_bf16 or avx512_bf16 whose bf16 matmuls time >= 1.2x fp32 at start), else fp32; validation decodes as trafo eval picks: fp32 on a CPU, on CUDA bf16 where the model's decoding steps time >= 1.1x fp32", TRAFO_MEMBER(machine.precision)},
     {"cuda-graphs", "Machine",
      "auto, on or off: on CUDA, each batch is padded to its shape bucket and the training step of a bucket is "
      "captured as a CUDA graph and replayed (one process, --accumulate 1, no LayerDrop); auto: where the model's "
      "steps, timed at start, run faster so; ignored on the CPU",
-     TRAFO_MEMBER(cuda_graphs)},
-    {"seed", "Machine", "random seed", TRAFO_MEMBER(seed)},
+     TRAFO_MEMBER(machine.cuda_graphs)},
+    {"seed", "Machine", "random seed", TRAFO_MEMBER(machine.seed)},
 
     {"nproc", "Data parallel",
      "data-parallel processes to start on this machine (Gloo on CPU, NCCL on CUDA); --threads is split among "
      "them. Under torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set) leave it at 1",
-     TRAFO_MEMBER(nproc)},
+     TRAFO_MEMBER(parallel.nproc)},
     {"dist-timeout", "Data parallel", "seconds a rank waits for the others before the run fails",
-     TRAFO_MEMBER(dist_timeout)},
+     TRAFO_MEMBER(parallel.dist_timeout)},
 };
 
 #undef TRAFO_MEMBER
@@ -193,7 +193,7 @@ static bool takes_auto(const ConfigKey& key) { return key.name == std::string_vi
 
 void parse_value(const ConfigKey& key, const std::string& text, TrainConfig& config) {
   if (takes_auto(key) && text == "auto") {
-    config.batch_tokens = 0;
+    config.optim.batch_tokens = 0;
     return;
   }
   std::visit(

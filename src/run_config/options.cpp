@@ -117,17 +117,17 @@ void validate(const TrainConfig& c) {
       data::check_utf8(**text, "--" + std::string(key.name));
     }
   }
-  const bool train_given = !c.corpora.empty() || (!c.train_src.empty() && !c.train_tgt.empty());
-  require(!c.data_dir.empty() || (train_given && !c.dev_src.empty() && !c.dev_tgt.empty()),
+  const bool train_given = !c.data.corpora.empty() || (!c.data.train_src.empty() && !c.data.train_tgt.empty());
+  require(!c.data.data_dir.empty() || (train_given && !c.data.dev_src.empty() && !c.data.dev_tgt.empty()),
           "give --data-dir DIR (with --src-lang/--tgt-lang), or the training data (--train-src/--train-tgt or "
           "--corpus) and --dev-src/--dev-tgt");
-  require(c.corpora.empty() || (c.train_src.empty() && c.train_tgt.empty()),
+  require(c.data.corpora.empty() || (c.data.train_src.empty() && c.data.train_tgt.empty()),
           "give the training data as --corpus (or [[corpus]] tables) or as --train-src/--train-tgt, not both");
-  require(c.test_src.empty() == c.test_tgt.empty(), "give --test-src and --test-tgt together");
-  for (size_t i = 0; i < c.corpora.size(); ++i) check_corpus(c.corpora[i], i + 1);
-  require(c.valid_tag.empty() || std::any_of(c.corpora.begin(), c.corpora.end(),
-                                             [&](const CorpusSpec& corpus) { return corpus.tag == c.valid_tag; }),
-          "valid-tag " + c.valid_tag + " is not the tag of a corpus");
+  require(c.data.test_src.empty() == c.data.test_tgt.empty(), "give --test-src and --test-tgt together");
+  for (size_t i = 0; i < c.data.corpora.size(); ++i) check_corpus(c.data.corpora[i], i + 1);
+  require(c.run.valid_tag.empty() || std::any_of(c.data.corpora.begin(), c.data.corpora.end(),
+                                             [&](const CorpusSpec& corpus) { return corpus.tag == c.run.valid_tag; }),
+          "valid-tag " + c.run.valid_tag + " is not the tag of a corpus");
   require(c.vocab.vocab_size >= 300 && c.vocab.vocab_size <= model::kMaxVocabSize,
           "vocab-size must be between 300 (256 byte pieces, specials and subwords) and " +
               std::to_string(model::kMaxVocabSize) + ", not " + std::to_string(c.vocab.vocab_size));
@@ -140,47 +140,55 @@ void validate(const TrainConfig& c) {
               c.vocab.character_coverage <= 1,
           "vocab-character-coverage must be in (0, 1]");
   require(c.vocab.max_sentences >= 0, "the vocabulary's sentence sample must not be negative");
-  require(c.optimizer == "adam" || c.optimizer == "adamw", "optimizer must be adam or adamw");
-  require(std::isfinite(c.lr) && c.lr > 0, "lr must be positive and finite");
-  require(c.warmup_steps >= 0, "warmup-steps must not be negative");
-  require(c.adam_beta1 >= 0 && c.adam_beta1 < 1 && c.adam_beta2 >= 0 && c.adam_beta2 < 1, "adam betas must be in [0, 1)");
-  require(std::isfinite(c.adam_eps) && c.adam_eps > 0, "adam-eps must be positive and finite");
-  require_range(c.weight_decay, 0.0, HUGE_VAL, "weight-decay must be finite and not negative");
-  require_range(c.clip_norm, 0.0, HUGE_VAL, "clip-norm must be finite and not negative");
-  require(c.label_smoothing >= 0 && c.label_smoothing < 1, "label-smoothing must be in [0, 1)");
-  require(c.src_word_dropout >= 0 && c.src_word_dropout < 1, "src-word-dropout must be in [0, 1)");
-  require(c.tgt_word_dropout >= 0 && c.tgt_word_dropout < 1, "tgt-word-dropout must be in [0, 1)");
-  require(c.batch_tokens >= 0 && c.batch_tokens <= kMaxBatchTokens,  // 0: auto
+  require(c.optim.optimizer == "adam" || c.optim.optimizer == "adamw", "optimizer must be adam or adamw");
+  require(std::isfinite(c.optim.lr) && c.optim.lr > 0, "lr must be positive and finite");
+  require(c.optim.warmup_steps >= 0, "warmup-steps must not be negative");
+  require(c.optim.adam_beta1 >= 0 && c.optim.adam_beta1 < 1 && c.optim.adam_beta2 >= 0 && c.optim.adam_beta2 < 1,
+          "adam betas must be in [0, 1)");
+  require(std::isfinite(c.optim.adam_eps) && c.optim.adam_eps > 0, "adam-eps must be positive and finite");
+  require_range(c.optim.weight_decay, 0.0, HUGE_VAL, "weight-decay must be finite and not negative");
+  require_range(c.optim.clip_norm, 0.0, HUGE_VAL, "clip-norm must be finite and not negative");
+  require(c.optim.label_smoothing >= 0 && c.optim.label_smoothing < 1, "label-smoothing must be in [0, 1)");
+  require(c.optim.src_word_dropout >= 0 && c.optim.src_word_dropout < 1, "src-word-dropout must be in [0, 1)");
+  require(c.optim.tgt_word_dropout >= 0 && c.optim.tgt_word_dropout < 1, "tgt-word-dropout must be in [0, 1)");
+  require(c.optim.batch_tokens >= 0 && c.optim.batch_tokens <= kMaxBatchTokens,  // 0: auto
           "batch-tokens must be auto or between 1 and " + std::to_string(kMaxBatchTokens));
   // The batches of one update are held until its step: far beyond any real use, memory runs out.
-  require(c.accumulate >= 1 && c.accumulate <= 1000, "accumulate must be between 1 and 1000");
-  require(c.ema >= 0 && c.ema < 1, "ema must be in [0, 1) (0: off)");
-  require(c.max_steps >= 0, "max-steps must not be negative");
-  require(c.max_epochs >= 0, "max-epochs must not be negative");
-  require(c.max_time.empty() || parse_duration(c.max_time) > 0, "max-time must be positive, not '" + c.max_time + "'");
-  require(c.max_steps > 0 || c.max_epochs > 0 || !c.max_time.empty() || c.early_stopping > 0,
+  require(c.optim.accumulate >= 1 && c.optim.accumulate <= 1000, "accumulate must be between 1 and 1000");
+  require(c.optim.ema >= 0 && c.optim.ema < 1, "ema must be in [0, 1) (0: off)");
+  require(c.stop.max_steps >= 0, "max-steps must not be negative");
+  require(c.stop.max_epochs >= 0, "max-epochs must not be negative");
+  require(c.stop.max_time.empty() || parse_duration(c.stop.max_time) > 0,
+          "max-time must be positive, not '" + c.stop.max_time + "'");
+  require(c.stop.max_steps > 0 || c.stop.max_epochs > 0 || !c.stop.max_time.empty() || c.stop.early_stopping > 0,
           "set a limit: --max-steps, --max-epochs, --max-time or --early-stopping");
-  require(c.early_stopping >= 0, "early-stopping must not be negative");
-  require(c.early_stopping_metric == "bleu" || c.early_stopping_metric == "chrf" || c.early_stopping_metric == "loss",
+  require(c.stop.early_stopping >= 0, "early-stopping must not be negative");
+  require(c.stop.early_stopping_metric == "bleu" || c.stop.early_stopping_metric == "chrf" ||
+              c.stop.early_stopping_metric == "loss",
           "early-stopping-metric must be bleu, chrf or loss");
-  require(c.valid_every >= 0 && c.checkpoint_every >= 0 && c.log_every >= 0, "frequencies must not be negative");
-  require(c.valid_max_sentences >= 0 && c.valid_samples >= 0, "valid-max-sentences and valid-samples must not be negative");
-  require(c.keep_checkpoints >= 0, "keep-checkpoints must not be negative");
-  require(c.max_length >= 0, "max-length must not be negative");
-  require_range(c.max_length_ratio, 0.0, HUGE_VAL, "max-length-ratio must be finite and not negative");
-  require_range(c.sampling_temperature, 0.0, HUGE_VAL, "sampling-temperature must be finite and not negative (0: off)");
-  require(c.preset == "auto" || find_preset(c.preset) != nullptr,
-          "preset must be auto, " + preset_names() + ", not '" + c.preset + "'");
-  require(c.subword_alpha >= 0 && c.subword_alpha < 1, "subword-alpha must be in [0, 1) (0: off)");
-  require(c.subword_samples >= 1 && c.subword_samples <= 64, "subword-samples must be between 1 and 64");
-  require(c.device == "cpu" || c.device == "cuda" || c.device == "auto", "device must be cpu, cuda or auto");
-  util::resolve_threads(c.threads);  // the one check of --threads, shared with the other commands
-  require(c.precision == "fp32" || c.precision == "bf16" || c.precision == "auto", "precision must be fp32, bf16 or auto");
-  require(c.cuda_graphs == "auto" || c.cuda_graphs == "on" || c.cuda_graphs == "off",
+  require(c.run.valid_every >= 0 && c.run.checkpoint_every >= 0 && c.run.log_every >= 0,
+          "frequencies must not be negative");
+  require(c.run.valid_max_sentences >= 0 && c.run.valid_samples >= 0,
+          "valid-max-sentences and valid-samples must not be negative");
+  require(c.run.keep_checkpoints >= 0, "keep-checkpoints must not be negative");
+  require(c.data.max_length >= 0, "max-length must not be negative");
+  require_range(c.data.max_length_ratio, 0.0, HUGE_VAL, "max-length-ratio must be finite and not negative");
+  require_range(c.data.sampling_temperature, 0.0, HUGE_VAL,
+                "sampling-temperature must be finite and not negative (0: off)");
+  require(c.run.preset == "auto" || find_preset(c.run.preset) != nullptr,
+          "preset must be auto, " + preset_names() + ", not '" + c.run.preset + "'");
+  require(c.data.subword_alpha >= 0 && c.data.subword_alpha < 1, "subword-alpha must be in [0, 1) (0: off)");
+  require(c.data.subword_samples >= 1 && c.data.subword_samples <= 64, "subword-samples must be between 1 and 64");
+  require(c.machine.device == "cpu" || c.machine.device == "cuda" || c.machine.device == "auto",
+          "device must be cpu, cuda or auto");
+  util::resolve_threads(c.machine.threads);  // the one check of --threads, shared with the other commands
+  require(c.machine.precision == "fp32" || c.machine.precision == "bf16" || c.machine.precision == "auto",
+          "precision must be fp32, bf16 or auto");
+  require(c.machine.cuda_graphs == "auto" || c.machine.cuda_graphs == "on" || c.machine.cuda_graphs == "off",
           "cuda-graphs must be auto, on or off");
-  require(!c.run_dir.empty(), "run-dir must not be empty");
-  require(c.nproc >= 1 && c.nproc <= 1024, "nproc must be between 1 and 1024");
-  require(std::isfinite(c.dist_timeout) && c.dist_timeout > 0 && c.dist_timeout <= 86400,
+  require(!c.run.run_dir.empty(), "run-dir must not be empty");
+  require(c.parallel.nproc >= 1 && c.parallel.nproc <= 1024, "nproc must be between 1 and 1024");
+  require(std::isfinite(c.parallel.dist_timeout) && c.parallel.dist_timeout > 0 && c.parallel.dist_timeout <= 86400,
           "dist-timeout must be more than 0 and at most 86400 seconds");
   // Every text must go into config.toml and read back: one line, quoted with " or '.
   TrainConfig texts = c;

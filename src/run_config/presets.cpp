@@ -36,13 +36,15 @@ struct Budget {
 };
 
 Budget budget_of(const TrainConfig& c, const CorpusSize& corpus, const DefaultsSpeed& speed) {
-  const bool epochs = was_given(c, "max-epochs") && c.max_epochs > 0;
-  if (epochs && c.max_epochs <= kShortBudgetEpochs) return {fmt::format("--max-epochs {}", c.max_epochs), true};
-  const double seconds = parse_duration(c.max_time);
+  const bool epochs = was_given(c, "max-epochs") && c.stop.max_epochs > 0;
+  if (epochs && c.stop.max_epochs <= kShortBudgetEpochs) {
+    return {fmt::format("--max-epochs {}", c.stop.max_epochs), true};
+  }
+  const double seconds = parse_duration(c.stop.max_time);
   if (seconds > 0) {
     const double tokens_per_s = speed ? speed(c) : 0.0;
     if (tokens_per_s <= 0) {
-      return {fmt::format("--max-time {} (untimed: two hours or less is short)", c.max_time),
+      return {fmt::format("--max-time {} (untimed: two hours or less is short)", c.stop.max_time),
               seconds <= kShortBudgetSeconds};
     }
     const double epoch_tokens =  // pieces, and an end of sentence per pair
@@ -51,13 +53,15 @@ Budget budget_of(const TrainConfig& c, const CorpusSize& corpus, const DefaultsS
     const bool starved = budget_epochs < kComputeStarvedEpochs;
     return {fmt::format("--max-time {}: the built-in defaults train {:.0f} target tokens/s here (timed), about {:.1f} "
                         "epochs of ~{:.0f} target tokens in the budget, {} {:.0f}",
-                        c.max_time, tokens_per_s, budget_epochs, epoch_tokens, starved ? "under" : "not under",
+                        c.stop.max_time, tokens_per_s, budget_epochs, epoch_tokens, starved ? "under" : "not under",
                         kComputeStarvedEpochs),
             starved, true};
   }
-  if (was_given(c, "max-steps") && c.max_steps > 0) return {fmt::format("--max-steps {}", c.max_steps), false};
-  if (epochs) return {fmt::format("--max-epochs {}", c.max_epochs), false};
-  return {"no limit given (early stopping, or --max-steps " + std::to_string(c.max_steps) + ")", false};
+  if (was_given(c, "max-steps") && c.stop.max_steps > 0) {
+    return {fmt::format("--max-steps {}", c.stop.max_steps), false};
+  }
+  if (epochs) return {fmt::format("--max-epochs {}", c.stop.max_epochs), false};
+  return {"no limit given (early stopping, or --max-steps " + std::to_string(c.stop.max_steps) + ")", false};
 }
 
 }  // namespace
@@ -93,7 +97,7 @@ std::string preset_names() {
 }
 
 PresetChoice choose_preset(const TrainConfig& c, const CorpusSize& corpus, const DefaultsSpeed& speed) {
-  if (c.preset != "auto") return {&named(c.preset), "asked for (--preset " + c.preset + ")"};
+  if (c.run.preset != "auto") return {&named(c.run.preset), "asked for (--preset " + c.run.preset + ")"};
   if (!c.init_from.empty()) {
     return {&named("standard"), "--preset auto: fine-tuning from --init-from, whose checkpoint fixes the model"};
   }
@@ -121,7 +125,7 @@ std::vector<std::string> apply_preset(TrainConfig& c, const PresetChoice& choice
     parse_value(*key, value, c);
     set.push_back(name);
   }
-  c.preset = choice.preset->name;
+  c.run.preset = choice.preset->name;
   return set;
 }
 

@@ -68,23 +68,23 @@ std::string quoted(const std::string& text) { return "\"" + text + "\""; }
 
 DataFiles data_files(const TrainConfig& c) {
   auto in_dir = [&](const std::string& split, const std::string& lang) {
-    return (std::filesystem::path(c.data_dir) / (split + "." + lang)).string();
+    return (std::filesystem::path(c.data.data_dir) / (split + "." + lang)).string();
   };
   DataFiles files;
-  files.train = c.corpora;
+  files.train = c.data.corpora;
   if (files.train.empty()) {
     CorpusSpec only;
-    only.src = !c.train_src.empty() ? c.train_src : in_dir("train", c.src_lang);
-    only.tgt = !c.train_tgt.empty() ? c.train_tgt : in_dir("train", c.tgt_lang);
+    only.src = !c.data.train_src.empty() ? c.data.train_src : in_dir("train", c.data.src_lang);
+    only.tgt = !c.data.train_tgt.empty() ? c.data.train_tgt : in_dir("train", c.data.tgt_lang);
     files.train.push_back(only);
   }
-  files.dev_src = !c.dev_src.empty() ? c.dev_src : in_dir("dev", c.src_lang);
-  files.dev_tgt = !c.dev_tgt.empty() ? c.dev_tgt : in_dir("dev", c.tgt_lang);
-  files.test_src = c.test_src;
-  files.test_tgt = c.test_tgt;
-  if (files.test_src.empty() && files.test_tgt.empty() && !c.data_dir.empty()) {
+  files.dev_src = !c.data.dev_src.empty() ? c.data.dev_src : in_dir("dev", c.data.src_lang);
+  files.dev_tgt = !c.data.dev_tgt.empty() ? c.data.dev_tgt : in_dir("dev", c.data.tgt_lang);
+  files.test_src = c.data.test_src;
+  files.test_tgt = c.data.test_tgt;
+  if (files.test_src.empty() && files.test_tgt.empty() && !c.data.data_dir.empty()) {
     std::error_code error;
-    const auto src = in_dir("test", c.src_lang), tgt = in_dir("test", c.tgt_lang);
+    const auto src = in_dir("test", c.data.src_lang), tgt = in_dir("test", c.data.tgt_lang);
     if (std::filesystem::is_regular_file(src, error) && std::filesystem::is_regular_file(tgt, error)) {
       files.test_src = src;
       files.test_tgt = tgt;
@@ -106,7 +106,8 @@ std::vector<std::string> run_differences(const TrainConfig& a, const TrainConfig
     if (value_a != value_b) out.push_back(std::string(key.name) + " " + value_a + " vs " + value_b);
   }
   const auto files_a = data_files(a), files_b = data_files(b);
-  const bool several = files_a.train.size() > 1 || files_b.train.size() > 1 || !a.corpora.empty() || !b.corpora.empty();
+  const bool several = files_a.train.size() > 1 || files_b.train.size() > 1 || !a.data.corpora.empty() ||
+                       !b.data.corpora.empty();
   if (files_a.train.size() != files_b.train.size()) {
     out.push_back("corpora " + std::to_string(files_a.train.size()) + " vs " + std::to_string(files_b.train.size()));
   } else {
@@ -145,7 +146,7 @@ void take_run_options(TrainConfig& c, const TrainConfig& run) {
     if (is_data_file_key(name) ? data_given : was_given(c, name)) continue;
     copy_value(key, run, c);
   }
-  if (!data_given) c.corpora = run.corpora;
+  if (!data_given) c.data.corpora = run.data.corpora;
 }
 
 void take_initial_options(TrainConfig& c, const TrainConfig& theirs, const model::ModelConfig& model) {

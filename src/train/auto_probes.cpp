@@ -57,15 +57,16 @@ void release_cached_memory() {
 #endif
 }
 
-// Seconds of timed_steps steps of a fresh model of `config` in one precision, with or without graphs.
-double time_steps(const run_config::TrainConfig& c, const model::ModelConfig& config, const c10::Device& device,
+// Seconds of timed_steps steps of a fresh model of `config` in one precision, with or without graphs,
+// with the optimizer and loss of the optimisation group `optim`.
+double time_steps(const run_config::OptimOptions& optim, const model::ModelConfig& config, const c10::Device& device,
                   const data::Batch& batch, bool bf16, bool graphs) {
   model::Transformer model(config);
   model->to(device);
   model->train();
-  auto optimizer = make_optimizer(c.optimizer, model->parameters(), c.lr, c.adam_beta1, c.adam_beta2, c.adam_eps,
-                                  c.weight_decay);
-  StepOptions options{c.label_smoothing, c.clip_norm, bf16};
+  auto optimizer = make_optimizer(optim.optimizer, model->parameters(), optim.lr, optim.adam_beta1, optim.adam_beta2,
+                                  optim.adam_eps, optim.weight_decay);
+  StepOptions options{optim.label_smoothing, optim.clip_norm, bf16};
   options.cuda_graphs = graphs;
   TrainStep step(model, *optimizer, device, options);
   for (int i = 0; i < untimed_steps(device); ++i) step.run({batch}, 0.0).applied();
@@ -85,7 +86,7 @@ model::ModelConfig timed_model(const run_config::TrainConfig& c) {
 }
 
 int64_t timed_budget(const run_config::TrainConfig& c) {
-  return c.batch_tokens > 0 ? c.batch_tokens : kDefaultBatchTokens;
+  return c.optim.batch_tokens > 0 ? c.optim.batch_tokens : kDefaultBatchTokens;
 }
 
 }  // namespace
@@ -96,7 +97,7 @@ double StepTimer::seconds(bool bf16, bool graphs) {
   if (found != seconds_.end()) return found->second;
   const GeneratorsKept kept(device_);
   const auto model = timed_model(config_);
-  const double seconds = time_steps(config_, model, device_, random_batch(model, timed_budget(config_)), bf16,
+  const double seconds = time_steps(config_.optim, model, device_, random_batch(model, timed_budget(config_)), bf16,
                                     graphs && device_.is_cuda() && graphs_apply(config_));
   seconds_[key] = seconds;
   return seconds;
@@ -110,11 +111,11 @@ double defaults_tokens_per_s(const run_config::TrainConfig& c, const dist::Envir
   if (const auto posed = test_hooks().train_tokens_per_s) return *posed;
   if (environment.distributed() || environment.local_world_size > 1) return 0.0;
   const auto device = pick_device(c, environment);
-  at::set_num_threads(util::resolve_threads(c.threads));  // Placement sets the run's own after
+  at::set_num_threads(util::resolve_threads(c.machine.threads));  // Placement sets the run's own after
   StepTimer timer(c, device);
-  const bool graphs = c.cuda_graphs != "off";  // as the run will train
+  const bool graphs = c.machine.cuda_graphs != "off";  // as the run will train
   try {
-    const auto precision = runtime::pick_precision(c.precision, device, "training",
+    const auto precision = runtime::pick_precision(c.machine.precision, device, "training",
                                                    [&] { return timer.bf16_speedup(graphs); }, /*quiet=*/true);
     return static_cast<double>(timer.timed_tokens()) / std::max(timer.seconds(precision.bf16, graphs), 1e-9);
   } catch (const c10::Error& e) {  // out of memory, most likely: the run itself will say so, or fit its batch
@@ -126,7 +127,7 @@ double defaults_tokens_per_s(const run_config::TrainConfig& c, const dist::Envir
   }
 }
 
-FittedBudget fit_batch_tokens(const run_config::TrainConfig& c, const model::ModelConfig& config,
+FittedBudget fit_batch_tokens(const run_config::OptimOptions& optim, const model::ModelConfig& config,
                               const c10::Device& device, bool bf16, const CorpusExtent& extent) {
   const int64_t length = std::max<int64_t>(extent.longest, 8);
   std::function<bool(int64_t)> fits;
@@ -142,9 +143,10 @@ FittedBudget fit_batch_tokens(const run_config::TrainConfig& c, const model::Mod
     model = model::Transformer(config);
     model->to(device);
     model->train();
-    optimizer = make_optimizer(c.optimizer, model->parameters(), c.lr, c.adam_beta1, c.adam_beta2, c.adam_eps,
-                               c.weight_decay);
-    step = std::make_unique<TrainStep>(model, *optimizer, device, StepOptions{c.label_smoothing, c.clip_norm, bf16});
+    optimizer = make_optimizer(optim.optimizer, model->parameters(), optim.lr, optim.adam_beta1, optim.adam_beta2,
+                               optim.adam_eps, optim.weight_decay);
+    step = std::make_unique<TrainStep>(model, *optimizer, device,
+                                       StepOptions{optim.label_smoothing, optim.clip_norm, bf16});
     fits = [&](int64_t budget) {
       try {
         step->run({random_batch(config, static_cast<int64_t>(static_cast<double>(budget) * kFitHeadroom), length)}, 0.0)

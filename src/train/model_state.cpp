@@ -12,10 +12,10 @@ namespace {
 
 // Rank 0's moving average with --ema: a resumed run's is its checkpoint's weights; a checkpoint saved
 // without one starts it from the weights as they are.
-std::optional<WeightAverage> make_average(const TrainConfig& c, const ResumePoint& resume,
+std::optional<WeightAverage> make_average(const run_config::OptimOptions& optim, const ResumePoint& resume,
                                           const model::Transformer& model, bool main_rank) {
-  if (c.ema == 0 || !main_rank) return std::nullopt;
-  std::optional<WeightAverage> average(std::in_place, *model, c.ema);
+  if (optim.ema == 0 || !main_rank) return std::nullopt;
+  std::optional<WeightAverage> average(std::in_place, *model, optim.ema);
   if (!resume.saved) return average;
   if (raw_weights(*resume.saved->training).empty()) {
     spdlog::info("{} was saved without --ema: the moving average starts from its weights", resume.path.string());
@@ -43,7 +43,7 @@ Progress restore_progress(ResumePoint& resume, torch::optim::Optimizer& optimize
 
 model::Transformer make_model(const TrainConfig& c, const ResumePoint& resume, const c10::Device& device,
                               Replicas& replicas) {
-  torch::manual_seed(c.seed);
+  torch::manual_seed(c.machine.seed);
   model::Transformer model = resume.saved     ? checkpoint::make_model(*resume.saved, device)
                              : resume.initial ? checkpoint::make_model(*resume.initial, device)
                                               : model::Transformer(c.model);
@@ -55,7 +55,7 @@ model::Transformer make_model(const TrainConfig& c, const ResumePoint& resume, c
       const auto found = raw.find(p.key());
       if (found != raw.end()) p.value().copy_(found->second);
     }
-    if (!raw.empty() && c.ema == 0) {
+    if (!raw.empty() && c.optim.ema == 0) {
       spdlog::info("{} was saved with --ema: training goes on from its raw weights, without a moving average",
                    resume.path.string());
     }
@@ -65,11 +65,11 @@ model::Transformer make_model(const TrainConfig& c, const ResumePoint& resume, c
   return model;
 }
 
-OptimizerState::OptimizerState(const TrainConfig& c, const model::Transformer& model, ResumePoint& resume,
-                               bool main_rank)
-    : average(make_average(c, resume, model, main_rank)),
-      optimizer(make_optimizer(c.optimizer, model->parameters(), c.lr, c.adam_beta1, c.adam_beta2, c.adam_eps,
-                               c.weight_decay)),
+OptimizerState::OptimizerState(const run_config::OptimOptions& optim, const model::Transformer& model,
+                               ResumePoint& resume, bool main_rank)
+    : average(make_average(optim, resume, model, main_rank)),
+      optimizer(make_optimizer(optim.optimizer, model->parameters(), optim.lr, optim.adam_beta1, optim.adam_beta2,
+                               optim.adam_eps, optim.weight_decay)),
       progress(restore_progress(resume, *optimizer, model)) {}
 
 checkpoint::Checkpoint OptimizerState::checkpoint(const checkpoint::Checkpoint& about,

@@ -26,10 +26,11 @@ model::Transformer make_model(const run_config::TrainConfig& config, const Resum
                               const c10::Device& device, Replicas& replicas);
 
 struct OptimizerState {
-  // A new optimizer over `model`'s parameters, with a resumed run's state, progress and random
-  // generator restored; then `resume` lets its checkpoints go. InputError for a checkpoint whose
-  // training state does not unpack.
-  OptimizerState(const run_config::TrainConfig& config, const model::Transformer& model, ResumePoint& resume,
+  // A new optimizer over `model`'s parameters, as the optimisation group `optim` says (with its moving
+  // average, --ema, on rank 0), with a resumed run's state, progress and random generator restored;
+  // then `resume` lets its checkpoints go. InputError for a checkpoint whose training state does not
+  // unpack.
+  OptimizerState(const run_config::OptimOptions& optim, const model::Transformer& model, ResumePoint& resume,
                  bool main_rank);
   OptimizerState(const OptimizerState&) = delete;
   OptimizerState& operator=(const OptimizerState&) = delete;

@@ -15,7 +15,7 @@ namespace {
 
 // With --threads 0 in a single process, the run follows the load of the machine (util::threads_for_load).
 std::optional<util::LoadMeter> make_load_meter(const TrainConfig& c, const dist::Environment& environment) {
-  if (c.threads != 0 || environment.local_world_size > 1 || environment.distributed()) return std::nullopt;
+  if (c.machine.threads != 0 || environment.local_world_size > 1 || environment.distributed()) return std::nullopt;
   return util::LoadMeter();
 }
 
@@ -24,8 +24,8 @@ std::optional<util::LoadMeter> make_load_meter(const TrainConfig& c, const dist:
 // other processes leave free, looked at for 0.1 s.
 int use_threads(const TrainConfig& c, const dist::Environment& environment, std::optional<util::LoadMeter>& load,
                 double& busy_others) {
-  int threads = util::resolve_threads(c.threads);
-  if (environment.local_world_size > 1 && (environment.launched || c.threads == 0)) {
+  int threads = util::resolve_threads(c.machine.threads);
+  if (environment.local_world_size > 1 && (environment.launched || c.machine.threads == 0)) {
     threads = std::max(1, threads / environment.local_world_size);
   }
   if (load) {
@@ -38,19 +38,19 @@ int use_threads(const TrainConfig& c, const dist::Environment& environment, std:
 }
 
 std::chrono::milliseconds timeout(const TrainConfig& c) {
-  return std::chrono::milliseconds(static_cast<int64_t>(c.dist_timeout * 1000.0));
+  return std::chrono::milliseconds(static_cast<int64_t>(c.parallel.dist_timeout * 1000.0));
 }
 
 }  // namespace
 
 c10::Device pick_device(const TrainConfig& c, const dist::Environment& environment) {
-  auto device = util::resolve_device(c.device);
+  auto device = util::resolve_device(c.machine.device);
   if (device.is_cuda() && environment.distributed()) device = torch::Device(torch::kCUDA, environment.local_rank);
   return device;
 }
 
 bool graphs_apply(const TrainConfig& c) {
-  return c.accumulate == 1 && c.model.encoder_layerdrop == 0.0 && c.model.decoder_layerdrop == 0.0;
+  return c.optim.accumulate == 1 && c.model.encoder_layerdrop == 0.0 && c.model.decoder_layerdrop == 0.0;
 }
 
 Placement::Placement(const TrainConfig& c, const dist::Environment& environment)
@@ -58,18 +58,18 @@ Placement::Placement(const TrainConfig& c, const dist::Environment& environment)
       threads(use_threads(c, environment, load, busy_at_start)),
       device(pick_device(c, environment)),
       timer(c, device),
-      precision(runtime::pick_precision(c.precision, device, "training",
-                                        [&] { return timer.bf16_speedup(/*graphs=*/c.cuda_graphs != "off"); })),
+      precision(runtime::pick_precision(c.machine.precision, device, "training",
+                                        [&] { return timer.bf16_speedup(/*graphs=*/c.machine.cuda_graphs != "off"); })),
       replicas(environment, device, timeout(c)) {
   if (!device.is_cuda()) return;
   cuda_graphs = false;
-  if (c.cuda_graphs == "off") {
+  if (c.machine.cuda_graphs == "off") {
     cuda_graphs_reason = "CUDA graphs off (--cuda-graphs off)";
   } else if (!StepGraphs::built()) {
     cuda_graphs_reason = "CUDA graphs off: this build of trafo has none";
   } else if (!graphs_apply(c) || replicas.size() > 1) {
     cuda_graphs_reason = "CUDA graphs off: they need one process, --accumulate 1 and no LayerDrop";
-  } else if (c.cuda_graphs == "on") {
+  } else if (c.machine.cuda_graphs == "on") {
     cuda_graphs = true;
     cuda_graphs_reason = "CUDA graphs on (--cuda-graphs on)";
   } else {

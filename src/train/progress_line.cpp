@@ -23,9 +23,9 @@ std::string format_seconds(double seconds) {
 }  // namespace
 
 ProgressLine::ProgressLine(const TrainConfig& config, int64_t batches_per_epoch, double max_time_s)
-    : max_steps_(config.max_steps),
-      max_epochs_(config.max_epochs),
-      batches_per_epoch_(batches_per_epoch * std::max<int64_t>(1, config.accumulate)),
+    : max_steps_(config.stop.max_steps),
+      max_epochs_(config.stop.max_epochs),
+      batches_per_epoch_(batches_per_epoch * std::max<int64_t>(1, config.optim.accumulate)),
       max_time_s_(max_time_s),
       terminal_(::isatty(STDERR_FILENO) == 1) {}
 

@@ -63,7 +63,7 @@ std::string foreign_reason(const checkpoint::Checkpoint& saved, const TrainConfi
 // Throws the InputError that resuming from `saved` would meet once the model and optimizer are made
 // (its raw weights with --ema, its optimizer state, its progress): unpacked here into a CPU copy, so
 // that such a checkpoint is passed over before anything is built from it.
-void check_training_state(const checkpoint::Checkpoint& saved, const TrainConfig& c) {
+void check_training_state(const checkpoint::Checkpoint& saved, const run_config::OptimOptions& optim) {
   torch::NoGradGuard no_grad;
   auto model = checkpoint::make_model(saved, torch::kCPU);
   const auto parameters = named_parameters(*model);
@@ -74,8 +74,8 @@ void check_training_state(const checkpoint::Checkpoint& saved, const TrainConfig
       }
     }
   }
-  auto optimizer =
-      make_optimizer(c.optimizer, model->parameters(), c.lr, c.adam_beta1, c.adam_beta2, c.adam_eps, c.weight_decay);
+  auto optimizer = make_optimizer(optim.optimizer, model->parameters(), optim.lr, optim.adam_beta1, optim.adam_beta2,
+                                  optim.adam_eps, optim.weight_decay);
   const GeneratorsKept kept;
   unpack_training_state(*saved.training, *optimizer, parameters);
 }
@@ -91,11 +91,13 @@ int64_t recorded_step(const checkpoint::Checkpoint& saved) {
 
 }  // namespace
 
-bool continues_run(const TrainConfig& c) { return !c.no_resume && !RunFolder::checkpoints_in(c.run_dir).empty(); }
+bool continues_run(const TrainConfig& c) {
+  return !c.run.no_resume && !RunFolder::checkpoints_in(c.run.run_dir).empty();
+}
 
 TrainConfig settle_options(TrainConfig c) {
   if (continues_run(c)) {
-    if (const auto run = run_of_folder(c.run_dir)) {
+    if (const auto run = run_of_folder(c.run.run_dir)) {
       take_run_options(c, *run);
       return c;
     }
@@ -114,12 +116,12 @@ PresetReport settle_preset(TrainConfig& c, const run_config::DefaultsSpeed& spee
   const bool resuming = continues_run(c);
   std::string why;
   if (resuming && !run_config::was_given(c, "preset")) {
-    const auto run = run_of_folder(c.run_dir);
-    c.preset = run && run->preset != "auto" ? run->preset : "standard";
+    const auto run = run_of_folder(c.run.run_dir);
+    c.run.preset = run && run->run.preset != "auto" ? run->run.preset : "standard";
     why = "the run's";
   }
   run_config::CorpusSize corpus;
-  if (c.preset == "auto" && c.init_from.empty()) {
+  if (c.run.preset == "auto" && c.init_from.empty()) {
     // The training files' line counts only, kept in the cache folder: TrainingFiles checks them, and
     // reads the dev and test files, once the options are settled.
     const auto cache = cache_folder(c);
@@ -137,11 +139,11 @@ PresetReport settle_preset(TrainConfig& c, const run_config::DefaultsSpeed& spee
 
 void check_resume_request(const TrainConfig& c) {
   if (!continues_run(c)) return;
-  const auto run = run_of_folder(c.run_dir);
+  const auto run = run_of_folder(c.run.run_dir);
   if (!run) return;
   const auto differences = run_differences(*run, c);
   if (differences.empty()) return;
-  throw InputError("cannot resume the run in " + c.run_dir + ": options that define its model, tokenizer or data " +
+  throw InputError("cannot resume the run in " + c.run.run_dir + ": options that define its model, tokenizer or data " +
                    "differ (run vs now: " + join_differences(differences) +
                    "); give the run's values, another --run-dir, or --no-resume --overwrite to start over");
 }
@@ -177,7 +179,7 @@ std::optional<checkpoint::Checkpoint> newest_complete_checkpoint(const RunFolder
       if (!saved.training) throw InputError("it holds no training state to resume from");
       const auto foreign = foreign_reason(saved, c, path.string());
       if (!foreign.empty()) throw InputError("it belongs to another run: " + foreign);
-      check_training_state(saved, c);
+      check_training_state(saved, c.optim);
       // A training state whose step is unreadable sorts last and is never tried: it is named too.
       for (const auto& other : loaded) {
         if (other.path != path && other.step < 0 && other.saved.training) {
@@ -199,12 +201,12 @@ ResumePoint choose_resume(const TrainConfig& c, const RunFolder& folder, Replica
   ResumePoint resume;
   if (replicas.is_main()) {
     const bool has_run = !folder.checkpoints().empty();
-    if (has_run && c.no_resume && !c.overwrite) {
+    if (has_run && c.run.no_resume && !c.run.overwrite) {
       throw InputError("run folder " + folder.path().string() +
                        " already holds a run: drop --no-resume to continue it, or add --overwrite to start over");
     }
-    resume.replaces_old_run = has_run && c.no_resume;
-    if (!c.no_resume) {
+    resume.replaces_old_run = has_run && c.run.no_resume;
+    if (!c.run.no_resume) {
       check_resume_request(c);
       resume.saved = newest_complete_checkpoint(folder, c, resume.path);
     }

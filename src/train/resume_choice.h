@@ -50,7 +50,7 @@ struct PresetReport {
 PresetReport settle_preset(run_config::TrainConfig& config, const run_config::DefaultsSpeed& speed = {});
 
 // Refuses (InputError, naming each option with both values) a resume whose options defining the
-// model, tokenizer or data differ from those of the run `config.run_dir` holds (its config.toml).
+// model, tokenizer or data differ from those of the run `config.run.run_dir` holds (its config.toml).
 void check_resume_request(const run_config::TrainConfig& config);
 
 // The checkpoint of `folder` with the most steps done (at equal steps the newer file) that loads whole,

@@ -16,13 +16,13 @@ namespace {
 // Rank 0 speaks for the job and owns the folder's lock.
 RunFolder open_folder(const TrainConfig& c, const Replicas& replicas) {
   if (!replicas.is_main()) spdlog::set_level(spdlog::level::warn);
-  return RunFolder(c.run_dir, /*lock=*/replicas.is_main());
+  return RunFolder(c.run.run_dir, /*lock=*/replicas.is_main());
 }
 
 data::BatcherOptions batcher_options(const TrainConfig& c, const Replicas& replicas) {
   data::BatcherOptions options;
-  options.batch_tokens = c.batch_tokens;
-  options.seed = c.seed;
+  options.batch_tokens = c.optim.batch_tokens;
+  options.seed = c.machine.seed;
   options.shard = replicas.rank();
   options.shards = replicas.size();
   return options;
@@ -33,7 +33,7 @@ LeakReport report_data(const TrainConfig& c, const data::Batcher& batcher, const
                        const TrainingData& data, bool main_rank) {
   if (batcher.skipped_too_long() > 0) {
     spdlog::warn("{} training pairs are longer than --batch-tokens {} alone and are skipped",
-                 batcher.skipped_too_long(), c.batch_tokens);
+                 batcher.skipped_too_long(), c.optim.batch_tokens);
   }
   if (!main_rank) return LeakReport{};
   return find_leaks(files.paths, data.tokenizer, data.corpora);
@@ -47,14 +47,14 @@ SettledConfig settle_config(TrainConfig given, const run_config::DefaultsSpeed& 
   validate(settled.options);  // before the preset reads the data: an absurd option is named first
   settled.preset = settle_preset(settled.options, speed);
   settled.text = run_config::to_toml(settled.options);
-  settled.max_time_s = run_config::parse_duration(settled.options.max_time);
+  settled.max_time_s = run_config::parse_duration(settled.options.stop.max_time);
   return settled;
 }
 
 TrainConfig final_config(const TrainConfig& settled, const data::Tokenizer& tokenizer, int64_t batch_tokens) {
   TrainConfig config = settled;
   config.model.vocab_size = tokenizer.vocab_size();
-  config.batch_tokens = batch_tokens;
+  config.optim.batch_tokens = batch_tokens;
   return config;
 }
 
@@ -63,9 +63,10 @@ FittedBudget choose_batch_tokens(const SettledConfig& settled, const Placement& 
   const bool fitted = test_hooks().fit_tokens >= 0 || place.device.is_cuda();
   const auto& preset = settled.preset.set;
   const bool set_by_preset = std::find(preset.begin(), preset.end(), "batch-tokens") != preset.end();
-  if (c.batch_tokens != kAutoBatchTokens && (!fitted || run_config::was_given(c, "batch-tokens") || set_by_preset)) {
-    return {c.batch_tokens, fitted ? fmt::format("--batch-tokens {} ({})", c.batch_tokens,
-                                                 set_by_preset ? "the preset's" : "given") : ""};
+  const int64_t tokens = c.optim.batch_tokens;
+  if (tokens != kAutoBatchTokens && (!fitted || run_config::was_given(c, "batch-tokens") || set_by_preset)) {
+    return {tokens, fitted ? fmt::format("--batch-tokens {} ({})", tokens, set_by_preset ? "the preset's" : "given")
+                           : ""};
   }
   if (!fitted) return {kDefaultBatchTokens, fmt::format("--batch-tokens auto: {} on a CPU", kDefaultBatchTokens)};
   if (place.replicas.size() > 1) {
@@ -74,7 +75,7 @@ FittedBudget choose_batch_tokens(const SettledConfig& settled, const Placement& 
   }
   auto model = c.model;
   model.vocab_size = data.tokenizer.vocab_size();
-  return fit_batch_tokens(c, model, place.device, place.precision.bf16,
+  return fit_batch_tokens(c.optim, model, place.device, place.precision.bf16,
                           corpus_extent(data.corpora, c.model.max_positions));
 }
 
@@ -112,12 +113,12 @@ Session::Session(const TrainConfig& given, const Again* again)
       config(final_config(settled.options, data.tokenizer, budget.tokens)),
       model(make_model(config, resume, place.device, place.replicas)),
       validation(config, files.paths, data.tokenizer, model, place.main()),
-      training(config, model, resume, place.main()),
+      training(config.optim, model, resume, place.main()),
       clock(started, training.progress.elapsed_s, settled.max_time_s),
-      batcher(make_batcher(data.corpora, data.samples, files.paths, config.sampling_temperature,
+      batcher(make_batcher(data.corpora, data.samples, files.paths, config.data.sampling_temperature,
                            batcher_options(config, place.replicas),
                            training.progress.data)),
-      logs(folder, resume, settled.text, config.tensorboard, place.main()),
+      logs(folder, resume, settled.text, config.run.tensorboard, place.main()),
       leaks(report_data(config, batcher, files, data, place.main())) {}
 
 checkpoint::Checkpoint run_description(const Session& s) {
@@ -125,8 +126,8 @@ checkpoint::Checkpoint run_description(const Session& s) {
   about.model_config = s.config.model;
   about.tokenizer = s.data.tokenizer.to_bytes();
   about.config = s.settled.text;
-  about.inference.src_lang = s.config.src_lang;
-  about.inference.tgt_lang = s.config.tgt_lang;
+  about.inference.src_lang = s.config.data.src_lang;
+  about.inference.tgt_lang = s.config.data.tgt_lang;
   about.inference.tags = corpus_tags(s.files.paths);
   return about;
 }

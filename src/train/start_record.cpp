@@ -17,7 +17,7 @@ namespace {
 // `start` record and the log.
 void describe_data(const Session& s, nlohmann::json& start) {
   const auto& paths = s.files.paths;
-  const double temperature = s.config.sampling_temperature;
+  const double temperature = s.config.data.sampling_temperature;
   // sums that cannot overflow
   const auto weights = data::scaled_weights(draw_weights(paths, s.data.corpora, temperature));
   double total_weight = 0.0;
@@ -52,10 +52,10 @@ void describe_data(const Session& s, nlohmann::json& start) {
       }
     }
     start["subword_samples"] = s.data.samples.size();
-    start["subword_alpha"] = s.config.subword_alpha;
+    start["subword_alpha"] = s.config.data.subword_alpha;
     spdlog::info("subword regularisation: {} sampled segmentations of every pair (alpha {}), one per epoch in turn; "
                  "their token caches: {:.1f} MB, {} in {:.1f} s",
-                 s.data.samples.size(), s.config.subword_alpha, megabytes, built ? "built" : "mapped", seconds);
+                 s.data.samples.size(), s.config.data.subword_alpha, megabytes, built ? "built" : "mapped", seconds);
   }
   start["corpora"] = corpora;
   start["cache_dir"] = s.files.cache.string();
@@ -79,7 +79,7 @@ nlohmann::json start_record(Session& s) {
     spdlog::info("one all-reduce of the gradients ({:.1f} MB): {:.3f} s", replicas.gradient_bytes() / 1e6,
                  start["gradient_allreduce_s"].get<double>());
   }
-  if (s.training.average) start["ema"] = s.config.ema;
+  if (s.training.average) start["ema"] = s.config.optim.ema;
   start["preset"] = s.settled.preset.name;
   start["preset_reason"] = s.settled.preset.why;
   start["preset_set"] = s.settled.preset.set;
@@ -103,7 +103,7 @@ void log_start(const Session& s) {
                s.data.train_pairs(), s.batcher.batches_per_epoch(), s.model->parameter_count(), s.place.threads,
                s.place.device.str(), s.place.replicas.describe(),
                s.training.average
-                   ? fmt::format(", validating and saving a moving average of the weights (--ema {})", c.ema)
+                   ? fmt::format(", validating and saving a moving average of the weights (--ema {})", c.optim.ema)
                    : "");
   if (s.place.load && s.place.busy_at_start >= 0.5) {
     spdlog::info("other processes keep about {:.1f} of {} cores busy: training on {} threads, following the load "

@@ -81,8 +81,8 @@ class TrainingLoop {
         c_(p_.config),
         progress_(p_.training.progress),
         step_(p_.model, *p_.training.optimizer, p_.place.device,
-              StepOptions{c_.label_smoothing, c_.clip_norm, p_.place.precision.bf16, c_.src_word_dropout,
-                          c_.tgt_word_dropout, p_.tags, p_.place.cuda_graphs},
+              StepOptions{c_.optim.label_smoothing, c_.optim.clip_norm, p_.place.precision.bf16,
+                          c_.optim.src_word_dropout, c_.optim.tgt_word_dropout, p_.tags, p_.place.cuda_graphs},
               &p_.place.replicas),
         line_(c_, p_.batcher.batches_per_epoch(), p_.clock.max_time_s()),
         stop_requested_(stop_requested),
@@ -138,10 +138,10 @@ class TrainingLoop {
 
   // Empty while the run goes on. Rank 0's clock and validations decide; a signal to any rank stops all of them.
   std::string stop_reason() {
-    if (c_.max_steps > 0 && progress_.step >= c_.max_steps) return "steps";
-    if (c_.max_epochs > 0 && progress_.first_corpus().epoch >= c_.max_epochs) return "epochs";
+    if (c_.stop.max_steps > 0 && progress_.step >= c_.stop.max_steps) return "steps";
+    if (c_.stop.max_epochs > 0 && progress_.first_corpus().epoch >= c_.stop.max_epochs) return "epochs";
     const bool main_rank = main();
-    const bool patience_spent = c_.early_stopping > 0 && progress_.bad_validations >= c_.early_stopping;
+    const bool patience_spent = c_.stop.early_stopping > 0 && progress_.bad_validations >= c_.stop.early_stopping;
     const auto stop = p_.place.replicas.any({main_rank && p_.clock.out_of_time(), main_rank && patience_spent,
                                              stop_requested_ != nullptr && stop_requested_->load()});
     if (stop[0]) return "time";
@@ -155,9 +155,9 @@ class TrainingLoop {
   // device applies it. Its learning rate counts `unread` updates not yet read as applied.
   StepResult take_step(bool unread) {
     std::vector<data::Batch> batches;
-    for (int64_t i = 0; i < c_.accumulate; ++i) batches.push_back(p_.batcher.next());
+    for (int64_t i = 0; i < c_.optim.accumulate; ++i) batches.push_back(p_.batcher.next());
     const int64_t step = progress_.step + (unread ? 1 : 0) + 1;
-    auto update = step_.run(batches, inverse_sqrt_lr(step, c_.lr, c_.warmup_steps));
+    auto update = step_.run(batches, inverse_sqrt_lr(step, c_.optim.lr, c_.optim.warmup_steps));
     window_.communication_s += update.communication_s;
     for (const auto& batch : batches) {
       if (batch.corpus == 0) epoch_now_ = batch.position.epoch + 1;
@@ -172,8 +172,8 @@ class TrainingLoop {
   bool read_at_once() const {
     const int64_t step = progress_.step + 1;
     const auto at = [&](int64_t every) { return every > 0 && step % every == 0; };
-    return p_.training.average || at(c_.log_every) || at(c_.valid_every) || at(c_.checkpoint_every) ||
-           (c_.max_steps > 0 && step >= c_.max_steps);
+    return p_.training.average || at(c_.run.log_every) || at(c_.run.valid_every) || at(c_.run.checkpoint_every) ||
+           (c_.stop.max_steps > 0 && step >= c_.stop.max_steps);
   }
 
   // Reads an update (waiting for it if the device has not finished it) and counts it: false when the
@@ -215,10 +215,10 @@ class TrainingLoop {
   // What follows an applied update read at once: the log line, validation and checkpoints.
   void after_update(const StepResult& update) {
     if (second_look_) return;  // the run starts again: this attempt saves nothing
-    if (every(c_.log_every)) log_train(update);
-    if (main() && every(c_.valid_every)) validate_and_checkpoint();
-    if (main() && every(c_.checkpoint_every)) {
-      p_.folder.save_numbered(progress_.step, make_checkpoint(), c_.keep_checkpoints);
+    if (every(c_.run.log_every)) log_train(update);
+    if (main() && every(c_.run.valid_every)) validate_and_checkpoint();
+    if (main() && every(c_.run.checkpoint_every)) {
+      p_.folder.save_numbered(progress_.step, make_checkpoint(), c_.run.keep_checkpoints);
     }
   }
 
@@ -266,10 +266,10 @@ class TrainingLoop {
       throw;
     }
     last_validated_ = progress_.step;
-    const double value = c_.early_stopping_metric == "loss" ? result.loss
-                         : c_.early_stopping_metric == "chrf" ? result.chrf : result.bleu;
-    watch_plateau(progress_, c_.early_stopping_metric, value);
-    const bool best = improved(c_.early_stopping_metric, value, progress_);
+    const double value = c_.stop.early_stopping_metric == "loss" ? result.loss
+                         : c_.stop.early_stopping_metric == "chrf" ? result.chrf : result.bleu;
+    watch_plateau(progress_, c_.stop.early_stopping_metric, value);
+    const bool best = improved(c_.stop.early_stopping_metric, value, progress_);
     if (best) {
       progress_.best_metric = value;
       progress_.best_step = progress_.step;
@@ -285,7 +285,7 @@ class TrainingLoop {
     const auto ckpt = make_checkpoint();
     save(ckpt, p_.folder.last(), false);
     if (best) save(ckpt, p_.folder.best(), true);
-    if (c_.checkpoint_every == 0) p_.folder.save_numbered(progress_.step, ckpt, c_.keep_checkpoints);
+    if (c_.run.checkpoint_every == 0) p_.folder.save_numbered(progress_.step, ckpt, c_.run.keep_checkpoints);
     util::release_free_memory();
   }
 
@@ -380,7 +380,7 @@ TrainResult train_session(Session& s, const std::atomic<bool>* stop_requested, b
                           std::optional<SecondLook>& again) {
   const auto& c = s.config;
   int64_t first_save = 0;  // the first step that validates or saves, the last one included
-  for (const int64_t every : {c.valid_every, c.checkpoint_every, c.max_steps}) {
+  for (const int64_t every : {c.run.valid_every, c.run.checkpoint_every, c.stop.max_steps}) {
     if (every > 0) first_save = first_save == 0 ? every : std::min(first_save, every);
   }
   const bool armed = look_again && s.settled.preset.timed && !s.resumed() && !s.fine_tuned() &&
@@ -430,7 +430,7 @@ TrainResult Trainer::run() {
   }
   if (!tensorboard_before) util::remove_tree(tensorboard);
   auto config = config_;
-  config.preset = again->preset;
+  config.run.preset = again->preset;
   const Session::Again restart{started, again->why};
   Session s(config, &restart);
   std::optional<SecondLook> none;

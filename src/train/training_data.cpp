@@ -25,8 +25,8 @@ std::filesystem::path cache_folder(const TrainConfig& c) {
     const char* value = std::getenv(name);
     return std::string(value != nullptr ? value : "");
   };
-  if (!c.cache_dir.empty()) {
-    folder = c.cache_dir;
+  if (!c.data.cache_dir.empty()) {
+    folder = c.data.cache_dir;
   } else if (!variable("TRAFO_CACHE_DIR").empty()) {
     folder = variable("TRAFO_CACHE_DIR");
   } else if (!variable("XDG_CACHE_HOME").empty()) {
@@ -34,7 +34,7 @@ std::filesystem::path cache_folder(const TrainConfig& c) {
   } else if (!variable("HOME").empty()) {
     folder = std::filesystem::path(variable("HOME")) / ".cache" / "trafo";
   } else {
-    folder = std::filesystem::path(c.run_dir) / "cache";
+    folder = std::filesystem::path(c.run.run_dir) / "cache";
   }
   data::check_cache_folder(folder);
   return folder;
@@ -123,7 +123,7 @@ std::vector<data::CachedCorpus> load_corpora(const TrainConfig& c, const DataFil
                                              int64_t sample) {
   // + eos (source) or bos (target) must fit the model's positions, whatever --max-length says.
   const int64_t longest =
-      c.max_length > 0 ? std::min(c.max_length, c.model.max_positions - 1) : c.model.max_positions - 1;
+      c.data.max_length > 0 ? std::min(c.data.max_length, c.model.max_positions - 1) : c.model.max_positions - 1;
   std::vector<int> tag_pieces;
   for (const int id : tags) {
     if (id >= 0) tag_pieces.push_back(id);
@@ -131,8 +131,8 @@ std::vector<data::CachedCorpus> load_corpora(const TrainConfig& c, const DataFil
   std::vector<data::CachedCorpus> corpora;
   auto open_all = [&] {
     for (size_t i = 0; i < paths.train.size(); ++i) {
-      const data::CorpusOptions options{longest, c.max_length_ratio, tags[i], tag_pieces, sample,
-                                        sample > 0 ? c.subword_alpha : 0.0};
+      const data::CorpusOptions options{longest, c.data.max_length_ratio, tags[i], tag_pieces, sample,
+                                        sample > 0 ? c.data.subword_alpha : 0.0};
       corpora.push_back(
           data::open_token_cache(cache, paths.train[i].src, paths.train[i].tgt, tokenizer, options, threads));
     }
@@ -148,8 +148,8 @@ std::vector<std::vector<data::CachedCorpus>> load_samples(const TrainConfig& c, 
                                                           const std::filesystem::path& cache, int threads,
                                                           Replicas& replicas) {
   std::vector<std::vector<data::CachedCorpus>> samples;
-  if (c.subword_alpha <= 0) return samples;
-  for (int64_t sample = 1; sample <= c.subword_samples; ++sample) {
+  if (c.data.subword_alpha <= 0) return samples;
+  for (int64_t sample = 1; sample <= c.data.subword_samples; ++sample) {
     samples.push_back(load_corpora(c, paths, tokenizer, tags, cache, threads, replicas, sample));
   }
   return samples;

@@ -1,7 +1,8 @@
 // The keys of TrainConfig: one row per option, the one place an option is named, typed and
 // described. Config files, --dump-config, config.toml and checkpoints write and read these keys
 // (src/run_config/config_file.cpp); the command line binds one flag per row (src/cli/config_options.cpp).
-// A new option is a TrainConfig member, its row in config_keys.cpp and its check in validate().
+// A new option is a member of TrainConfig's group for its heading (options.h), its row in config_keys.cpp
+// and its check in validate().
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
-// Every knob of `trafo train`, with its default. The CLI binds each member to a long option
-// of the same name (underscores as dashes); config files use those names as keys.
+// Every knob of `trafo train`, with its default, in groups that follow the headings of the key table
+// (config_keys.cpp). The CLI binds each member to a long option of the same name (underscores as
+// dashes, without the group); config files use those names as keys.
 #pragma once
 
 #include <cstdint>
@@ -23,8 +24,8 @@ struct CorpusSpec {
   }
 };
 
-struct TrainConfig {
-  // Data: DIR/{train,dev}.{src,tgt}, or explicit paths (which win).
+// Data: DIR/{train,dev}.{src,tgt}, or explicit paths (which win).
+struct DataOptions {
   std::string data_dir;
   std::string src_lang = "en";
   std::string tgt_lang = "de";
@@ -35,15 +36,12 @@ struct TrainConfig {
   int64_t max_length = 250;           // skip training pairs longer than this many pieces
   double max_length_ratio = 0.0;      // skip pairs whose piece-length ratio exceeds this (0: off)
   double sampling_temperature = 0.0;  // corpora drawn by weight × pairs^(1/T) (0: by weight alone)
-  std::string preset = "auto";        // defaults that fit the corpus and budget (run_config/presets.h)
   double subword_alpha = 0.0;         // subword regularisation, SentencePiece's alpha (0: off; Tokenizer::sample)
   int64_t subword_samples = 4;        // sampled segmentations per pair, built once, one per epoch in turn
+};
 
-  data::TokenizerOptions vocab;       // joint SentencePiece model trained on train src+tgt
-  model::ModelConfig model;
-  std::string init_from;              // a new run starts from this checkpoint's weights, tokenizer and model
-
-  // Optimisation.
+// Optimisation: the optimizer, its learning-rate schedule, the loss and the batches of an update.
+struct OptimOptions {
   std::string optimizer = "adam";     // adam | adamw
   double lr = 1e-3;                   // peak learning rate, reached after warmup
   int64_t warmup_steps = 500;         // linear warmup, then lr × sqrt(warmup / step)
@@ -59,15 +57,20 @@ struct TrainConfig {
   int64_t accumulate = 1;             // batches per update
   double ema = 0.0;                   // decay of a moving average of the weights for validation and
                                       // checkpoints, e.g. 0.9999 (0: off; train/ema.h)
+};
 
-  // When to stop (0: no limit); whichever comes first.
+// When to stop (0: no limit); whichever comes first.
+struct StopOptions {
   int64_t max_steps = 20000;
   int64_t max_epochs = 0;
   std::string max_time;               // wall-clock budget: 90s, 20m, 1h30m
   int64_t early_stopping = 8;         // validations without improvement (0: off)
   std::string early_stopping_metric = "bleu";  // bleu | chrf | loss
+};
 
-  // Validation, checkpoints, logs.
+// The run: its preset, validation, checkpoints, logs and folder.
+struct RunOptions {
+  std::string preset = "auto";        // defaults that fit the corpus and budget (run_config/presets.h)
   int64_t valid_every = 250;          // steps between validations (0: only at the end)
   int64_t valid_max_sentences = 500;  // dev sentences decoded for BLEU/chrF (0: all)
   int64_t valid_samples = 3;          // sample translations logged per validation
@@ -79,17 +82,34 @@ struct TrainConfig {
   std::string run_dir = "runs/default";
   bool no_resume = false;             // start over even if RUN_DIR holds checkpoint-last.pt
   bool overwrite = false;             // allow --no-resume to replace an existing run
+};
 
-  // Machine.
+// Machine: where and how the steps run.
+struct MachineOptions {
   std::string device = "auto";        // cpu | cuda | auto
   int threads = 0;                    // intra-op threads (0: the cores others leave free, followed)
   std::string precision = "auto";     // fp32 | bf16 (autocast, fp32 master weights) | auto (runtime/precision.h)
   std::string cuda_graphs = "auto";   // auto | on | off: CUDA graphs of the training step (train/step_graphs.h)
   uint64_t seed = 1;
+};
 
-  // Data parallelism (torchrun's environment variables, or --nproc on one machine).
+// Data parallelism (torchrun's environment variables, or --nproc on one machine).
+struct ParallelOptions {
   int nproc = 1;                      // local processes to start, splitting --threads among them
   double dist_timeout = 300.0;        // seconds a collective may wait for the other ranks
+};
+
+// Every option of `trafo train`, in the groups of the key table (config_keys.cpp).
+struct TrainConfig {
+  DataOptions data;
+  data::TokenizerOptions vocab;       // joint SentencePiece model trained on train src+tgt
+  model::ModelConfig model;
+  std::string init_from;              // a new run starts from this checkpoint's weights, tokenizer and model
+  OptimOptions optim;
+  StopOptions stop;
+  RunOptions run;
+  MachineOptions machine;
+  ParallelOptions parallel;
 
   // The keys given on the command line or in a --config file ("corpus" for --corpus or [[corpus]]
   // tables), whatever their values: where options meet a checkpoint (--init-from, a resume), a key

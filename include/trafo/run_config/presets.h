@@ -45,7 +45,7 @@ struct CorpusSize {
 // given (train::defaults_tokens_per_s); 0 where it is not timed.
 using DefaultsSpeed = std::function<double(const TrainConfig&)>;
 
-// The preset `config.preset` names; for "auto", the one the facts call for: the corpus, the budget,
+// The preset `config.run.preset` names; for "auto", the one the facts call for: the corpus, the budget,
 // and whether the run starts from --init-from. A --max-time budget is short where the built-in
 // defaults would train fewer than kComputeStarvedEpochs epochs in it: `speed` times them (asked only
 // then); untimed (0, or no `speed`), two hours or less is short. InputError for an unknown name.
@@ -62,7 +62,7 @@ inline constexpr double kComputeStarvedEpochs = 40.0;
 const Preset* second_look(const std::string& chosen, double epochs);
 inline constexpr double kSecondLookMargin = 1.25;
 
-// Sets each value of `choice` that `config` was not given (was_given), and config.preset to its name;
+// Sets each value of `choice` that `config` was not given (was_given), and config.run.preset to its name;
 // `resuming`: only the training knobs, as the run's model, tokenizer and data are its own. Returns the
 // keys it set.
 std::vector<std::string> apply_preset(TrainConfig& config, const PresetChoice& choice, bool resuming = false);

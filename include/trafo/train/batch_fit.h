@@ -18,7 +18,7 @@ namespace trafo::model {
 struct ModelConfig;
 }
 namespace trafo::run_config {
-struct TrainConfig;
+struct OptimOptions;
 }
 
 namespace trafo::train {
@@ -56,13 +56,13 @@ struct FittedBudget {
   std::string reason;  // train.log's line ("" on a CPU without auto)
 };
 
-// --batch-tokens auto on `device`: training steps of a fresh model of `config`'s shape on sentences of
-// the corpus's longest length, at budgets from kFitStep to fit_ceiling(extent) (each
-// kFitHeadroom over), the largest that does not run out of memory. The random generators are left as
-// they were, and the memory the probe took is given back. With the fit_tokens test hook, a budget fits
-// where kFitHeadroom of it is at most the hook's tokens, and nothing runs. (`trafo train` and
-// `trafo bench` both fit this way.)
-FittedBudget fit_batch_tokens(const run_config::TrainConfig& c, const model::ModelConfig& config,
+// --batch-tokens auto on `device`: training steps of a fresh model of `config`'s shape, with the optimizer
+// and loss of the optimisation group `optim`, on sentences of the corpus's longest length, at budgets
+// from kFitStep to fit_ceiling(extent) (each kFitHeadroom over), the largest that does not run out of
+// memory. The random generators are left as they were, and the memory the probe took is given back.
+// With the fit_tokens test hook, a budget fits where kFitHeadroom of it is at most the hook's tokens,
+// and nothing runs. (`trafo train` and `trafo bench` both fit this way.)
+FittedBudget fit_batch_tokens(const run_config::OptimOptions& optim, const model::ModelConfig& config,
                               const c10::Device& device, bool bf16, const CorpusExtent& extent);
 
 }  // namespace trafo::train
