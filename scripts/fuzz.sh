@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SECONDS_PER_TARGET=${1:-60}
-TARGETS=(${FUZZ_TARGETS:-corpus_reader checkpoint config_file metrics translate_line torch_pickle})
+TARGETS=(${FUZZ_TARGETS:-corpus_reader checkpoint config_file metrics translate_line torch_pickle html})
 BUILD_DIR=build-fuzz
 CLANG=${CLANG:-clang++-14}
 
