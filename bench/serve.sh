@@ -12,7 +12,8 @@
 # first precision's server and reports failed good requests and the server's RSS.
 #
 #   bench/serve.sh [--threads 2] [--clients 64] [--rounds 3] [--steps 300] [--checkpoint FILE]
-#                  [--precision fp32[,bf16]] [--soak MINUTES] [--work DIR]
+#                  [--precision fp32[,bf16]] [--soak MINUTES] [--work DIR] [--serve-args "OPTIONS"]
+# --serve-args gives the servers more options (e.g. "--decoders 1").
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,6 +27,7 @@ checkpoint=""
 soak=0
 work=""
 precisions=fp32
+serve_args=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --threads) threads="$2"; shift 2 ;;
@@ -36,6 +38,7 @@ while [[ $# -gt 0 ]]; do
     --soak) soak="$2"; shift 2 ;;
     --precision) precisions="$2"; shift 2 ;;
     --work) work="$2"; shift 2 ;;
+    --serve-args) serve_args="$2"; shift 2 ;;
     -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "serve.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -65,7 +68,8 @@ offline_round() {
 # A server for each precision, each on its own port; the others idle while one is loaded.
 declare -A urls pids
 for precision in "${precision_list[@]}"; do
-  start_server --threads "$threads" --precision "$precision"
+  # shellcheck disable=SC2086  # the options, one word each
+  start_server --threads "$threads" --precision "$precision" $serve_args
   urls[$precision]=$url; pids[$precision]=$server
   grep -q listening "$work/serve.out" || { say "trafo serve --precision $precision did not start"; cat "$work/serve.err" >&2; exit 1; }
   cp "$work/serve.err" "$work/serve-$precision.err"
