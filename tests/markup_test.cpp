@@ -192,6 +192,14 @@ TEST(Html, InputThatIsNotAPageIsAnInputError) {
   for (int i = 0; i < 1500; ++i) many += " a" + std::to_string(i) + "=\"1\"";
   EXPECT_THROW(HtmlPage(many + ">x</p>"), InputError);
   EXPECT_NO_THROW(HtmlPage("<p title=\"a b c d e f g h i j k l m n o p q r s t u v w x y z\">x</p>"));
+  // A script's text and comments hold no tags to count; unquoted values are part of their attribute.
+  std::string script = "<p>x</p><script>", comment = "<!-- <p ", unquoted = "<p";
+  for (int i = 0; i < 1500; ++i) script += " a" + std::to_string(i) + "=1,";
+  for (int i = 0; i < 1500; ++i) comment += " c" + std::to_string(i);
+  for (int i = 0; i < 900; ++i) unquoted += " a" + std::to_string(i) + "=1";
+  EXPECT_NO_THROW(HtmlPage(script + "</script>"));
+  EXPECT_NO_THROW(HtmlPage(comment + " --><p>x</p>"));
+  EXPECT_NO_THROW(HtmlPage(unquoted + ">x</p>"));
   EXPECT_TRUE(HtmlPage("").segments().empty());
   EXPECT_EQ(HtmlPage("").render({}, {}), "");
 }

@@ -249,32 +249,48 @@ static bool is_document(std::string_view html) {
 }
 
 // libxml2 checks each attribute against the element's others: a tag with very many costs quadratic
-// time. Counts the attributes of each tag, as names outside quotes.
+// time. Counts the attributes of each start tag (name, then an optional = value, quoted or not),
+// passing over comments and the text of script and style.
 static void check_attributes(std::string_view html) {
+  const auto lowered = lower(std::string(html));
   size_t at = 0;
   while ((at = html.find('<', at)) != std::string_view::npos) {
+    if (html.substr(at, 4) == "<!--") {
+      at = html.find("-->", at + 4);
+      if (at == std::string_view::npos) return;
+      continue;
+    }
     ++at;
     if (at >= html.size() || !std::isalpha(static_cast<unsigned char>(html[at]))) continue;
+    const size_t name_start = at;
+    while (at < html.size() && !is_space(html[at]) && html[at] != '>' && html[at] != '/') ++at;
+    const std::string name = lowered.substr(name_start, at - name_start);
     int attributes = 0;
-    char quote = 0;
-    bool in_word = true;  // the tag's name
-    for (; at < html.size(); ++at) {
-      const char c = html[at];
-      if (quote) {
-        if (c == quote) quote = 0;
-      } else if (c == '"' || c == '\'') {
-        quote = c;
-      } else if (c == '>') {
-        break;
-      } else if (is_space(c) || c == '=') {
-        in_word = false;
-      } else if (!in_word) {
-        in_word = true;
-        if (++attributes > HtmlPage::kMaxAttributes) {
-          throw InputError("an element of the HTML has more than " + std::to_string(HtmlPage::kMaxAttributes) +
-                           " attributes");
-        }
+    while (at < html.size() && html[at] != '>' && html[at] != '<') {
+      if (is_space(html[at]) || html[at] == '/') {
+        ++at;
+        continue;
       }
+      while (at < html.size() && !is_space(html[at]) && html[at] != '=' && html[at] != '>' && html[at] != '<') ++at;
+      if (++attributes > HtmlPage::kMaxAttributes) {
+        throw InputError("an element of the HTML has more than " + std::to_string(HtmlPage::kMaxAttributes) +
+                         " attributes");
+      }
+      while (at < html.size() && is_space(html[at])) ++at;
+      if (at >= html.size() || html[at] != '=') continue;
+      ++at;
+      while (at < html.size() && is_space(html[at])) ++at;
+      if (at < html.size() && (html[at] == '"' || html[at] == '\'')) {
+        const size_t close = html.find(html[at], at + 1);
+        at = close == std::string_view::npos ? html.size() : close + 1;
+      } else {
+        while (at < html.size() && !is_space(html[at]) && html[at] != '>') ++at;
+      }
+    }
+    if (name == "script" || name == "style") {  // their text holds no tags
+      const size_t end = lowered.find("</" + name, at);
+      if (end == std::string::npos) return;
+      at = end;
     }
   }
 }
