@@ -187,6 +187,7 @@ TEST_F(TranslateCli, HtmlPagesKeepEveryTagAndTranslateEachRunAsALine) {
   write_text(*dir_ / "bad.html", "<p>caf\xe9</p>");
   expect_one_error(run_trafo(translate("--format html --input " + path("bad.html"))), "bad.html: the HTML is not valid UTF-8");
   expect_one_error(run_trafo(translate("--format html --n-best 2 --beam 2 --input " + path("page.html"))), "--format html");
+  expect_one_error(run_trafo(translate("--format html --skip-invalid --input " + path("page.html"))), "--skip-invalid");
   expect_one_error(run_trafo(translate("--format xml --input " + path("page.html"))), "--format");
 }
 

@@ -145,18 +145,21 @@ std::string read_page(int fd, const std::string& name) {
   }
 }
 
-// --format html: the page's runs of text translated as lines, their inline tags placed by the
-// translations' word alignments, the page written whole.
-void translate_page(int fd, const std::string& input_name, inference::LoadedModel& loaded,
-                    decode::Translator& translator, std::ostream& out) {
+// --format html: the whole input parsed as one page; InputError naming the input.
+markup::HtmlPage read_html(int fd, const std::string& input_name) {
   const std::string text = read_page(fd, input_name);
-  std::optional<markup::HtmlPage> page;
   try {
-    page.emplace(text);
+    return markup::HtmlPage(text);
   } catch (const InputError& e) {
     throw InputError(input_name + ": " + e.what());
   }
-  const auto& segments = page->segments();
+}
+
+// --format html: the page's runs of text translated as lines, their inline tags placed by the
+// translations' word alignments, the page written whole.
+void translate_page(const markup::HtmlPage& page, inference::LoadedModel& loaded, decode::Translator& translator,
+                    std::ostream& out) {
+  const auto& segments = page.segments();
   std::vector<std::vector<int>> ids;
   ids.reserve(segments.size());
   for (const auto& segment : segments) ids.push_back(decode::source_ids(loaded.tokenizer, segment, loaded.tag));
@@ -168,7 +171,7 @@ void translate_page(int fd, const std::string& input_name, inference::LoadedMode
     translations.push_back(results[i].front().text);
     links.push_back(markup::parse_pharaoh(alignments[i]));
   }
-  out << page->render(translations, links);
+  out << page.render(translations, links);
   out.flush();
   spdlog::info("translated an HTML page of {} runs of text", segments.size());
 }
@@ -198,8 +201,8 @@ int run_translate(const TranslateOptions& options) {
     throw InputError("--alignment aligns the best translation of each line: leave out --n-best");
   }
   const bool html = options.format == "html";
-  if (html && (options.decode.n_best > 1 || options.alignment || !options.target_prefix.empty())) {
-    throw InputError("--format html writes one page: leave out --n-best, --alignment and --target-prefix");
+  if (html && (options.decode.n_best > 1 || options.alignment || !options.target_prefix.empty() || options.skip_invalid)) {
+    throw InputError("--format html writes one page: leave out --n-best, --alignment, --target-prefix and --skip-invalid");
   }
   std::vector<util::NamedPath> inputs = {{"--input", options.input}, {"--checkpoint", options.runtime.checkpoint}};
   if (!options.target_prefix.empty()) inputs.push_back({"--target-prefix", options.target_prefix});
@@ -223,6 +226,8 @@ int run_translate(const TranslateOptions& options) {
   const auto prefixes = options.target_prefix.empty() ? std::vector<std::string>() : read_prefixes(options.target_prefix);
   // The glossary's form is checked before the model loads; its terms are cut by the model's tokenizer.
   const auto glossary_file = options.glossary.empty() ? decode::Glossary::File{} : decode::Glossary::read(options.glossary);
+  // A page is read and parsed whole before the model loads, so that bad HTML fails at once.
+  const auto page = html ? std::optional<markup::HtmlPage>(read_html(fd, input_name)) : std::nullopt;
   auto loaded = inference::load_for_translation(options.runtime);
   auto decoding = inference::with_precision(options.decode, loaded);
   if (!options.glossary.empty()) {
@@ -237,8 +242,8 @@ int run_translate(const TranslateOptions& options) {
     if (!file) throw_write_error(options.output, errno);
   }
   std::ostream& out = options.output == "-" ? std::cout : file;
-  if (html) {
-    translate_page(fd, input_name, loaded, translator, out);
+  if (page) {
+    translate_page(*page, loaded, translator, out);
     if (!out) {
       throw RunError("cannot write the translation to " + (options.output == "-" ? "standard output" : options.output));
     }
