@@ -359,7 +359,7 @@ def case_bad():
         ("too large a body", http_request("POST", "/translate", json.dumps(dict(ok, q=["ab"] * 1200)).encode()), 413),
         ("an unknown direction", http_request("POST", "/translate", json.dumps({"q": "a", "source": "fr", "target": "de"}).encode()), 400),
         ("source auto", http_request("POST", "/translate", json.dumps({"q": "a", "source": "auto", "target": "de"}).encode()), 400),
-        ("format html", http_request("POST", "/translate", json.dumps(dict(ok, q="a", format="html")).encode()), 400),
+        ("format xml", http_request("POST", "/translate", json.dumps(dict(ok, q="a", format="xml")).encode()), 400),
         ("a huge beam", http_request("POST", "/v1/translate", json.dumps(dict(ok, text="a", beam=100000)).encode()), 400),
         ("n_best above the beam", http_request("POST", "/v1/translate", json.dumps(dict(ok, text="a", beam=2, n_best=3)).encode()), 400),
         ("sampling_topp alone", http_request("POST", "/v1/translate", json.dumps(dict(ok, text="a", sampling_topp=0.5)).encode()), 400),

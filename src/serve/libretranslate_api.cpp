@@ -41,7 +41,7 @@ json translate_pages(const ApiContext& api, const Fields& fields, int64_t& sente
     std::vector<markup::Links> links;
     for (size_t i = 0; i < page.segments().size(); ++i, ++at) {
       texts.push_back(outcome.results[at].front().text);
-      links.push_back(markup::parse_pharaoh(outcome.alignments[at]));
+      links.push_back(at < outcome.alignments.size() ? markup::parse_pharaoh(outcome.alignments[at]) : markup::Links{});
     }
     translated.push_back(page.render(texts, links));
   }
