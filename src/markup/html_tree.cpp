@@ -238,9 +238,9 @@ static bool has_tag(const std::string& lowered, std::string_view name) {
   return false;
 }
 
-// A whole document (a doctype, or an html, head or body tag), or a fragment of a body.
-static bool is_document(std::string_view html) {
-  const std::string text = lower(std::string(html));
+// Whether the page, lower-cased as `text`, is a whole document (a doctype, or an html, head or body
+// tag), or else a fragment of a body.
+static bool is_document(const std::string& text) {
   if (text.find("<!doctype") != std::string::npos) return true;
   for (const char* tag : {"<html", "</html", "<head", "</head", "<body", "</body"}) {
     if (has_tag(text, tag)) return true;
@@ -250,9 +250,8 @@ static bool is_document(std::string_view html) {
 
 // libxml2 checks each attribute against the element's others: a tag with very many costs quadratic
 // time. Counts the attributes of each start tag (name, then an optional = value, quoted or not),
-// passing over comments and the text of script and style.
-static void check_attributes(std::string_view html) {
-  const auto lowered = lower(std::string(html));
+// passing over comments and the text of script and style. `lowered`: `html` lower-cased.
+static void check_attributes(std::string_view html, const std::string& lowered) {
   size_t at = 0;
   while ((at = html.find('<', at)) != std::string_view::npos) {
     if (html.substr(at, 4) == "<!--") {
@@ -300,8 +299,9 @@ std::vector<Node> parse(std::string_view html) {
   std::call_once(once, [] { xmlInitParser(); });
   if (!utf8::is_valid(html.begin(), html.end())) throw InputError("the HTML is not valid UTF-8");
   if (html.substr(0, 3) == "\xEF\xBB\xBF") html.remove_prefix(3);  // a byte order mark
-  check_attributes(html);
-  const bool document = is_document(html);
+  const auto lowered = lower(std::string(html));
+  check_attributes(html, lowered);
+  const bool document = is_document(lowered);
   // A fragment is parsed inside <body>, so that the parser adds no element around its text.
   const std::string text = document ? std::string(html) : "<html><body>" + std::string(html) + "</body></html>";
   if (text.size() > static_cast<size_t>(INT_MAX)) throw InputError("the HTML is larger than 2 GiB");
