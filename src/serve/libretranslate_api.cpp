@@ -14,11 +14,10 @@ using json = nlohmann::json;
 
 // format "html": each text is a page (markup/html.h); its runs of text are the job's sentences,
 // aligned to their translations to place the inline tags.
-json translate_pages(const ApiContext& api, const Fields& fields, int64_t& sentences) {
+json translate_pages(const ApiContext& api, const Fields& fields, Job job, int64_t& sentences) {
   if (fields.has("alternatives") && fields.integer("alternatives", 0, 0, api.options.limits.max_beam - 1) > 0) {
     throw HttpError(400, "alternatives: plain text only (not with format html)");
   }
-  auto job = api.job_for(fields);
   bool listed = false;
   std::vector<markup::HtmlPage> pages;
   for (const auto& text : fields.texts("q", listed)) {
@@ -52,13 +51,13 @@ json translate_pages(const ApiContext& api, const Fields& fields, int64_t& sente
 
 json libretranslate_translate(const ApiContext& api, const http::Request& request, int64_t& sentences) {
   Fields fields(request);
-  api.check_key(fields.has("api_key") ? fields.text("api_key") : "");
+  auto job = api.job_for(fields);  // the key first
   const auto format = fields.text_or("format", "text");
-  if (format == "html") return translate_pages(api, fields, sentences);
+  if (format == "html") return translate_pages(api, fields, std::move(job), sentences);
   if (format != "text") throw HttpError(400, "format \"" + format + "\": text or html");
   bool listed = false;
   std::vector<size_t> line_counts;
-  auto job = api.job_of(fields, "q", line_counts, listed);
+  job.sentences = api.sentences_of(fields.texts("q", listed), line_counts);
   const auto alternatives = fields.integer("alternatives", 0, 0, api.options.limits.max_beam - 1);
   if (alternatives > 0) {
     job.options.beam = std::max<int>(job.options.beam, static_cast<int>(alternatives) + 1);
