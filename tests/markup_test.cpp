@@ -7,28 +7,20 @@
 #include <string>
 #include <vector>
 
+#include "trafo/decode/output_text.h"
 #include "trafo/errors.h"
 #include "trafo/markup/html.h"
 
 namespace trafo::markup {
 namespace {
 
-int count_words(const std::string& text) {
-  int words = 0;
-  bool in_word = false;
-  for (const char c : text) {
-    if (c != ' ' && !in_word) ++words;
-    in_word = c != ' ';
-  }
-  return words;
-}
 
 // The page with each run "translated" into itself, each word linked to itself.
 std::string same_words(const HtmlPage& page) {
   std::vector<Links> links;
   for (const auto& segment : page.segments()) {
     Links identity;
-    for (int w = 0; w < count_words(segment); ++w) identity.emplace_back(w, w);
+    for (int w = 0; w < decode::count_words(segment); ++w) identity.emplace_back(w, w);
     links.push_back(identity);
   }
   return page.render(page.segments(), links);
@@ -134,7 +126,7 @@ TEST(Html, EveryTagComesOutOnceAndNestedWhateverTheLinks) {
     std::vector<std::string> translations;
     std::vector<Links> links;
     for (const auto& segment : page.segments()) {
-      const int source_words = count_words(segment);
+      const int source_words = decode::count_words(segment);
       const int target_words = static_cast<int>(random() % 12);
       std::string text;
       for (int w = 0; w < target_words; ++w) text += (w ? " w" : "w") + std::to_string(w);
