@@ -54,6 +54,9 @@ struct Batch {
   at::Tensor source;            // [B,S] ids + eos, padded with 0
   at::Tensor target_input;      // [B,T] bos + ids, padded
   at::Tensor target_output;     // [B,T] ids + eos, padded
+  // Guided alignment, when the corpus has links: [B,T,S] fp32, row t of pair b the source pieces that
+  // target piece t is linked to, each 1 / their number (all zeros: no link). Undefined otherwise.
+  at::Tensor alignment;
   std::vector<int64_t> pairs;   // corpus indices of the rows
   int64_t source_tokens = 0;    // real (non-padding) tokens
   int64_t target_tokens = 0;

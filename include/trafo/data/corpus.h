@@ -6,11 +6,13 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace trafo::data {
 
 class Tokenizer;
+class PieceLinks;
 
 struct CorpusOptions {
   int64_t max_length = 250;      // pairs with more tokens on either side are skipped (0: no limit)
@@ -118,6 +120,9 @@ class Corpus {
   const PairRecord& record(int64_t i) const { return records_[i]; }
   const CorpusCounts& counts() const { return counts_; }
   bool mapped() const { return owner_ != nullptr; }
+  // Guided alignment: each pair's links between its pieces (data/piece_links.h); null when none.
+  const PieceLinks* links() const { return links_.get(); }
+  void set_links(std::shared_ptr<const PieceLinks> links) { links_ = std::move(links); }
 
   // A mapped corpus gives back the memory pages of pairs [first, last) and their tokens, which are
   // read again from the file when next used (the pages of a window the batcher is done with).
@@ -129,6 +134,7 @@ class Corpus {
  private:
   void point_at_owned();
   std::shared_ptr<const void> owner_;
+  std::shared_ptr<const PieceLinks> links_;
   std::vector<PairRecord> owned_records_;
   std::vector<int32_t> owned_tokens_;
   const PairRecord* records_ = nullptr;
