@@ -29,6 +29,10 @@ ARGOS_PACKAGES=("argostranslate==$ARGOSTRANSLATE_VERSION" stanza==1.10.1 minisbd
 # AutoTokenizer) and checks that it translates as trafo does. Its dependencies, pinned too.
 TRANSFORMERS_VERSION=4.57.1
 TRANSFORMERS_PACKAGES=("transformers==$TRANSFORMERS_VERSION" huggingface_hub==0.36.2 tokenizers==0.22.2 hf-xet==1.8.0)
+# eflomal, the word aligner whose links `trafo train --guided-alignment` learns from (a test aligns
+# the toy corpus with it). Built from its source distribution with Cython and python3-dev.
+EFLOMAL_VERSION=2.0.0
+EFLOMAL_PACKAGES=("eflomal==$EFLOMAL_VERSION" Cython==3.3.1)
 VENV=.venv
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -111,6 +115,12 @@ if [ "$have_transformers" != "$TRANSFORMERS_VERSION" ]; then
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${TRANSFORMERS_PACKAGES[@]}" \
     || fail "pip could not install transformers==$TRANSFORMERS_VERSION (is PyPI reachable?)"
 fi
-"$VENV/bin/python" -c 'import torch, sacrebleu, tensorboard, ctranslate2, sentencepiece, safetensors, requests, libretranslatepy, transformers' \
-  || fail "torch, sacrebleu, tensorboard, ctranslate2, sentencepiece, safetensors, requests, libretranslatepy or transformers does not import from $VENV"
+have_eflomal=$(version_in_venv eflomal)
+if [ "$have_eflomal" != "$EFLOMAL_VERSION" ]; then
+  say "installing eflomal==$EFLOMAL_VERSION into $VENV"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${EFLOMAL_PACKAGES[@]}" \
+    || fail "pip could not install eflomal==$EFLOMAL_VERSION (is PyPI reachable?)"
+fi
+"$VENV/bin/python" -c 'import torch, sacrebleu, tensorboard, ctranslate2, sentencepiece, safetensors, requests, libretranslatepy, transformers, eflomal' \
+  || fail "torch, sacrebleu, tensorboard, ctranslate2, sentencepiece, safetensors, requests, libretranslatepy, transformers or eflomal does not import from $VENV"
 say "done"

@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
   add(trafo::cli::add_translate_command);
   add(trafo::cli::add_score_command);
   add(trafo::cli::add_score_pairs_command);
+  add(trafo::cli::add_align_command);
   add(trafo::cli::add_toy_corpus_command);
   add(trafo::cli::add_report_command);
   add(trafo::cli::add_attention_command);

@@ -27,7 +27,7 @@ extern "C" void request_stop(int signal_number) {
   std::signal(signal_number, SIG_DFL);  // a second Ctrl-C ends the process at once
 }
 
-// "SRC,TGT[,WEIGHT[,TAG]]" of --corpus.
+// "SRC,TGT[,WEIGHT[,TAG[,ALIGNMENT]]]" of --corpus.
 run_config::CorpusSpec parse_corpus(const std::string& text) {
   std::vector<std::string> fields;
   size_t start = 0;
@@ -37,8 +37,8 @@ run_config::CorpusSpec parse_corpus(const std::string& text) {
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  if (fields.size() < 2 || fields.size() > 4 || fields[0].empty() || fields[1].empty()) {
-    throw CLI::ValidationError("--corpus", "'" + text + "' is not SRC,TGT[,WEIGHT[,TAG]]");
+  if (fields.size() < 2 || fields.size() > 5 || fields[0].empty() || fields[1].empty()) {
+    throw CLI::ValidationError("--corpus", "'" + text + "' is not SRC,TGT[,WEIGHT[,TAG[,ALIGNMENT]]]");
   }
   run_config::CorpusSpec corpus;
   corpus.src = fields[0];
@@ -51,6 +51,7 @@ run_config::CorpusSpec parse_corpus(const std::string& text) {
     }
   }
   if (fields.size() > 3) corpus.tag = fields[3];
+  if (fields.size() > 4) corpus.alignment = fields[4];
   return corpus;
 }
 
@@ -70,11 +71,12 @@ CommandRunner add_train_command(CLI::App& app) {
            config->data.corpora.clear();
            for (const auto& text : texts) config->data.corpora.push_back(parse_corpus(text));
          },
-         "a training corpus, SRC,TGT[,WEIGHT[,TAG]], repeatable: corpora are sampled by weight (default 1), and a "
-         "corpus's TAG (e.g. <bt>) goes before each of its source sentences as a reserved piece; replaces "
+         "a training corpus, SRC,TGT[,WEIGHT[,TAG[,ALIGNMENT]]], repeatable: corpora are sampled by weight (default "
+         "1), a corpus's TAG (e.g. <bt>) goes before each of its source sentences as a reserved piece, and "
+         "ALIGNMENT is its word alignments for guided alignment (see --guided-alignment); replaces "
          "--train-src/--train-tgt (--data-dir then gives the dev set)")
       ->group("Data")
-      ->type_name("SRC,TGT[,W[,TAG]]");
+      ->type_name("SRC,TGT[,W[,TAG[,ALIGN]]]");
   return [cmd, config, config_path, print_config]() -> int {
     // Whether an option was given is a fact of the command line and the config file, never of its
     // value: a given value equal to the default still meets a checkpoint's (run_config::was_given).

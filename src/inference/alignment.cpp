@@ -29,14 +29,20 @@ std::vector<int> word_of_pieces(const data::Tokenizer& tokenizer, const std::vec
 
 }  // namespace
 
-int64_t default_alignment_layer(const model::ModelConfig& /*config*/) { return -1; }
+AlignmentHead default_alignment_head(const model::ModelConfig& config) {
+  if (config.alignment_layer >= 0) return {config.alignment_layer, 0};
+  return {-1, -1};
+}
 
 std::vector<Links> align_words(model::Transformer& model, const data::Tokenizer& tokenizer,
                                const std::vector<std::vector<int>>& sources,
-                               const std::vector<std::vector<int>>& targets, int64_t layer, int tag) {
+                               const std::vector<std::vector<int>>& targets, AlignmentHead head, int tag) {
   std::vector<Links> links(sources.size());
-  const int64_t pad = model->config().pad_id,
-                cross = model->config().encoder_layers + 2 * std::max<int64_t>(layer, 0) + 1;
+  const int64_t pad = model->config().pad_id;
+  // [B,h,T,S] -> [B,T,S]: the head asked for, or the heads averaged
+  const auto of_heads = [&](const torch::Tensor& weights) {
+    return head.head >= 0 ? weights.select(1, head.head) : weights.mean(1);
+  };
   for (size_t first = 0; first < sources.size(); first += kPairsPerPass) {
     const size_t last = std::min(sources.size(), first + kPairsPerPass);
     int64_t source_width = 1, target_width = 1;
@@ -57,13 +63,11 @@ std::vector<Links> align_words(model::Transformer& model, const data::Tokenizer&
     }
     const auto all = attention_weights(model, src, tgt_in);
     torch::Tensor weights;  // [B,T,S]
-    if (layer >= 0) {
-      weights = all[static_cast<size_t>(cross)].mean(1);
-    } else {  // every decoder layer's (the sum ranks the source pieces as the mean does)
-      for (int64_t l = 0; l < model->config().decoder_layers; ++l) {
-        const auto each = all[static_cast<size_t>(model->config().encoder_layers + 2 * l + 1)].mean(1);
-        weights = weights.defined() ? weights + each : each;
-      }
+    for (int64_t l = 0; l < model->config().decoder_layers; ++l) {
+      if (head.layer >= 0 && l != head.layer) continue;
+      // every decoder layer's when no layer is asked (the sum ranks the source pieces as the mean does)
+      const auto each = of_heads(all[static_cast<size_t>(model->config().encoder_layers + 2 * l + 1)]);
+      weights = weights.defined() ? weights + each : each;
     }
 
     for (int64_t r = 0; r < rows; ++r) {
@@ -118,11 +122,34 @@ std::vector<std::string> align_best(model::Transformer& model, const data::Token
     read.emplace_back(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), longest)));
     target_ids.push_back(results[i].front().tokens);
   }
-  const auto links = align_words(model, tokenizer, read, target_ids, default_alignment_layer(model->config()), tag);
+  const auto links = align_words(model, tokenizer, read, target_ids, default_alignment_head(model->config()), tag);
   std::vector<std::string> lines;
   for (size_t i = 0; i < links.size(); ++i) {
     const auto& printed = results[i].front().text;
     lines.push_back(pharaoh(within(links[i], decode::count_words(sources[i]), decode::count_words(printed))));
+  }
+  return lines;
+}
+
+std::vector<std::string> align_pairs(model::Transformer& model, const data::Tokenizer& tokenizer, int tag,
+                                     const std::vector<std::string>& sources, const std::vector<std::string>& targets) {
+  // + eos (source) or bos (target) must fit the model's positions
+  const auto longest = static_cast<size_t>(model->config().max_positions - 1);
+  std::vector<std::vector<int>> source_ids, target_ids;
+  std::vector<size_t> fitting;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    auto source = decode::source_ids(tokenizer, sources[i], tag);
+    auto target = tokenizer.encode_target(targets[i]);
+    if (source.size() > longest || target.size() > longest) continue;
+    fitting.push_back(i);
+    source_ids.push_back(std::move(source));
+    target_ids.push_back(std::move(target));
+  }
+  const auto links = align_words(model, tokenizer, source_ids, target_ids, default_alignment_head(model->config()), tag);
+  std::vector<std::string> lines(sources.size());
+  for (size_t k = 0; k < fitting.size(); ++k) {
+    const size_t i = fitting[k];
+    lines[i] = pharaoh(within(links[k], decode::count_words(sources[i]), decode::count_words(targets[i])));
   }
   return lines;
 }

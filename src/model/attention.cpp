@@ -175,6 +175,14 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& query, const 
     }
   }
 
+  if (keep_head_weights_ && is_training()) {
+    // The first head's softmax(q kᵀ / √d_k) over the keys it may attend to, as the attention uses it.
+    auto scores = at::matmul(q.select(1, 0), k.select(1, 0).transpose(-1, -2)).to(torch::kFloat) /
+                  std::sqrt(static_cast<double>(q.size(-1)));  // [B,Tq,Tk]
+    if (mask.defined()) scores = scores.masked_fill(mask.select(1, 0).logical_not(), -std::numeric_limits<float>::infinity());
+    head_weights_ = torch::softmax(scores, -1);
+  }
+
   ops::AttentionCall call;
   if (self_attention_ && cache != nullptr && !cache->starts.empty()) call.starts = &cache->starts;
   call.dropout = dropout_;

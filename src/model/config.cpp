@@ -66,6 +66,8 @@ void validate(const ModelConfig& c) {
   position_kind(c.positions);
   require_between(c.max_positions, 2, kMaxPositions, "max-positions");
   require(c.pad_id >= 0 && c.pad_id < c.vocab_size, "pad id outside the vocabulary");
+  require(c.alignment_layer >= -1 && c.alignment_layer < c.decoder_layers,
+          "alignment layer " + std::to_string(c.alignment_layer) + " is not a decoder layer (0-based; -1: none)");
   require(c.tie_embeddings || !c.output_bias,
           "output-bias is for tied embeddings (an untied output projection has a bias of its own)");
   const double parameters = approximate_parameters(c);
@@ -82,7 +84,7 @@ double activation_dropout_rate(const ModelConfig& c) {
 
 bool is_dropout_key(const std::string& json_key) {
   return json_key == "dropout" || json_key == "attention_dropout" || json_key == "activation_dropout" ||
-         json_key == "encoder_layerdrop" || json_key == "decoder_layerdrop";
+         json_key == "encoder_layerdrop" || json_key == "decoder_layerdrop" || json_key == "alignment_layer";
 }
 
 void take_dropout_rates(ModelConfig& to, const ModelConfig& from) {
@@ -91,6 +93,7 @@ void take_dropout_rates(ModelConfig& to, const ModelConfig& from) {
   to.activation_dropout = from.activation_dropout;
   to.encoder_layerdrop = from.encoder_layerdrop;
   to.decoder_layerdrop = from.decoder_layerdrop;
+  to.alignment_layer = from.alignment_layer;
 }
 
 nlohmann::json to_json(const ModelConfig& c) {
@@ -103,7 +106,8 @@ nlohmann::json to_json(const ModelConfig& c) {
           {"encoder_layerdrop", c.encoder_layerdrop}, {"decoder_layerdrop", c.decoder_layerdrop},
           {"norm", c.norm},             {"tie_embeddings", c.tie_embeddings},
           {"output_bias", c.output_bias},
-          {"max_positions", c.max_positions}, {"positions", c.positions}, {"pad_id", c.pad_id}};
+          {"max_positions", c.max_positions}, {"positions", c.positions}, {"pad_id", c.pad_id},
+          {"alignment_layer", c.alignment_layer}};
 }
 
 ModelConfig model_config_from_json(const nlohmann::json& j) {
@@ -138,6 +142,7 @@ ModelConfig model_config_from_json(const nlohmann::json& j) {
     read("max_positions", c.max_positions);
     read("positions", c.positions);
     read("pad_id", c.pad_id);
+    read("alignment_layer", c.alignment_layer);
     validate(c);
     return c;
   } catch (const nlohmann::json::exception& e) {

@@ -31,6 +31,10 @@ LossSums batch_loss(Transformer& model, const torch::Tensor& src, const torch::T
                               model->output_bias(), target.index_select(0, real), epsilon, pad_id);
 }
 
+torch::Tensor guided_alignment_loss(const torch::Tensor& weights, const torch::Tensor& links) {
+  return -(links * (weights.to(torch::kFloat) + 1e-6).log()).sum();
+}
+
 std::pair<torch::Tensor, torch::Tensor> token_nll(const torch::Tensor& logits, const torch::Tensor& target,
                                                   int64_t pad_id) {
   auto log_probs = torch::log_softmax(logits.to(torch::kFloat), -1);           // [B,T,V]

@@ -257,6 +257,18 @@ void TransformerImpl::set_fused_attention(bool fused) {
   for (auto& attention : attention_modules()) attention->set_fused(fused);
 }
 
+void TransformerImpl::set_guided_layer(int64_t layer) {
+  for (size_t i = 0; i < decoder_layers->size(); ++i) {
+    decoder_layers[i]->as<DecoderLayer>()->cross_attention->set_keep_head_weights(static_cast<int64_t>(i) == layer);
+  }
+  guided_layer_ = layer;
+}
+
+torch::Tensor TransformerImpl::take_guided_weights() {
+  if (guided_layer_ < 0 || guided_layer_ >= static_cast<int64_t>(decoder_layers->size())) return {};
+  return decoder_layers[static_cast<size_t>(guided_layer_)]->as<DecoderLayer>()->cross_attention->take_head_weights();
+}
+
 void TransformerImpl::set_packed_inference(bool packed) {
   packed_inference_ = packed;
   for (const auto& module : modules(false)) {

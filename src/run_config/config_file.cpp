@@ -141,13 +141,16 @@ Parsed parse_config(std::string text, const std::string& path) {
 
 // Sets the key of one [[corpus]] table's line in `corpus`.
 void set_corpus_key(const Entry& entry, CorpusSpec& corpus) {
-  if (entry.key == "src" || entry.key == "tgt" || entry.key == "tag") {
+  if (entry.key == "src" || entry.key == "tgt" || entry.key == "tag" || entry.key == "alignment") {
     if (!entry.quoted) throw InputError("text must be quoted: \"" + entry.value + "\"");
-    (entry.key == "src" ? corpus.src : entry.key == "tgt" ? corpus.tgt : corpus.tag) = entry.value;
+    (entry.key == "src"   ? corpus.src
+     : entry.key == "tgt" ? corpus.tgt
+     : entry.key == "tag" ? corpus.tag
+                          : corpus.alignment) = entry.value;
   } else if (entry.key == "weight") {
     util::parse_finite(entry.value, corpus.weight);
   } else {
-    throw InputError("unknown key '" + entry.key + "' (a [[corpus]] table holds src, tgt, weight and tag)");
+    throw InputError("unknown key '" + entry.key + "' (a [[corpus]] table holds src, tgt, weight, tag and alignment)");
   }
 }
 
@@ -161,7 +164,8 @@ std::string corpus_toml(const CorpusSpec& corpus) {
     return text.find('"') == std::string::npos ? "\"" + text + "\"" : "'" + text + "'";
   };
   return "\n[[corpus]]\nsrc=" + quote(corpus.src) + "\ntgt=" + quote(corpus.tgt) +
-         fmt::format("\nweight={}\n", corpus.weight) + "tag=" + quote(corpus.tag) + "\n";
+         fmt::format("\nweight={}\n", corpus.weight) + "tag=" + quote(corpus.tag) + "\n" +
+         (corpus.alignment.empty() ? "" : "alignment=" + quote(corpus.alignment) + "\n");
 }
 
 std::string to_toml(const TrainConfig& config) {

@@ -45,6 +45,11 @@ const std::vector<ConfigKey> kKeys = {
      "with --subword-alpha: sampled segmentations of each pair, tokenized once into token caches, one per epoch "
      "in turn",
      TRAFO_MEMBER(data.subword_samples)},
+    {"guided-alignment", "Data",
+     "guided alignment: a file of word alignments of the training pairs, one line per line pair in Pharaoh "
+     "format (0-0 1-2 ..., as eflomal and fast_align write them); a cross-attention head learns them, and align "
+     "and translations' alignments read it (with --corpus: each corpus's fifth field)",
+     TRAFO_MEMBER(data.guided_alignment), false, false},
 
     {"vocab-size", "Vocabulary", "joint SentencePiece vocabulary size", TRAFO_MEMBER(vocab.vocab_size)},
     {"vocab-type", "Vocabulary", "unigram or bpe", TRAFO_MEMBER(vocab.model_type)},
@@ -98,6 +103,13 @@ const std::vector<ConfigKey> kKeys = {
      "exponential moving average of the weights, used for validation and saved in checkpoints (e.g. 0.9999; "
      "0 = off); its decay warms up as min(EMA, (1 + step) / (10 + step))",
      TRAFO_MEMBER(optim.ema)},
+    {"guided-alignment-weight", "Optimisation",
+     "with word alignments: the weight of the guided-alignment loss (cross-entropy of one head's attention "
+     "against the links), added to the translation loss per target token",
+     TRAFO_MEMBER(optim.guided_alignment_weight)},
+    {"guided-alignment-layer", "Optimisation",
+     "with word alignments: the decoder layer (1-based) whose cross-attention's first head learns them (0: the last)",
+     TRAFO_MEMBER(optim.guided_alignment_layer)},
 
     {"max-steps", "Stopping", "stop after this many updates (0: no limit)", TRAFO_MEMBER(stop.max_steps)},
     {"max-epochs", "Stopping", "stop after this many epochs (0: no limit)", TRAFO_MEMBER(stop.max_epochs)},

@@ -91,7 +91,7 @@ void check_corpus(const CorpusSpec& corpus, size_t number) {
   require(!corpus.src.empty() && !corpus.tgt.empty(), name + "needs src and tgt files");
   require(std::isfinite(corpus.weight) && corpus.weight > 0,
           name + "weight must be positive and finite, not " + fmt::format("{}", corpus.weight));
-  for (const auto* text : {&corpus.src, &corpus.tgt, &corpus.tag}) {
+  for (const auto* text : {&corpus.src, &corpus.tgt, &corpus.tag, &corpus.alignment}) {
     data::check_utf8(*text, name + "text");
     require(std::none_of(text->begin(), text->end(),
                          [](char ch) { return (static_cast<unsigned char>(ch) < 0x20 && ch != '\t') || ch == 0x7f; }) &&
@@ -108,7 +108,27 @@ void check_corpus(const CorpusSpec& corpus, size_t number) {
 
 }  // namespace
 
+bool guided(const TrainConfig& c) {
+  return !c.data.guided_alignment.empty() ||
+         std::any_of(c.data.corpora.begin(), c.data.corpora.end(),
+                     [](const CorpusSpec& corpus) { return !corpus.alignment.empty(); });
+}
+
+int64_t guided_layer(const TrainConfig& c) {
+  if (!guided(c)) return -1;
+  return c.optim.guided_alignment_layer > 0 ? c.optim.guided_alignment_layer - 1 : c.model.decoder_layers - 1;
+}
+
 void validate(const TrainConfig& c) {
+  require(c.optim.guided_alignment_layer >= 0 && c.optim.guided_alignment_layer <= c.model.decoder_layers,
+          "guided-alignment-layer must be a decoder layer, 1 to " + std::to_string(c.model.decoder_layers) +
+              " (0: the last), not " + std::to_string(c.optim.guided_alignment_layer));
+  require(std::isfinite(c.optim.guided_alignment_weight) && c.optim.guided_alignment_weight >= 0 &&
+              c.optim.guided_alignment_weight <= 1000,
+          "guided-alignment-weight must be between 0 and 1000");
+  require(c.data.guided_alignment.empty() || c.data.corpora.empty(),
+          "with --corpus, give each corpus's alignment file as its fifth field (or alignment= in [[corpus]]), "
+          "not --guided-alignment");
   model::validate(c.model);
   // Text options end up in config.toml and in the checkpoint's JSON metadata, which hold UTF-8 only.
   for (const auto& key : config_keys()) {

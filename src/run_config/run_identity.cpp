@@ -76,6 +76,7 @@ DataFiles data_files(const TrainConfig& c) {
     CorpusSpec only;
     only.src = !c.data.train_src.empty() ? c.data.train_src : in_dir("train", c.data.src_lang);
     only.tgt = !c.data.train_tgt.empty() ? c.data.train_tgt : in_dir("train", c.data.tgt_lang);
+    only.alignment = c.data.guided_alignment;
     files.train.push_back(only);
   }
   files.dev_src = !c.data.dev_src.empty() ? c.data.dev_src : in_dir("dev", c.data.src_lang);

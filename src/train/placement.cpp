@@ -50,7 +50,8 @@ c10::Device pick_device(const TrainConfig& c, const dist::Environment& environme
 }
 
 bool graphs_apply(const TrainConfig& c) {
-  return c.optim.accumulate == 1 && c.model.encoder_layerdrop == 0.0 && c.model.decoder_layerdrop == 0.0;
+  return c.optim.accumulate == 1 && c.model.encoder_layerdrop == 0.0 && c.model.decoder_layerdrop == 0.0 &&
+         !run_config::guided(c);
 }
 
 Placement::Placement(const TrainConfig& c, const dist::Environment& environment)
@@ -68,7 +69,7 @@ Placement::Placement(const TrainConfig& c, const dist::Environment& environment)
   } else if (!StepGraphs::built()) {
     cuda_graphs_reason = "CUDA graphs off: this build of trafo has none";
   } else if (!graphs_apply(c) || replicas.size() > 1) {
-    cuda_graphs_reason = "CUDA graphs off: they need one process, --accumulate 1 and no LayerDrop";
+    cuda_graphs_reason = "CUDA graphs off: they need one process, --accumulate 1, no LayerDrop and no guided alignment";
   } else if (c.machine.cuda_graphs == "on") {
     cuda_graphs = true;
     cuda_graphs_reason = "CUDA graphs on (--cuda-graphs on)";

@@ -41,6 +41,13 @@ data::Batch padded_to(const data::Batch& batch, const BatchShape& shape) {
   out.source = grow(batch.source, shape.source);
   out.target_input = grow(batch.target_input, shape.target);
   out.target_output = grow(batch.target_output, shape.target);
+  if (batch.alignment.defined()) {  // no links in the added rows and places
+    out.alignment = torch::zeros({shape.rows, shape.target, shape.source}, batch.alignment.options());
+    out.alignment.narrow(0, 0, have.rows)
+        .narrow(1, 0, batch.alignment.size(1))
+        .narrow(2, 0, batch.alignment.size(2))
+        .copy_(batch.alignment);
+  }
   if (shape.rows > have.rows) {
     // Added rows: something to attend to, nothing to predict.
     out.source.narrow(0, have.rows, shape.rows - have.rows).select(1, 0).fill_(kEosId);

@@ -47,6 +47,7 @@ TrainStep::TrainStep(model::Transformer& model, torch::optim::Optimizer& optimiz
     for (const auto& p : group.params()) parameters_.push_back(p);
   }
   if (replicas_ != nullptr && replicas_->size() == 1) replicas_ = nullptr;  // nothing to sum over
+  if (options_.guided_alignment_weight > 0) model_->set_guided_layer(model_->config().alignment_layer);
   if (options_.cuda_graphs && device_.is_cuda() && replicas_ == nullptr && StepGraphs::built()) {
     graphs_ = std::make_unique<StepGraphs>(device_);
   }
@@ -68,9 +69,14 @@ at::Tensor TrainStep::to_device(const at::Tensor& ids) const {
   return ids.pin_memory().to(device_, /*non_blocking=*/true);
 }
 
+at::Tensor TrainStep::device_alignment(const data::Batch& batch) const {
+  return batch.alignment.defined() && options_.guided_alignment_weight > 0 ? to_device(batch.alignment) : at::Tensor();
+}
+
 at::Tensor TrainStep::forward_backward(const at::Tensor& source, const at::Tensor& target_input,
-                                       const at::Tensor& target_output, const at::Tensor& scale) {
-  torch::Tensor smoothed;
+                                       const at::Tensor& target_output, const at::Tensor& scale,
+                                       const at::Tensor& alignment) {
+  torch::Tensor smoothed, objective;
   {
     util::AutocastGuard autocast(options_.bf16, device_.type());
     // On CUDA the Linear layers' bf16 weights come from one cast of them all, and their gradients
@@ -82,7 +88,12 @@ at::Tensor TrainStep::forward_backward(const at::Tensor& source, const at::Tenso
                                  /*select_rows=*/!device_.is_cuda())
                    .smoothed;
   }
-  (smoothed / scale).backward();
+  objective = smoothed;
+  const auto head = model_->take_guided_weights();
+  if (head.defined() && alignment.defined() && options_.guided_alignment_weight > 0) {
+    objective = smoothed + options_.guided_alignment_weight * model::guided_alignment_loss(head, alignment);
+  }
+  (objective / scale).backward();
   return smoothed.detach();
 }
 
@@ -133,8 +144,8 @@ StepResult TrainStep::run(const std::vector<data::Batch>& batches, double lr) {
     }
     optimizer_.zero_grad(true);
     const auto scale = torch::full({}, tokens, torch::TensorOptions().dtype(torch::kFloat).device(device_));
-    const auto loss_sum =
-        forward_backward(to_device(batch.source), to_device(batch.target_input), to_device(batch.target_output), scale);
+    const auto loss_sum = forward_backward(to_device(batch.source), to_device(batch.target_input),
+                                           to_device(batch.target_output), scale, device_alignment(batch));
     result.figures = DeviceValues(finish(loss_sum, {}));
     return result;
   }
@@ -149,7 +160,7 @@ StepResult TrainStep::run(const std::vector<data::Batch>& batches, double lr) {
     if (batch.source.size(0) == 0) continue;
     loss_sum += forward_backward(to_device(drop_words(batch.source, options_.src_word_dropout, options_.kept)),
                                  to_device(drop_words(batch.target_input, options_.tgt_word_dropout, options_.kept)),
-                                 to_device(batch.target_output), scale);
+                                 to_device(batch.target_output), scale, device_alignment(batch));
   }
   if (replicas_ != nullptr) result.communication_s = replicas_->sum_gradients();
   result.figures = DeviceValues(finish(loss_sum, {}));

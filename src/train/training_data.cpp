@@ -11,6 +11,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "trafo/data/piece_links.h"
 #include "trafo/errors.h"
 #include "trafo/util/files.h"
 
@@ -42,8 +43,10 @@ std::filesystem::path cache_folder(const TrainConfig& c) {
 
 std::vector<int64_t> check_data(const DataFiles& files, const std::filesystem::path& cache) {
   std::vector<int64_t> lines;
-  for (const auto& corpus : files.train)
+  for (const auto& corpus : files.train) {
     lines.push_back(data::check_parallel_files_once(cache, corpus.src, corpus.tgt));
+    if (!corpus.alignment.empty()) data::check_text_file(corpus.alignment);
+  }
   data::check_parallel_files(files.dev_src, files.dev_tgt);
   if (!files.test_src.empty()) data::check_parallel_files(files.test_src, files.test_tgt);
   return lines;
@@ -133,8 +136,13 @@ std::vector<data::CachedCorpus> load_corpora(const TrainConfig& c, const DataFil
     for (size_t i = 0; i < paths.train.size(); ++i) {
       const data::CorpusOptions options{longest, c.data.max_length_ratio, tags[i], tag_pieces, sample,
                                         sample > 0 ? c.data.subword_alpha : 0.0};
-      corpora.push_back(
-          data::open_token_cache(cache, paths.train[i].src, paths.train[i].tgt, tokenizer, options, threads));
+      const auto& files = paths.train[i];
+      corpora.push_back(data::open_token_cache(cache, files.src, files.tgt, tokenizer, options, threads));
+      if (files.alignment.empty()) continue;
+      auto& opened = corpora.back();
+      const int64_t lines = data::check_parallel_files_once(cache, files.src, files.tgt);
+      opened.corpus.set_links(std::make_shared<const data::PieceLinks>(data::open_piece_links(
+          cache, opened.file, files.src, files.tgt, opened.corpus, tokenizer, files.alignment, lines, tags[i])));
     }
   };
   if (replicas.is_main()) open_all();

@@ -17,16 +17,31 @@ namespace trafo::inference {
 
 using Links = std::vector<std::pair<int, int>>;  // (source word, target word), 0-based, sorted, unique
 
-// The cross-attention that aligns best on the toy corpus (README "Word alignments"): -1, every decoder
-// layer's averaged (AER 0.25 against 0.39 and 0.27 for the first and the last of a 2-layer decoder).
-int64_t default_alignment_layer(const model::ModelConfig& config);
+// Which attention weights give the links: decoder layer `layer`'s cross-attention (0-based; -1: every
+// decoder layer's averaged), head `head` (-1: the heads averaged).
+struct AlignmentHead {
+  int64_t layer = -1;
+  int64_t head = -1;
+};
+
+// A model trained with guided alignment (ModelConfig::alignment_layer): its guided head, layer
+// alignment_layer's first. Else the cross-attention that aligns best on the toy corpus (README "Word
+// alignments"): every decoder layer's averaged (AER 0.25 against 0.39 and 0.27 for the first and the
+// last of a 2-layer decoder).
+AlignmentHead default_alignment_head(const model::ModelConfig& config);
 
 // Links of each pair: `sources[i]` the source pieces as the model read them (a leading corpus tag
 // `tag` >= 0 is no word), `targets[i]` the output pieces (no eos). Pairs are run a batch at a time
-// in one teacher-forced pass each; `layer` is the decoder layer (0-based), or -1 for all averaged.
+// in one teacher-forced pass each, reading the weights of `head`.
 std::vector<Links> align_words(model::Transformer& model, const data::Tokenizer& tokenizer,
                                const std::vector<std::vector<int>>& sources, const std::vector<std::vector<int>>& targets,
-                               int64_t layer, int tag = -1);
+                               AlignmentHead head, int tag = -1);
+
+// The Pharaoh links of each pair of `sources` and `targets` (text: the references' own alignment,
+// as `trafo align` prints it), from default_alignment_head, cut to the words of the lines. A pair
+// longer than the model's positions gets no links.
+std::vector<std::string> align_pairs(model::Transformer& model, const data::Tokenizer& tokenizer, int tag,
+                                     const std::vector<std::string>& sources, const std::vector<std::string>& targets);
 
 // The links that index a word of a source line of `source_words` words and of a translation of
 // `target_words` (decode::count_words of the lines as printed): every link printed points at a word.

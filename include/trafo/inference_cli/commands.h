@@ -17,6 +17,7 @@ using CommandRunner = std::function<int()>;
 
 CommandRunner add_score_command(CLI::App& app);
 CommandRunner add_score_pairs_command(CLI::App& app);
+CommandRunner add_align_command(CLI::App& app);
 CommandRunner add_eval_command(CLI::App& app);
 CommandRunner add_translate_command(CLI::App& app);
 CommandRunner add_report_command(CLI::App& app);

@@ -73,6 +73,10 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   // Uses at::scaled_dot_product_attention unless false (tests compare the two paths).
   void set_fused(bool fused) { fused_ = fused; }
   const torch::Tensor& last_weights() const { return last_weights_; }
+  // Guided alignment (cross-attention): in training, each forward also keeps the first head's weights
+  // [B,Tq,Tk] (fp32, before dropout, with their graph), which take_head_weights() hands over once.
+  void set_keep_head_weights(bool keep) { keep_head_weights_ = keep; }
+  torch::Tensor take_head_weights() { return std::move(head_weights_); }
 
   int64_t heads() const { return heads_; }
   bool is_self_attention() const { return self_attention_; }
@@ -87,8 +91,10 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   double dropout_;
   bool self_attention_;
   bool keep_weights_ = false;
+  bool keep_head_weights_ = false;
   bool fused_ = true;
   torch::Tensor last_weights_;
+  torch::Tensor head_weights_;
 };
 TORCH_MODULE(MultiHeadAttention);
 

@@ -31,6 +31,10 @@ struct ModelConfig {
   int64_t max_positions = 1024;    // longest sequence the model takes (in pieces)
   std::string positions = "sinusoidal";  // position encoding: a row of model::position_kinds()
   int64_t pad_id = kPadId;         // padding id (special_ids.h)
+  // Guided alignment: the decoder layer (0-based) whose cross-attention's first head was trained on
+  // word alignments (train --guided-alignment), which `align` and translations' alignments then read;
+  // -1: none. Set by training, not a shape: like the dropout rates, a resume or fine-tuning may change it.
+  int64_t alignment_layer = -1;
 };
 
 // Upper limits far above any real translation model: they stop absurd sizes (a typo, a fuzzer)
@@ -55,8 +59,9 @@ Activation activation_of(const ModelConfig& config);
 double attention_dropout_rate(const ModelConfig& config);
 double activation_dropout_rate(const ModelConfig& config);
 
-// The dropout rates (layer-drop's among them) are training knobs, not part of the model: a resume or a
-// fine-tuning may change them. Whether `json_key` (a to_json key) is one; and `to` with `from`'s rates.
+// The dropout rates (layer-drop's among them) and the guided head's layer are training knobs, not part
+// of the model: a resume or a fine-tuning may change them. Whether `json_key` (a to_json key) is one;
+// and `to` with `from`'s values of them.
 bool is_dropout_key(const std::string& json_key);
 void take_dropout_rates(ModelConfig& to, const ModelConfig& from);
 
@@ -65,8 +70,8 @@ void validate(const ModelConfig& config);
 
 // The version of the JSON form; a key added to ModelConfig raises it, and its default must be what
 // models before it did, so that older checkpoints still load.
-inline constexpr int64_t kModelConfigVersion = 5;  // 2: positions; 3: attention, activation dropout; 4: layer-drop;
-                                                   // 5: output_bias
+inline constexpr int64_t kModelConfigVersion = 6;  // 2: positions; 3: attention, activation dropout; 4: layer-drop;
+                                                   // 5: output_bias; 6: alignment_layer
 
 nlohmann::json to_json(const ModelConfig& config);
 // Keys the JSON lacks keep ModelConfig's defaults; a version above kModelConfigVersion, a value of the

@@ -35,6 +35,11 @@ LossSums batch_loss(Transformer& model, const at::Tensor& src, const at::Tensor&
 LossSums projected_loss(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& bias,
                         const at::Tensor& target, double epsilon, int64_t pad_id, int64_t chunk_rows = 0);
 
+// Guided alignment (Garg et al. 2019; Marian's "ce" cost): the cross-entropy of a head's attention
+// weights [B,T,S] against the normalised links [B,T,S] (each row a distribution over the source
+// pieces, or zeros), summed over the rows: -Σ links · log(weights + 1e-6), fp32. No host sync.
+at::Tensor guided_alignment_loss(const at::Tensor& weights, const at::Tensor& links);
+
 // Sum of -log p(target) over non-padding positions and their count:
 // logits [B,T,V], target [B,T] -> (sum [] fp32, count [] int64). No host sync.
 std::pair<at::Tensor, at::Tensor> token_nll(const at::Tensor& logits, const at::Tensor& target, int64_t pad_id);

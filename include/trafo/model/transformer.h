@@ -88,6 +88,11 @@ class TransformerImpl : public torch::nn::Module, public PackedWeightOwner {
   // Attention weights for pictures and tests: selects the plain path in every attention module.
   void set_keep_attention_weights(bool keep);
   void set_fused_attention(bool fused);
+  // Guided alignment: decoder layer `layer`'s cross-attention (0-based; -1: none) keeps its first
+  // head's weights in training, which take_guided_weights() hands over once per forward: [B,T,S],
+  // undefined when no forward kept them (none asked, eval mode, or the layer skipped by LayerDrop).
+  void set_guided_layer(int64_t layer);
+  torch::Tensor take_guided_weights();
   // Inference on the CPU in fp32 through packed weights inside a PackedInference scope (on by
   // default). Off: every product through at::linear.
   void set_packed_inference(bool packed);
@@ -112,6 +117,7 @@ class TransformerImpl : public torch::nn::Module, public PackedWeightOwner {
   void initialize();
   ModelConfig config_;
   bool packed_inference_ = true;
+  int64_t guided_layer_ = -1;
   PackedWeight tied_output_;  // the shared embedding packed as the output projection (its bias apart)
 };
 TORCH_MODULE(Transformer);

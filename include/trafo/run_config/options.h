@@ -19,8 +19,10 @@ struct CorpusSpec {
   std::string src, tgt;
   double weight = 1.0;  // its share of the pairs served is weight / the sum of the weights
   std::string tag;      // put before each of its source sentences as a reserved piece ("": none)
+  std::string alignment;  // its word alignments for guided alignment, one line per pair ("": none)
   bool operator==(const CorpusSpec& other) const {
-    return src == other.src && tgt == other.tgt && weight == other.weight && tag == other.tag;
+    return src == other.src && tgt == other.tgt && weight == other.weight && tag == other.tag &&
+           alignment == other.alignment;
   }
 };
 
@@ -38,6 +40,7 @@ struct DataOptions {
   double sampling_temperature = 0.0;  // corpora drawn by weight × pairs^(1/T) (0: by weight alone)
   double subword_alpha = 0.0;         // subword regularisation, SentencePiece's alpha (0: off; Tokenizer::sample)
   int64_t subword_samples = 4;        // sampled segmentations per pair, built once, one per epoch in turn
+  std::string guided_alignment;       // word alignments of the training pairs (Pharaoh, one line a pair; "": none)
 };
 
 // Optimisation: the optimizer, its learning-rate schedule, the loss and the batches of an update.
@@ -57,6 +60,8 @@ struct OptimOptions {
   int64_t accumulate = 1;             // batches per update
   double ema = 0.0;                   // decay of a moving average of the weights for validation and
                                       // checkpoints, e.g. 0.9999 (0: off; train/ema.h)
+  double guided_alignment_weight = 0.1;  // weight of the guided-alignment loss (with alignments given)
+  int64_t guided_alignment_layer = 0;    // decoder layer (1-based) whose cross-attention head learns them; 0: the last
 };
 
 // When to stop (0: no limit); whichever comes first.
@@ -117,6 +122,11 @@ struct TrainConfig {
   // in code) counts every key as given. Never written to TOML.
   std::optional<std::set<std::string>> given;
 };
+
+// Whether training learns word alignments (--guided-alignment, or a corpus's alignment file), and the
+// decoder layer (0-based) whose head learns them: model::ModelConfig::alignment_layer (-1: none).
+bool guided(const TrainConfig& config);
+int64_t guided_layer(const TrainConfig& config);
 
 // Whether `key` (a config key's name, or "corpus") was given: see TrainConfig::given.
 bool was_given(const TrainConfig& config, const std::string& key);

@@ -43,6 +43,10 @@ struct StepOptions {
   // Pad every batch to its shape bucket (train/shape_buckets.h), as CUDA graphs do; on by itself
   // only in tests, which check that padding changes nothing.
   bool pad_to_buckets = false;
+  // Guided alignment: the weight of model::guided_alignment_loss of the model's guided head
+  // (ModelConfig::alignment_layer) against batches' Batch::alignment, added to the loss that
+  // backward takes (not to the loss reported). 0: off.
+  double guided_alignment_weight = 0.0;
 };
 
 // Word dropout (Sennrich & Zhang 2019, Araabi & Monz 2020): `ids` [B,T] with each piece other than
@@ -101,9 +105,11 @@ class TrainStep {
 
  private:
   at::Tensor to_device(const at::Tensor& ids) const;
+  at::Tensor device_alignment(const data::Batch& batch) const;  // undefined without guided alignment
   // Forward and backward of one batch on the device; the smoothed loss sum (detached).
   at::Tensor forward_backward(const at::Tensor& source, const at::Tensor& target_input,
-                              const at::Tensor& target_output, const at::Tensor& scale);
+                              const at::Tensor& target_output, const at::Tensor& scale,
+                              const at::Tensor& alignment = {});
   // After the gradients: norm, the skip decision, clipping and the optimizer step (with `lr` from
   // the device when given); the figures [3] of the update.
   at::Tensor finish(const at::Tensor& loss_sum, const at::Tensor& lr);
