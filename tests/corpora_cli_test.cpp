@@ -223,7 +223,7 @@ TEST_F(CorporaCli, BadInputIsOneLineAndExitTwoAndKeepsWhatWasSaved) {
       {" --corpus " + extra + ",0", "weight must be positive"},
       {" --corpus " + extra + ",-2", "weight must be positive"},
       {" --corpus " + extra + ",x", "--corpus: weight 'x'"},
-      {" --corpus " + quoted(data_ / "extra.en"), "is not SRC,TGT[,WEIGHT[,TAG]]"},
+      {" --corpus " + quoted(data_ / "extra.en"), "is not SRC,TGT[,WEIGHT[,TAG[,ALIGNMENT]]]"},
       {" --corpus " + extra + ",1,'<s>'", "a piece SentencePiece reserves"},
       {" --corpus " + extra + ",1,'a b'", "must not hold white space"},
       {" --corpus " + quoted(root_ / "tagged.en") + "," + quoted(root_ / "tagged.de") + ",1,'<zz>' --corpus " + extra,

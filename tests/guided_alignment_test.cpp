@@ -143,7 +143,7 @@ TEST_F(PieceLinksTest, TheTableRoundTripsAndACorruptOneIsRefused) {
   EXPECT_THROW(data::PieceLinks::from_bytes(bytes.substr(0, bytes.size() - 4), 200), InputError);
 }
 
-TEST_F(PieceLinksTest, AFileOfAnotherLengthOrALinkPastTheWordsIsAnInputErrorNamingIt) {
+TEST_F(PieceLinksTest, AFileOfAnotherLengthOrManyLinksPastTheWordsIsAnInputErrorNamingIt) {
   const auto corpus = data::Corpus::load(*dir_ / "train.en", *dir_ / "train.de", *tokenizer_, {});
   const auto dir = make_temp_dir("piece-links-bad");
   auto lines = testing::lines_of(gold_links(*dir_ / "train.en"));
@@ -156,15 +156,28 @@ TEST_F(PieceLinksTest, AFileOfAnotherLengthOrALinkPastTheWordsIsAnInputErrorNami
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("has 199 lines"), std::string::npos) << e.what();
   }
+  // One pair in 200 with a link past its words (a normalisation that counts words otherwise): that
+  // pair alone loses its links.
   lines[4] += " 40-0";
-  std::string far;
-  for (const auto& line : lines) far += line + "\n";
-  write_text(dir / "far.align", far);
+  const auto join = [](const std::vector<std::string>& all) {
+    std::string text;
+    for (const auto& line : all) text += line + "\n";
+    return text;
+  };
+  write_text(dir / "one-far.align", join(lines));
+  const auto kept = data::map_word_links(corpus, *tokenizer_, dir / "one-far.align", 200, -1);
+  EXPECT_EQ(kept.begin(4), kept.end(4));
+  EXPECT_NE(kept.begin(5), kept.end(5));
+  // More than 1% of the pairs so: the wrong file, named with its first such line.
+  lines[9] += " 0-40";
+  lines[11] += " 40-40";
+  write_text(dir / "far.align", join(lines));
   try {
     data::map_word_links(corpus, *tokenizer_, dir / "far.align", 200, -1);
-    ADD_FAILURE() << "a link past the words was read";
+    ADD_FAILURE() << "links past the words in 3 of 200 pairs were read";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("far.align:5: link 40-0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("3 of 200 pairs"), std::string::npos) << e.what();
   }
 }
 
@@ -262,6 +275,14 @@ TEST(GuidedAlignment, ARunResumesExactlyAndAlignReadsItsHead) {
   train::Trainer(plain).run();
   EXPECT_EQ(checkpoint::load(root / "plain" / "checkpoint-last.pt").model_config.alignment_layer, -1);
   testing::expect_resumed_equals_whole_unlike_plain(root / "whole", root / "part", root / "plain", "guided alignment");
+  // The alignment file and the guided layer are the run's: a resume that changes them is refused.
+  auto moved = guided_training(data, root / "part", true);
+  moved.data.guided_alignment_layer = 1;
+  moved.stop.max_steps = 14;
+  EXPECT_THROW(train::Trainer(moved).run(), InputError);
+  auto dropped = guided_training(data, root / "part", false);
+  dropped.stop.max_steps = 14;
+  EXPECT_THROW(train::Trainer(dropped).run(), InputError);
 
   const auto aligned = run_trafo("align -c " + quoted(root / "whole" / "checkpoint-last.pt") + " --threads 1 --src " +
                                  quoted(data / "dev.en") + " --tgt " + quoted(data / "dev.de"));

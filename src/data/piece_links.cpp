@@ -142,8 +142,8 @@ PieceLinks map_word_links(const Corpus& corpus, const Tokenizer& tokenizer, cons
   const auto source_starts = word_starts(tokenizer, false), target_starts = word_starts(tokenizer, true);
   const std::string file = alignment.string();
   PieceLinks table;
-  std::string line;
-  int64_t number = 0, pair = 0;
+  std::string line, first_past;
+  int64_t number = 0, pair = 0, pairs_past = 0;
   std::vector<PieceLinks::Link> links;
   while (std::getline(in, line)) {
     ++number;
@@ -158,13 +158,22 @@ PieceLinks map_word_links(const Corpus& corpus, const Tokenizer& tokenizer, cons
     auto word_links = read_word_links(line, file, number);
     std::sort(word_links.begin(), word_links.end());
     word_links.erase(std::unique(word_links.begin(), word_links.end()), word_links.end());
-    for (const auto& [i, j] : word_links) {
-      if (i >= source_count || j >= target_count) {
-        throw InputError(file + ":" + std::to_string(number) + ": link " + std::to_string(i) + "-" + std::to_string(j) +
-                         " points past the pair's " + std::to_string(source_count) + " source and " +
-                         std::to_string(target_count) +
-                         " target words (words as SentencePiece splits the lines: at white space)");
+    const auto past = std::find_if(word_links.begin(), word_links.end(), [&](const std::pair<int, int>& link) {
+      return link.first >= source_count || link.second >= target_count;
+    });
+    if (past != word_links.end()) {
+      // A line whose words SentencePiece's normalisation counts otherwise (a zero-width or odd space)
+      // loses its links; more than a few such lines is the wrong file.
+      if (first_past.empty()) {
+        first_past = file + ":" + std::to_string(number) + ": link " + std::to_string(past->first) + "-" +
+                     std::to_string(past->second) + " points past the pair's " + std::to_string(source_count) +
+                     " source and " + std::to_string(target_count) +
+                     " target words (words as SentencePiece splits the lines: at white space)";
       }
+      ++pairs_past;
+      word_links.clear();
+    }
+    for (const auto& [i, j] : word_links) {
       for (size_t p = 0; p < source_words.size(); ++p) {
         if (source_words[p] != i) continue;
         for (size_t q = 0; q < target_words.size(); ++q) {
@@ -180,6 +189,14 @@ PieceLinks map_word_links(const Corpus& corpus, const Tokenizer& tokenizer, cons
                      std::to_string(lines) + ": one line of links per line pair");
   }
   if (pair != corpus.size()) throw std::logic_error("map_word_links: the corpus's lines are out of order");
+  if (pairs_past > corpus.size() / 100) {
+    throw InputError(first_past + "; " + std::to_string(pairs_past) + " of " + std::to_string(corpus.size()) +
+                     " pairs have such links (is it the alignment of these files, source to target?)");
+  }
+  if (pairs_past > 0) {
+    spdlog::warn("{} of {} pairs of {} have word links past their words and are trained without links; the first: {}",
+                 pairs_past, corpus.size(), file, first_past);
+  }
   return table;
 }
 

@@ -76,7 +76,9 @@ ModelBin transformer_spec(const checkpoint::Checkpoint& checkpoint) {
   }
 
   stack_flags(bin, "decoder", c);
-  bin.add_int16("decoder/alignment_layer", -1);
+  // A guided head: its layer, head 1 of it (CTranslate2 reads the first alignment_heads heads); else
+  // CTranslate2's default, the last layer.
+  bin.add_int16("decoder/alignment_layer", static_cast<int16_t>(c.alignment_layer >= 0 ? c.alignment_layer : -1));
   bin.add_int16("decoder/alignment_heads", 1);
   for (const auto* flag : {"alibi", "alibi_use_positive_positions", "scale_alibi", "start_from_zero_embedding"}) {
     bin.add_int8(std::string("decoder/") + flag, 0);

@@ -50,6 +50,9 @@ const std::vector<ConfigKey> kKeys = {
      "format (0-0 1-2 ..., as eflomal and fast_align write them); a cross-attention head learns them, and align "
      "and translations' alignments read it (with --corpus: each corpus's fifth field)",
      TRAFO_MEMBER(data.guided_alignment), false, false},
+    {"guided-alignment-layer", "Data",
+     "with word alignments: the decoder layer (1-based) whose cross-attention's first head learns them (0: the last)",
+     TRAFO_MEMBER(data.guided_alignment_layer)},
 
     {"vocab-size", "Vocabulary", "joint SentencePiece vocabulary size", TRAFO_MEMBER(vocab.vocab_size)},
     {"vocab-type", "Vocabulary", "unigram or bpe", TRAFO_MEMBER(vocab.model_type)},
@@ -105,11 +108,8 @@ const std::vector<ConfigKey> kKeys = {
      TRAFO_MEMBER(optim.ema)},
     {"guided-alignment-weight", "Optimisation",
      "with word alignments: the weight of the guided-alignment loss (cross-entropy of one head's attention "
-     "against the links), added to the translation loss per target token",
+     "against the links), added to the translation loss per target token (0: no guidance)",
      TRAFO_MEMBER(optim.guided_alignment_weight)},
-    {"guided-alignment-layer", "Optimisation",
-     "with word alignments: the decoder layer (1-based) whose cross-attention's first head learns them (0: the last)",
-     TRAFO_MEMBER(optim.guided_alignment_layer)},
 
     {"max-steps", "Stopping", "stop after this many updates (0: no limit)", TRAFO_MEMBER(stop.max_steps)},
     {"max-epochs", "Stopping", "stop after this many epochs (0: no limit)", TRAFO_MEMBER(stop.max_epochs)},

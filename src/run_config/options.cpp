@@ -109,20 +109,20 @@ void check_corpus(const CorpusSpec& corpus, size_t number) {
 }  // namespace
 
 bool guided(const TrainConfig& c) {
-  return !c.data.guided_alignment.empty() ||
+  return c.optim.guided_alignment_weight > 0 && (!c.data.guided_alignment.empty() ||
          std::any_of(c.data.corpora.begin(), c.data.corpora.end(),
-                     [](const CorpusSpec& corpus) { return !corpus.alignment.empty(); });
+                     [](const CorpusSpec& corpus) { return !corpus.alignment.empty(); }));
 }
 
 int64_t guided_layer(const TrainConfig& c) {
   if (!guided(c)) return -1;
-  return c.optim.guided_alignment_layer > 0 ? c.optim.guided_alignment_layer - 1 : c.model.decoder_layers - 1;
+  return c.data.guided_alignment_layer > 0 ? c.data.guided_alignment_layer - 1 : c.model.decoder_layers - 1;
 }
 
 void validate(const TrainConfig& c) {
-  require(c.optim.guided_alignment_layer >= 0 && c.optim.guided_alignment_layer <= c.model.decoder_layers,
+  require(c.data.guided_alignment_layer >= 0 && c.data.guided_alignment_layer <= c.model.decoder_layers,
           "guided-alignment-layer must be a decoder layer, 1 to " + std::to_string(c.model.decoder_layers) +
-              " (0: the last), not " + std::to_string(c.optim.guided_alignment_layer));
+              " (0: the last), not " + std::to_string(c.data.guided_alignment_layer));
   require(std::isfinite(c.optim.guided_alignment_weight) && c.optim.guided_alignment_weight >= 0 &&
               c.optim.guided_alignment_weight <= 1000,
           "guided-alignment-weight must be between 0 and 1000");

@@ -102,7 +102,11 @@ bool defines_run(const std::string& name) {
 std::vector<std::string> run_differences(const TrainConfig& a, const TrainConfig& b) {
   std::vector<std::string> out;
   for (const auto& key : config_keys()) {
-    if (!defines_run(key) || is_data_file_key(key.name) || leaves_data_alone(key.name)) continue;
+    // guided-alignment is the single corpus's alignment, compared as a file with the corpora below
+    if (!defines_run(key) || is_data_file_key(key.name) || leaves_data_alone(key.name) ||
+        std::string(key.name) == "guided-alignment") {
+      continue;
+    }
     const auto value_a = format_value(key, a), value_b = format_value(key, b);
     if (value_a != value_b) out.push_back(std::string(key.name) + " " + value_a + " vs " + value_b);
   }
@@ -119,6 +123,10 @@ std::vector<std::string> run_differences(const TrainConfig& a, const TrainConfig
       if (!same_file(x.tgt, y.tgt)) out.push_back(name + "tgt " + quoted(x.tgt) + " vs " + quoted(y.tgt));
       if (x.weight != y.weight) out.push_back(name + fmt::format("weight {} vs {}", x.weight, y.weight));
       if (x.tag != y.tag) out.push_back(name + "tag " + quoted(x.tag) + " vs " + quoted(y.tag));
+      if (!same_file(x.alignment, y.alignment)) {
+        out.push_back((several ? name + "alignment " : std::string("guided-alignment ")) + quoted(x.alignment) + " vs " +
+                      quoted(y.alignment));
+      }
     }
   }
   if (!(a.init_from.empty() && b.init_from.empty()) && !same_file(a.init_from, b.init_from)) {

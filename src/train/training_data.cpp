@@ -138,7 +138,7 @@ std::vector<data::CachedCorpus> load_corpora(const TrainConfig& c, const DataFil
                                         sample > 0 ? c.data.subword_alpha : 0.0};
       const auto& files = paths.train[i];
       corpora.push_back(data::open_token_cache(cache, files.src, files.tgt, tokenizer, options, threads));
-      if (files.alignment.empty()) continue;
+      if (files.alignment.empty() || !run_config::guided(c)) continue;
       auto& opened = corpora.back();
       const int64_t lines = data::check_parallel_files_once(cache, files.src, files.tgt);
       opened.corpus.set_links(std::make_shared<const data::PieceLinks>(data::open_piece_links(

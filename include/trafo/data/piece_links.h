@@ -54,8 +54,10 @@ class PieceLinks {
 };
 
 // The links of `corpus`'s pairs read from `alignment`, whose lines match the corpus files' `lines`
-// lines one for one. Throws InputError naming the file (and line) for another line count, a malformed
-// link, or a link to a word past the pair's words. `tag`: the corpus tag's id (-1: none).
+// lines one for one. Throws InputError naming the file (and line) for another line count or a malformed
+// link. A pair with a link to a word past its words (SentencePiece's normalisation counted its words
+// otherwise) keeps no links, with a warning; more than 1% of the pairs so is an InputError naming the
+// first. `tag`: the corpus tag's id (-1: none).
 PieceLinks map_word_links(const Corpus& corpus, const Tokenizer& tokenizer, const std::filesystem::path& alignment,
                           int64_t lines, int tag);
 

@@ -41,6 +41,7 @@ struct DataOptions {
   double subword_alpha = 0.0;         // subword regularisation, SentencePiece's alpha (0: off; Tokenizer::sample)
   int64_t subword_samples = 4;        // sampled segmentations per pair, built once, one per epoch in turn
   std::string guided_alignment;       // word alignments of the training pairs (Pharaoh, one line a pair; "": none)
+  int64_t guided_alignment_layer = 0; // decoder layer (1-based) whose cross-attention head learns them; 0: the last
 };
 
 // Optimisation: the optimizer, its learning-rate schedule, the loss and the batches of an update.
@@ -60,8 +61,7 @@ struct OptimOptions {
   int64_t accumulate = 1;             // batches per update
   double ema = 0.0;                   // decay of a moving average of the weights for validation and
                                       // checkpoints, e.g. 0.9999 (0: off; train/ema.h)
-  double guided_alignment_weight = 0.1;  // weight of the guided-alignment loss (with alignments given)
-  int64_t guided_alignment_layer = 0;    // decoder layer (1-based) whose cross-attention head learns them; 0: the last
+  double guided_alignment_weight = 0.1;  // weight of the guided-alignment loss (with alignments given; 0: off)
 };
 
 // When to stop (0: no limit); whichever comes first.
@@ -123,8 +123,9 @@ struct TrainConfig {
   std::optional<std::set<std::string>> given;
 };
 
-// Whether training learns word alignments (--guided-alignment, or a corpus's alignment file), and the
-// decoder layer (0-based) whose head learns them: model::ModelConfig::alignment_layer (-1: none).
+// Whether training learns word alignments (--guided-alignment, or a corpus's alignment file, with a
+// weight above 0), and the decoder layer (0-based) whose head learns them:
+// model::ModelConfig::alignment_layer (-1: none).
 bool guided(const TrainConfig& config);
 int64_t guided_layer(const TrainConfig& config);
 
