@@ -112,6 +112,7 @@ def main():
     parser.add_argument("--work", default=None)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--threads", default="2")
+    parser.add_argument("--show", type=int, default=0, help="print this many misplaced tags")
     args = parser.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="html-tags-")
     toy = os.path.join(work, "toy")
@@ -142,7 +143,13 @@ def main():
         for k, source_words in tags:
             want = set().union(*(target_of[s] for s in source_words))
             total += 1
-            placed += out.paragraphs[i]["tags"].get(k, set()) == want
+            got = out.paragraphs[i]["tags"].get(k, set())
+            placed += got == want
+            if got != want and args.show > 0:
+                args.show -= 1
+                words = out.paragraphs[i]["words"]
+                print("misplaced: %s\n  -> %s\n  wanted %s, got %s" % (pages[i][0], plain[i],
+                      [words[t] for t in sorted(want) if t < len(words)], [words[t] for t in sorted(got)]))
 
     # The per-node method: every text node translated alone, tags kept between them.
     nodes, where = [], []
