@@ -236,28 +236,6 @@ int choose_corpus(const std::vector<double>& given_weights, const StreamPosition
   return 0;
 }
 
-namespace {
-
-// Batch::alignment of `pairs`.
-at::Tensor link_matrix(const PieceLinks& links, const std::vector<int64_t>& pairs, int64_t target_width,
-                       int64_t source_width) {
-  const auto rows = static_cast<int64_t>(pairs.size());
-  auto matrix = torch::zeros({rows, target_width, source_width}, torch::kFloat);  // [B,T,S]
-  auto* out = matrix.data_ptr<float>();
-  std::vector<int> per_target;
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t pair = pairs[static_cast<size_t>(r)];
-    per_target.assign(static_cast<size_t>(target_width), 0);
-    for (const auto* link = links.begin(pair); link != links.end(pair); ++link) ++per_target[link->target];
-    for (const auto* link = links.begin(pair); link != links.end(pair); ++link) {
-      out[(r * target_width + link->target) * source_width + link->source] = 1.0f / static_cast<float>(per_target[link->target]);
-    }
-  }
-  return matrix;
-}
-
-}  // namespace
-
 Batch make_batch(const Corpus& corpus, const std::vector<int64_t>& pairs) {
   Batch batch;
   batch.pairs = pairs;
@@ -289,7 +267,7 @@ Batch make_batch(const Corpus& corpus, const std::vector<int64_t>& pairs) {
   batch.target_input = target_input;
   batch.target_output = target_output;
   batch.global_target_tokens = batch.target_tokens;
-  if (const auto* links = corpus.links()) batch.alignment = link_matrix(*links, pairs, target_width, source_width);
+  if (const auto* links = corpus.links()) batch.alignment = links->matrix(pairs, target_width, source_width);
   return batch;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <torch/torch.h>
 
 #include <algorithm>
 #include <cstring>
@@ -80,6 +81,22 @@ std::vector<bool> word_starts(const Tokenizer& tokenizer, bool target_side) {
     starts[static_cast<size_t>(id)] = piece.rfind(kWordMark, 0) == 0;
   }
   return starts;
+}
+
+at::Tensor PieceLinks::matrix(const std::vector<int64_t>& pairs, int64_t target_width, int64_t source_width) const {
+  const auto rows = static_cast<int64_t>(pairs.size());
+  auto matrix = torch::zeros({rows, target_width, source_width}, torch::kFloat);  // [B,T,S]
+  auto* out = matrix.data_ptr<float>();
+  std::vector<int> per_target;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t pair = pairs[static_cast<size_t>(r)];
+    per_target.assign(static_cast<size_t>(target_width), 0);
+    for (const auto* link = begin(pair); link != end(pair); ++link) ++per_target[link->target];
+    for (const auto* link = begin(pair); link != end(pair); ++link) {
+      out[(r * target_width + link->target) * source_width + link->source] = 1.0f / static_cast<float>(per_target[link->target]);
+    }
+  }
+  return matrix;
 }
 
 void PieceLinks::add_pair(const std::vector<Link>& links) {
@@ -204,7 +221,6 @@ PieceLinks open_piece_links(const std::filesystem::path& folder, const std::file
                             const std::filesystem::path& source, const std::filesystem::path& target,
                             const Corpus& corpus, const Tokenizer& tokenizer, const std::filesystem::path& alignment,
                             int64_t lines, int tag) {
-  check_text_file(alignment);
   const std::string key = "links 1\n" + corpus_file.filename().string() + "\n" + file_stamp(source) + "\n" +
                           file_stamp(target) + "\n" + file_stamp(alignment) + "\n";
   const auto path = folder / fmt::format("links-{:016x}.bin", XXH3_64bits(key.data(), key.size()));

@@ -121,7 +121,7 @@ std::vector<int> tag_ids(const DataFiles& paths, const data::Tokenizer& tokenize
 }
 
 std::vector<data::CachedCorpus> load_corpora(const TrainConfig& c, const DataFiles& paths,
-                                             const data::Tokenizer& tokenizer, const std::vector<int>& tags,
+                                             const std::vector<int64_t>& lines, const data::Tokenizer& tokenizer, const std::vector<int>& tags,
                                              const std::filesystem::path& cache, int threads, Replicas& replicas,
                                              int64_t sample) {
   // + eos (source) or bos (target) must fit the model's positions, whatever --max-length says.
@@ -140,9 +140,8 @@ std::vector<data::CachedCorpus> load_corpora(const TrainConfig& c, const DataFil
       corpora.push_back(data::open_token_cache(cache, files.src, files.tgt, tokenizer, options, threads));
       if (files.alignment.empty() || !run_config::guided(c)) continue;
       auto& opened = corpora.back();
-      const int64_t lines = data::check_parallel_files_once(cache, files.src, files.tgt);
       opened.corpus.set_links(std::make_shared<const data::PieceLinks>(data::open_piece_links(
-          cache, opened.file, files.src, files.tgt, opened.corpus, tokenizer, files.alignment, lines, tags[i])));
+          cache, opened.file, files.src, files.tgt, opened.corpus, tokenizer, files.alignment, lines[i], tags[i])));
     }
   };
   if (replicas.is_main()) open_all();
@@ -152,13 +151,14 @@ std::vector<data::CachedCorpus> load_corpora(const TrainConfig& c, const DataFil
 }
 
 std::vector<std::vector<data::CachedCorpus>> load_samples(const TrainConfig& c, const DataFiles& paths,
+                                                          const std::vector<int64_t>& lines,
                                                           const data::Tokenizer& tokenizer, const std::vector<int>& tags,
                                                           const std::filesystem::path& cache, int threads,
                                                           Replicas& replicas) {
   std::vector<std::vector<data::CachedCorpus>> samples;
   if (c.data.subword_alpha <= 0) return samples;
   for (int64_t sample = 1; sample <= c.data.subword_samples; ++sample) {
-    samples.push_back(load_corpora(c, paths, tokenizer, tags, cache, threads, replicas, sample));
+    samples.push_back(load_corpora(c, paths, lines, tokenizer, tags, cache, threads, replicas, sample));
   }
   return samples;
 }
@@ -235,8 +235,8 @@ TrainingData::TrainingData(const TrainConfig& c, const TrainingFiles& files, con
                            Replicas& replicas)
     : tokenizer(make_tokenizer(c, files, resume, threads, replicas)),
       tags(tag_ids(files.paths, tokenizer)),
-      corpora(load_corpora(c, files.paths, tokenizer, tags, files.cache, threads, replicas)),
-      samples(load_samples(c, files.paths, tokenizer, tags, files.cache, threads, replicas)) {}
+      corpora(load_corpora(c, files.paths, files.train_lines, tokenizer, tags, files.cache, threads, replicas)),
+      samples(load_samples(c, files.paths, files.train_lines, tokenizer, tags, files.cache, threads, replicas)) {}
 
 int64_t TrainingData::train_pairs() const {
   int64_t pairs = 0;

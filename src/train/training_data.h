@@ -46,9 +46,10 @@ data::TokenizerOptions vocabulary_options(const run_config::TrainConfig& config,
 std::vector<int> tag_ids(const run_config::DataFiles& paths, const data::Tokenizer& tokenizer);
 
 // Every corpus mapped from its token cache, which rank 0 builds (or finds) first: its best
-// segmentation (`sample` 0), or with --subword-alpha its sampled segmentation number `sample`.
+// segmentation (`sample` 0), or with --subword-alpha its sampled segmentation number `sample`. With
+// guided alignment, a corpus's word links (of its `lines[i]` line pairs, check_data's) come with it.
 std::vector<data::CachedCorpus> load_corpora(const run_config::TrainConfig& config, const run_config::DataFiles& paths,
-                                             const data::Tokenizer& tokenizer, const std::vector<int>& tags,
+                                             const std::vector<int64_t>& lines, const data::Tokenizer& tokenizer, const std::vector<int>& tags,
                                              const std::filesystem::path& cache, int threads, Replicas& replicas,
                                              int64_t sample = 0);
 
@@ -56,6 +57,7 @@ std::vector<data::CachedCorpus> load_corpora(const run_config::TrainConfig& conf
 // each a token cache of its own; none without.
 std::vector<std::vector<data::CachedCorpus>> load_samples(const run_config::TrainConfig& config,
                                                           const run_config::DataFiles& paths,
+                                                          const std::vector<int64_t>& lines,
                                                           const data::Tokenizer& tokenizer, const std::vector<int>& tags,
                                                           const std::filesystem::path& cache, int threads,
                                                           Replicas& replicas);

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include <ATen/core/Tensor.h>
+
 namespace trafo::data {
 
 class Corpus;
@@ -42,6 +44,10 @@ class PieceLinks {
   int64_t links() const { return static_cast<int64_t>(links_.size()); }
   const Link* begin(int64_t pair) const { return links_.data() + offsets_[static_cast<size_t>(pair)]; }
   const Link* end(int64_t pair) const { return links_.data() + offsets_[static_cast<size_t>(pair) + 1]; }
+
+  // The links of `pairs` as a batch takes them (data::Batch::alignment): [B,T,S] fp32, row t of pair
+  // b the source pieces target piece t is linked to, each 1 / their number; zeros elsewhere.
+  at::Tensor matrix(const std::vector<int64_t>& pairs, int64_t target_width, int64_t source_width) const;
 
   void add_pair(const std::vector<Link>& links);
   std::string to_bytes() const;
