@@ -110,7 +110,8 @@ TEST_F(PieceLinksTest, WordLinksReachEveryPieceOfTheirWordsAndOnlyThose) {
   }
   EXPECT_GT(pieces_split, 0) << "some words span several pieces";
 
-  // The batch's matrix: each linked target row a distribution over the linked source pieces.
+  // The batch's matrix: each target row a distribution over the linked source pieces; the eos row
+  // (and any row the aligner left unlinked) on the source's eos, the null word.
   std::vector<int64_t> pairs = {0, 1, 2, 3};
   auto owned = data::Corpus::load(*dir_ / "train.en", *dir_ / "train.de", *tokenizer_, {});
   owned.set_links(std::make_shared<const data::PieceLinks>(links));
@@ -119,15 +120,36 @@ TEST_F(PieceLinksTest, WordLinksReachEveryPieceOfTheirWordsAndOnlyThose) {
   EXPECT_EQ(batch.alignment.sizes(), (std::vector<int64_t>{4, batch.target_input.size(1), batch.source.size(1)}));
   const auto row_sums = batch.alignment.sum(-1);
   for (int64_t r = 0; r < 4; ++r) {
+    const auto pair = pairs[static_cast<size_t>(r)];
+    const auto source_eos = owned.source_length(pair);
     for (int64_t t = 0; t < row_sums.size(1); ++t) {
       const float sum = row_sums[r][t].item<float>();
-      if (t < owned.target_length(pairs[static_cast<size_t>(r)])) {
+      if (t < owned.target_length(pair)) {
         EXPECT_NEAR(sum, 1.0f, 1e-5) << "row " << r << " target piece " << t;
+        EXPECT_EQ(batch.alignment[r][t][source_eos].item<float>(), 0.0f) << "a linked word is not null";
+      } else if (t == owned.target_length(pair)) {
+        EXPECT_EQ(batch.alignment[r][t][source_eos].item<float>(), 1.0f) << "the eos row is the null word's";
+        EXPECT_EQ(sum, 1.0f);
       } else {
-        EXPECT_EQ(sum, 0.0f) << "eos and padding have no links";
+        EXPECT_EQ(sum, 0.0f) << "padding has no links";
       }
     }
   }
+}
+
+TEST(PieceLinksMatrix, UnlinkedRowsGoToTheNullWordOfPairsWithLinks) {
+  data::PieceLinks links;
+  links.add_pair({{1, 0}, {2, 0}, {0, 2}});  // target piece 1 left unlinked by the aligner
+  links.add_pair({});                        // a pair without links teaches nothing
+  const auto matrix = links.matrix({0, 1}, {{3, 3}, {2, 2}}, 5, 4);  // [2,5,4]
+  const auto expected = torch::tensor({0.0f, 0.5f, 0.5f, 0.0f,       // piece 0: two source pieces
+                                       0.0f, 0.0f, 0.0f, 1.0f,       // piece 1: the null word (source eos, 3)
+                                       1.0f, 0.0f, 0.0f, 0.0f,       // piece 2
+                                       0.0f, 0.0f, 0.0f, 1.0f,       // eos
+                                       0.0f, 0.0f, 0.0f, 0.0f})      // padding
+                            .view({5, 4});
+  EXPECT_TRUE(torch::equal(matrix[0], expected)) << matrix[0];
+  EXPECT_EQ(matrix[1].abs().sum().item<float>(), 0.0f);
 }
 
 TEST_F(PieceLinksTest, TheTableRoundTripsAndACorruptOneIsRefused) {
@@ -290,7 +312,8 @@ TEST(GuidedAlignment, ARunResumesExactlyAndAlignReadsItsHead) {
   EXPECT_NE(aligned.errors.find("the guided head (decoder layer 2, head 1)"), std::string::npos) << aligned.errors;
   const auto lines = testing::lines_of(aligned.output);
   ASSERT_EQ(lines.size(), 10u);
-  for (const auto& line : lines) EXPECT_TRUE(std::regex_match(line, std::regex(R"(\d+-\d+( \d+-\d+)*)"))) << line;
+  // Pharaoh, or empty where every target word attends to the null word
+  for (const auto& line : lines) EXPECT_TRUE(std::regex_match(line, std::regex(R"((\d+-\d+( \d+-\d+)*)?)"))) << line;
   const auto unguided = run_trafo("align -c " + quoted(root / "plain" / "checkpoint-last.pt") + " --threads 1 --src " +
                                   quoted(data / "dev.en") + " --tgt " + quoted(data / "dev.de"));
   ASSERT_EQ(unguided.exit_code, 0) << unguided.errors;

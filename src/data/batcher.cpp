@@ -251,9 +251,11 @@ Batch make_batch(const Corpus& corpus, const std::vector<int64_t>& pairs) {
   auto* src = source.data_ptr<int64_t>();
   auto* tin = target_input.data_ptr<int64_t>();
   auto* tout = target_output.data_ptr<int64_t>();
+  std::vector<std::pair<int64_t, int64_t>> lengths;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t i = pairs[r];
     const int64_t s = corpus.source_length(i), t = corpus.target_length(i);
+    lengths.emplace_back(s, t);
     std::copy(corpus.source(i), corpus.source(i) + s, src + r * source_width);
     src[r * source_width + s] = Tokenizer::kEos;
     tin[r * target_width] = Tokenizer::kBos;
@@ -267,7 +269,7 @@ Batch make_batch(const Corpus& corpus, const std::vector<int64_t>& pairs) {
   batch.target_input = target_input;
   batch.target_output = target_output;
   batch.global_target_tokens = batch.target_tokens;
-  if (const auto* links = corpus.links()) batch.alignment = links->matrix(pairs, target_width, source_width);
+  if (const auto* links = corpus.links()) batch.alignment = links->matrix(pairs, lengths, target_width, source_width);
   return batch;
 }
 

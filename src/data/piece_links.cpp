@@ -83,17 +83,23 @@ std::vector<bool> word_starts(const Tokenizer& tokenizer, bool target_side) {
   return starts;
 }
 
-at::Tensor PieceLinks::matrix(const std::vector<int64_t>& pairs, int64_t target_width, int64_t source_width) const {
+at::Tensor PieceLinks::matrix(const std::vector<int64_t>& pairs, const std::vector<std::pair<int64_t, int64_t>>& lengths,
+                              int64_t target_width, int64_t source_width) const {
   const auto rows = static_cast<int64_t>(pairs.size());
   auto matrix = torch::zeros({rows, target_width, source_width}, torch::kFloat);  // [B,T,S]
   auto* out = matrix.data_ptr<float>();
   std::vector<int> per_target;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t pair = pairs[static_cast<size_t>(r)];
+    if (begin(pair) == end(pair)) continue;
     per_target.assign(static_cast<size_t>(target_width), 0);
     for (const auto* link = begin(pair); link != end(pair); ++link) ++per_target[link->target];
     for (const auto* link = begin(pair); link != end(pair); ++link) {
       out[(r * target_width + link->target) * source_width + link->source] = 1.0f / static_cast<float>(per_target[link->target]);
+    }
+    const auto [source_length, target_length] = lengths[static_cast<size_t>(r)];
+    for (int64_t t = 0; t <= target_length; ++t) {
+      if (per_target[static_cast<size_t>(t)] == 0) out[(r * target_width + t) * source_width + source_length] = 1.0f;
     }
   }
   return matrix;

@@ -30,7 +30,7 @@ std::vector<int> word_of_pieces(const data::Tokenizer& tokenizer, const std::vec
 }  // namespace
 
 AlignmentHead default_alignment_head(const model::ModelConfig& config) {
-  if (config.alignment_layer >= 0) return {config.alignment_layer, 0};
+  if (config.alignment_layer >= 0) return {config.alignment_layer, 0, /*null_word=*/true};
   return {-1, -1};
 }
 
@@ -77,15 +77,23 @@ std::vector<Links> align_words(model::Transformer& model, const data::Tokenizer&
       if (source.size() <= skip || target.empty()) continue;
       const auto source_words = word_of_pieces(tokenizer, source, skip);
       const auto target_words = word_of_pieces(tokenizer, target, 0);
-      // Row t predicts target piece t; the source's real pieces (no tag, no eos) compete.
-      const auto attended = weights[r]
-                                .narrow(0, 0, static_cast<int64_t>(target.size()))
-                                .narrow(1, static_cast<int64_t>(skip), static_cast<int64_t>(source.size() - skip))
-                                .argmax(1);
+      // Row t predicts target piece t; the source's real pieces (no tag) compete, and its eos where
+      // that is the null word.
+      const auto n_pieces = static_cast<int64_t>(source.size() - skip) + (head.null_word ? 1 : 0);
+      const auto row = weights[r]
+                           .narrow(0, 0, static_cast<int64_t>(target.size()))
+                           .narrow(1, static_cast<int64_t>(skip), n_pieces)
+                           .argmax(1)
+                           .to(torch::kCPU)
+                           .contiguous();
+      const auto* attended = row.data_ptr<int64_t>();
       auto& pairs = links[first + static_cast<size_t>(r)];
       for (size_t t = 0; t < target.size(); ++t) {
-        const int source_word = source_words[static_cast<size_t>(attended[static_cast<int64_t>(t)].item<int64_t>())];
-        if (source_word >= 0 && target_words[t] >= 0) pairs.emplace_back(source_word, target_words[t]);
+        const auto piece = static_cast<size_t>(attended[t]);
+        if (piece >= source_words.size()) continue;  // the null word
+        const int source_word = source_words[piece];
+        if (source_word < 0 || target_words[t] < 0) continue;
+        pairs.emplace_back(source_word, target_words[t]);
       }
       std::sort(pairs.begin(), pairs.end());
       pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());

@@ -46,8 +46,12 @@ class PieceLinks {
   const Link* end(int64_t pair) const { return links_.data() + offsets_[static_cast<size_t>(pair) + 1]; }
 
   // The links of `pairs` as a batch takes them (data::Batch::alignment): [B,T,S] fp32, row t of pair
-  // b the source pieces target piece t is linked to, each 1 / their number; zeros elsewhere.
-  at::Tensor matrix(const std::vector<int64_t>& pairs, int64_t target_width, int64_t source_width) const;
+  // b the source pieces target piece t is linked to, each 1 / their number. A pair with links has its
+  // unlinked rows (words the aligner left out, and the eos row) linked to its source eos, the null
+  // word: the head learns to say "no link" there, which align reads back. Zeros elsewhere.
+  // `lengths[b]`: pair b's source and target pieces (no eos), as the batch holds them.
+  at::Tensor matrix(const std::vector<int64_t>& pairs, const std::vector<std::pair<int64_t, int64_t>>& lengths,
+                    int64_t target_width, int64_t source_width) const;
 
   void add_pair(const std::vector<Link>& links);
   std::string to_bytes() const;

@@ -22,10 +22,13 @@ using Links = std::vector<std::pair<int, int>>;  // (source word, target word), 
 struct AlignmentHead {
   int64_t layer = -1;
   int64_t head = -1;
+  // Whether the source's eos is the null word (a guided head learns it for target words the aligner
+  // left unlinked): a target piece that attends to it most has no link.
+  bool null_word = false;
 };
 
 // A model trained with guided alignment (ModelConfig::alignment_layer): its guided head, layer
-// alignment_layer's first. Else the cross-attention that aligns best on the toy corpus (README "Word
+// alignment_layer's first, with the null word. Else the cross-attention that aligns best on the toy corpus (README "Word
 // alignments"): every decoder layer's averaged (AER 0.25 against 0.39 and 0.27 for the first and the
 // last of a 2-layer decoder).
 AlignmentHead default_alignment_head(const model::ModelConfig& config);
