@@ -77,6 +77,35 @@ TEST(Alignment, CrossAttentionAlignsTheToyCorpusContentWords) {
   for (const auto& other : per_layer) EXPECT_LE(chosen.aer(), other.aer() + 1e-12) << "the default is the best layer";
 }
 
+// The full stop a word closes with is a piece of its own that attends where it likes (often to the
+// source's full stop): it links nothing, so a sentence's links are those of the sentence without it.
+TEST(Alignment, AWordsClosingPunctuationLinksNothing) {
+  at::set_num_threads(1);
+  const auto saved = checkpoint::load(kToyModel, /*with_training_state=*/false);
+  auto model = checkpoint::make_model(saved, torch::kCPU);
+  const auto tokenizer = data::Tokenizer::from_bytes(saved.tokenizer);
+  data::ToyCorpusOptions toy;
+  toy.train = 0;
+  toy.dev = 0;
+  toy.test = 200;
+  std::vector<std::vector<int>> sources, whole, cut;
+  for (const auto& pair : data::generate_toy_corpus(toy).test) {
+    const auto target = tokenizer.encode_target(pair.target);
+    if (target.size() < 2 || tokenizer.target_piece(target.back()) != ".") continue;  // "... Ente" "."
+    sources.push_back(tokenizer.encode(pair.source));
+    whole.push_back(target);
+    cut.emplace_back(target.begin(), target.end() - 1);
+  }
+  ASSERT_GT(sources.size(), 100u);
+  const auto head = default_alignment_head(saved.model_config);
+  const auto with_stop = align_words(model, tokenizer, sources, whole, head);
+  const auto without = align_words(model, tokenizer, sources, cut, head);
+  for (size_t i = 0; i < sources.size(); ++i) {
+    EXPECT_FALSE(without[i].empty());
+    EXPECT_EQ(with_stop[i], without[i]) << "pair " << i;
+  }
+}
+
 TEST(Alignment, PiecesMapToWordsAndTheCommandPrintsPharaoh) {
   EXPECT_EQ(pharaoh({{0, 0}, {1, 2}, {3, 1}}), "0-0 1-2 3-1");
   EXPECT_EQ(pharaoh({}), "");

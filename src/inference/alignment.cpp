@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cctype>
 
 #include "trafo/decode/output_text.h"
 #include "trafo/inference/attention_weights.h"
@@ -25,6 +26,12 @@ std::vector<int> word_of_pieces(const data::Tokenizer& tokenizer, const std::vec
     prefix.pop_back();
   }
   return words;
+}
+
+// Whether a piece is ASCII punctuation only.
+bool punctuation(const std::string& piece) {
+  return !piece.empty() &&
+         std::all_of(piece.begin(), piece.end(), [](char c) { return std::ispunct(static_cast<unsigned char>(c)) != 0; });
 }
 
 }  // namespace
@@ -93,6 +100,9 @@ std::vector<Links> align_words(model::Transformer& model, const data::Tokenizer&
         if (piece >= source_words.size()) continue;  // the null word
         const int source_word = source_words[piece];
         if (source_word < 0 || target_words[t] < 0) continue;
+        // A word's closing punctuation ("sind." from "jumped.") attends to the source's punctuation:
+        // its word is linked by its other pieces.
+        if (t > 0 && target_words[t - 1] == target_words[t] && punctuation(tokenizer.target_piece(target[t]))) continue;
         pairs.emplace_back(source_word, target_words[t]);
       }
       std::sort(pairs.begin(), pairs.end());

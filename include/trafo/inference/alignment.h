@@ -1,7 +1,8 @@
 // Hard word alignments from a model's cross-attention, in Pharaoh format ("0-0 1-2 ..."): each target
 // piece is linked to the source piece it attends to most (the heads averaged, of one decoder layer or
 // of all), and pieces are mapped to the words of the text as printed (decode::one_line, split at
-// spaces): a piece that prints nothing has no link.
+// spaces): a piece that prints nothing has no link, nor has the punctuation piece that closes a word
+// (its word has the links of its other pieces).
 #pragma once
 
 #include <cstdint>
