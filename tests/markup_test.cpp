@@ -86,6 +86,15 @@ TEST(Html, InlineTagsFollowTheWordsTheyWrapped) {
   // A tag whose words run into the next tag's ends where they begin.
   const HtmlPage two("<p><b>a b</b> <i>c</i></p>");
   EXPECT_EQ(two.render({"x y z"}, {{{0, 0}, {1, 2}, {2, 1}}}), "<p><b>x</b> <i>y</i> z</p>");
+  // Words linked elsewhere part a tag's words into stretches: the tag wraps the stretch with the
+  // most words, of equals the longest, never the words between ("bought" -> "haben ... gekauft").
+  const HtmlPage bought("<p>we <b>bought</b> a duck</p>");
+  EXPECT_EQ(bought.render({"wir haben eine Ente gekauft"}, {{{0, 0}, {1, 1}, {1, 4}, {2, 2}, {3, 3}}}),
+            "<p>wir haben eine Ente <b>gekauft</b></p>");
+  const HtmlPage most("<p><b>a b</b> c</p>");
+  EXPECT_EQ(most.render({"x q y z"}, {{{0, 0}, {1, 2}, {1, 3}, {2, 1}}}), "<p>x q <b>y z</b></p>");
+  // A word without links does not part them.
+  EXPECT_EQ(most.render({"x y z w"}, {{{0, 0}, {1, 2}, {2, 3}}}), "<p><b>x y z</b> w</p>");
   // Punctuation of a word outside its tag stays outside where the target word has it too.
   const HtmlPage punctuated("<p>See <a href=\"#\">the page</a>, (<i>now</i>).</p>");
   ASSERT_EQ(punctuated.segments(), std::vector<std::string>{"See the page, (now)."});

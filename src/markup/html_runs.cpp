@@ -100,14 +100,19 @@ namespace {
 // Where a run's source marks go among the target words.
 class Placement {
  public:
-  Placement(const std::string& source, const std::vector<std::string_view>& source_words, int target_words,
-            const Links& links)
-      : source_(source), n_target_(target_words) {
+  Placement(const std::string& source, const std::vector<std::string_view>& source_words,
+            const std::vector<std::string_view>& target_words, const Links& links)
+      : source_(source), n_target_(static_cast<int>(target_words.size())) {
+    for (const auto word : target_words) target_sizes_.push_back(word.size());
     for (const auto word : source_words) starts_.push_back(static_cast<size_t>(word.data() - source.data()));
     for (const auto word : source_words) ends_.push_back(static_cast<size_t>(word.data() - source.data()) + word.size());
     targets_.resize(source_words.size());
+    linked_.resize(static_cast<size_t>(n_target_));
     for (const auto& [s, t] : links) {
-      if (s >= 0 && s < static_cast<int>(targets_.size()) && t >= 0 && t < n_target_) targets_[static_cast<size_t>(s)].push_back(t);
+      if (s >= 0 && s < static_cast<int>(targets_.size()) && t >= 0 && t < n_target_) {
+        targets_[static_cast<size_t>(s)].push_back(t);
+        linked_[static_cast<size_t>(t)] = 1;
+      }
     }
   }
 
@@ -164,19 +169,53 @@ class Placement {
     return std::string(source_.substr(from, to - from));
   }
 
+  // The target words [low, high] that a mark over source words [s0, s1) wraps; high -1 for none. Its
+  // linked words part into stretches wherever a word linked elsewhere stands between two of them (a
+  // word without links does not part them); a tag wraps one stretch, that with the most linked words,
+  // of equals the one with the most characters (a function word, such as an auxiliary verb before a
+  // participle, is shorter than the word that carries the meaning), never the words linked elsewhere
+  // that stand between.
+  std::pair<int, int> stretch(int s0, int s1) const {
+    std::vector<int> in;
+    for (int s = s0; s < s1; ++s) {
+      for (const int t : targets_[static_cast<size_t>(s)]) in.push_back(t);
+    }
+    std::sort(in.begin(), in.end());
+    in.erase(std::unique(in.begin(), in.end()), in.end());
+    if (in.empty()) return {n_target_, -1};
+    size_t best_first = 0, best_count = 0, best_size = 0;
+    for (size_t first = 0; first < in.size();) {
+      size_t last = first, size = target_sizes_[static_cast<size_t>(in[first])];
+      while (last + 1 < in.size() && !linked_between(in[last], in[last + 1])) {
+        size += target_sizes_[static_cast<size_t>(in[++last])];
+      }
+      const size_t count = last - first + 1;
+      if (count > best_count || (count == best_count && size > best_size)) {
+        best_first = first;
+        best_count = count;
+        best_size = size;
+      }
+      first = last + 1;
+    }
+    return {in[best_first], in[best_first + best_count - 1]};
+  }
+
+  // Whether a target word strictly between a and b has links (to words outside the mark: those
+  // inside are the mark's own).
+  bool linked_between(int a, int b) const {
+    for (int t = a + 1; t < b; ++t) {
+      if (linked_[static_cast<size_t>(t)] != 0) return true;
+    }
+    return false;
+  }
+
   void map(Mark& m) const {
     int s0 = boundary_at(m.begin), s1 = s0;
     if (!m.point) {  // the words the mark overlaps
       while (s0 > 0 && ends_[static_cast<size_t>(s0 - 1)] > m.begin) --s0;
       s1 = boundary_at(m.end);
     }
-    int low = n_target_, high = -1;
-    for (int s = s0; s < s1; ++s) {
-      for (const int t : targets_[static_cast<size_t>(s)]) {
-        low = std::min(low, t);
-        high = std::max(high, t);
-      }
-    }
+    const auto [low, high] = stretch(s0, s1);
     if (!m.point && s0 < s1) {
       m.lead_out = punctuation(starts_[static_cast<size_t>(s0)], m.begin);
       m.trail_out = punctuation(m.end, ends_[static_cast<size_t>(s1 - 1)]);
@@ -193,7 +232,9 @@ class Placement {
   std::string_view source_;
   int n_target_;
   std::vector<size_t> starts_, ends_;
-  std::vector<std::vector<int>> targets_;
+  std::vector<std::vector<int>> targets_;  // per source word, its linked target words
+  std::vector<char> linked_;               // per target word, whether it has a link
+  std::vector<size_t> target_sizes_;       // per target word, its bytes
 };
 
 // Writes target words with the placed marks between them: a space between two words, before the
@@ -284,7 +325,7 @@ void write_run(Run& run, std::string_view translation, const Links& links, std::
   const auto source_words = split_words(run.text);
   const auto target_words = split_words(translation);
   const int n_target = static_cast<int>(target_words.size());
-  Placement(run.text, source_words, n_target, links).place(run.marks, 0, n_target);
+  Placement(run.text, source_words, target_words, links).place(run.marks, 0, n_target);
   out += run.lead;
   RunWriter(out, target_words).write(run.marks, 0, n_target);
   out += run.tail;
