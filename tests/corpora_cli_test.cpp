@@ -140,6 +140,59 @@ TEST_F(CorporaCli, TwoCorporaWithWeightsAndATagResumeBitwiseAndTranslateWithTheT
   EXPECT_NE(nlohmann::json::parse(untagged.output)["loss"].get<double>(), valid_loss) << "the tag changes the input";
 }
 
+// A model trained on corpora tagged with target-language codes translates into each: --tgt-lang picks
+// the code's tag, a line may begin with its own code, and a line with neither, or an unknown target,
+// is a one-line error naming the choices. On a model of one target, --tgt-lang must be that one.
+TEST_F(CorporaCli, TgtLangChoosesTheTargetOfAModelOfSeveral) {
+  const auto trained = run_trafo(base("multi") + " --corpus " + quoted(data_ / "train.en") + "," +
+                                 quoted(data_ / "train.de") + ",1,'>>de<<' --corpus " + quoted(data_ / "extra.en") + "," +
+                                 quoted(data_ / "extra.de") + ",1,'>>fr<<' --max-steps 3 --valid-tag '>>de<<'");
+  ASSERT_EQ(trained.exit_code, 0) << trained.errors;
+  const auto model = " -c " + quoted(root_ / "multi" / "checkpoint-last.pt") + " --threads 1 --precision fp32";
+  write_text(root_ / "in.txt", "the cat\n\nthe dog\n");
+  write_text(root_ / "coded.txt", ">>fr<< the cat\n\n>>de<< the dog\n");
+  const auto translate = [&](const std::string& options, const std::string& input = "in.txt") {
+    return run_trafo("translate" + model + options + " < " + quoted(root_ / input));
+  };
+  const auto by_lang = translate(" --tgt-lang fr"), by_tag = translate(" --tag '>>fr<<'");
+  ASSERT_EQ(by_lang.exit_code, 0) << by_lang.errors;
+  EXPECT_EQ(by_lang.output, by_tag.output);
+  EXPECT_EQ(lines_of(by_lang.output).size(), 3u);
+  const auto coded = translate("", "coded.txt");
+  EXPECT_EQ(coded.exit_code, 0) << coded.errors;
+  EXPECT_EQ(lines_of(coded.output).size(), 3u);
+
+  const auto expect_refused = [](const CommandResult& result, const std::string& said) {
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    int errors = 0;
+    for (const auto& line : lines_of(result.errors)) errors += line.rfind("trafo: error: ", 0) == 0 ? 1 : 0;
+    EXPECT_EQ(errors, 1) << result.errors;
+    EXPECT_NE(result.errors.find(said), std::string::npos) << result.errors;
+  };
+  expect_refused(translate(""), "line 1 names no target language, and the model translates into de, fr");
+  expect_refused(translate(" --tgt-lang it"), "translates into de, fr (its >>xx<< codes)");
+  expect_refused(translate(" --tgt-lang fr --tag '>>de<<'"), "choose different tags");
+  const auto eval = [&](const std::string& options) {
+    return run_trafo("eval" + model + options + " --src " + quoted(data_ / "dev.en") + " --ref " +
+                     quoted(data_ / "dev.de") + " --json");
+  };
+  const auto evaluated = eval(" --tgt-lang de");
+  ASSERT_EQ(evaluated.exit_code, 0) << evaluated.errors;
+  EXPECT_TRUE(nlohmann::json::parse(evaluated.output).contains("bleu"));
+  expect_refused(eval(""), "dev.en line 1 names no target language");
+  for (const std::string verb : {"score-pairs", "align"}) {
+    const auto pairs = " --src " + quoted(data_ / "dev.en") + " --tgt " + quoted(data_ / "dev.de");
+    expect_refused(run_trafo(verb + model + pairs), "dev.en line 1 names no target language");
+    EXPECT_EQ(run_trafo(verb + model + pairs + " --tgt-lang fr").exit_code, 0) << verb;
+  }
+
+  const auto one = run_trafo(base("one") + " --max-steps 2");
+  ASSERT_EQ(one.exit_code, 0) << one.errors;
+  const auto one_model = " -c " + quoted(root_ / "one" / "checkpoint-last.pt") + " --threads 1 < " + quoted(root_ / "in.txt");
+  EXPECT_EQ(run_trafo("translate --tgt-lang de" + one_model).exit_code, 0);
+  expect_refused(run_trafo("translate --tgt-lang fr" + one_model), "--tgt-lang fr: ");
+}
+
 // --sampling-temperature T draws each corpus by its weight x its pairs^(1/T): T = 1 by size, T = 2
 // nearer even; the start record and train.log give each share, and a negative T is a one-line error.
 TEST_F(CorporaCli, SamplingTemperatureDrawsByWeightAndSize) {

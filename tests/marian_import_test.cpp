@@ -200,6 +200,11 @@ TEST_F(MarianImport, EveryCommandThatTakesACheckpointTakesAnImportedOne) {
   // --tag puts the language code first, as the text's own code does.
   const auto with_codes = run(translate + quoted(tagged));
   EXPECT_EQ(run(translate + quoted(dev) + " --tag '>>deu<<'"), with_codes);
+  // A model of two targets (>>deu<<, >>fra<<): --tgt-lang picks one, and a line that names none is refused.
+  EXPECT_EQ(run(translate + quoted(dev) + " --tgt-lang deu"), with_codes);
+  const auto unnamed = run_trafo(translate + quoted(dev));
+  EXPECT_EQ(unnamed.exit_code, 2);
+  EXPECT_NE(unnamed.errors.find("translates into deu, fra"), std::string::npos) << unnamed.errors;
   EXPECT_EQ(lines_of(with_codes).size(), 200u);
   EXPECT_EQ(lines_of(run(translate + quoted(tagged) + " --beam 4 --n-best 2")).size(), 400u);
   EXPECT_EQ(lines_of(run(translate + quoted(tagged) + " --sampling-topk 10 --seed 3")).size(), 200u);

@@ -1,5 +1,7 @@
 #include "trafo/inference/loaded_model.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -29,7 +31,70 @@ int tag_piece(const std::string& tag, const checkpoint::Checkpoint& checkpoint, 
   return found->second;
 }
 
+// "a, b, c", at most 40 of them.
+std::string listed(const std::vector<std::string>& items) {
+  constexpr size_t kShown = 40;
+  std::string text;
+  for (size_t i = 0; i < items.size() && i < kShown; ++i) text += (i > 0 ? ", " : "") + items[i];
+  if (items.size() > kShown) text += ", ... (" + std::to_string(items.size()) + " in all)";
+  return text;
+}
+
+// Whether a checkpoint's target language ("fr", or an imported "fr+es+it") names `code`.
+bool names_language(const std::string& languages, const std::string& code) {
+  size_t at = 0;
+  while (at <= languages.size()) {
+    const size_t end = std::min(languages.find('+', at), languages.size());
+    if (languages.compare(at, end - at, code) == 0) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
+// The tag that --tgt-lang and --tag choose for every source ("": none).
+std::string chosen_tag(const RuntimeOptions& options, const checkpoint::InferenceInfo& info, const std::string& path) {
+  if (options.tgt_lang.empty()) return options.tag;
+  const auto codes = target_languages(info);
+  const bool named = std::find(codes.begin(), codes.end(), options.tgt_lang) != codes.end();
+  if (!named && codes.size() < 2 && (info.tgt_lang.empty() || names_language(info.tgt_lang, options.tgt_lang))) {
+    return options.tag;  // a model of one target, that one (or one the checkpoint does not name)
+  }
+  if (!named) {
+    throw InputError("--tgt-lang " + options.tgt_lang + ": " + path + " translates into " +
+                     (codes.empty() ? info.tgt_lang : listed(codes) + " (its >>xx<< codes)"));
+  }
+  const auto tag = ">>" + options.tgt_lang + "<<";
+  if (!options.tag.empty() && options.tag != tag) {
+    throw InputError("--tag " + options.tag + " and --tgt-lang " + options.tgt_lang + " choose different tags: give one");
+  }
+  return tag;
+}
+
 }  // namespace
+
+std::vector<std::string> target_languages(const checkpoint::InferenceInfo& info) {
+  std::vector<std::string> codes;
+  for (const auto& tag : info.tags) {
+    if (tag.size() > 4 && tag.compare(0, 2, ">>") == 0 && tag.compare(tag.size() - 2, 2, "<<") == 0) {
+      codes.push_back(tag.substr(2, tag.size() - 4));
+    }
+  }
+  return codes;
+}
+
+void require_target(const LoadedModel& loaded, const std::string& text, const std::string& where) {
+  if (loaded.required_codes.empty() || text.empty()) return;
+  for (const auto& code : loaded.required_codes) {
+    const auto tag = ">>" + code + "<<";
+    if (text.compare(0, tag.size(), tag) == 0 && (text.size() == tag.size() || text[tag.size()] == ' ')) return;
+  }
+  throw InputError(where + " names no target language, and the model translates into " + listed(loaded.required_codes) +
+                   ": choose one with --tgt-lang, or begin each line with its >>xx<< code");
+}
+
+void require_targets(const LoadedModel& loaded, const std::vector<std::string>& lines, const std::string& file) {
+  for (size_t i = 0; i < lines.size(); ++i) require_target(loaded, lines[i], file + " line " + std::to_string(i + 1));
+}
 
 std::map<std::string, int> corpus_tag_ids(const checkpoint::InferenceInfo& info, const data::Tokenizer& tokenizer) {
   std::map<std::string, int> ids;
@@ -45,13 +110,20 @@ LoadedModel load_for_translation(const RuntimeOptions& options) {
   at::set_num_threads(threads);
   const auto checkpoint = checkpoint::load(options.checkpoint, /*with_training_state=*/false);
   auto tokenizer = data::Tokenizer::from_bytes(checkpoint.tokenizer);
-  const int tag = tag_piece(options.tag, checkpoint, tokenizer, options.checkpoint);  // input first, then timing
+  const auto tag_text = chosen_tag(options, checkpoint.inference, options.checkpoint);
+  const int tag = tag_piece(tag_text, checkpoint, tokenizer, options.checkpoint);  // input first, then timing
   auto model = checkpoint::make_model(checkpoint, device);
   const auto precision = runtime::pick_decoding_precision(options.precision, device,
                                                         [&] { return decode::bf16_decoding_speedup(model); });
   spdlog::info("loaded {} on {}, {} threads, {}: {}{}", options.checkpoint, device.str(), threads, precision.name(),
                precision.reason, device.is_cpu() ? std::string("; CPU kernels ") + ops::isa_name(ops::cpu_isa()) : "");
-  LoadedModel loaded{std::move(model), {}, std::move(tokenizer), precision.bf16, tag, checkpoint.inference};
+  LoadedModel loaded{std::move(model), {}, std::move(tokenizer), precision.bf16, tag, {}, checkpoint.inference};
+  if (const auto codes = target_languages(checkpoint.inference); codes.size() >= 2 && tag < 0) {
+    const auto ids = corpus_tag_ids(checkpoint.inference, loaded.tokenizer);
+    for (const auto& code : codes) {
+      if (ids.count(">>" + code + "<<") != 0) loaded.required_codes.push_back(code);  // one piece, as it must be
+    }
+  }
   for (const auto& path : options.ensemble) {
     const auto member = checkpoint::load(path, /*with_training_state=*/false);
     if (member.tokenizer != checkpoint.tokenizer) {

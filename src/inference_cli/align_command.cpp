@@ -34,6 +34,7 @@ int run_align(const AlignOptions& options) {
   spdlog::info("aligning with {}", head.head >= 0 ? fmt::format("the guided head (decoder layer {}, head 1)", head.layer + 1)
                                                    : std::string("every decoder layer's cross-attention, heads averaged"));
   const auto sources = util::read_lines(options.source), targets = util::read_lines(options.target);
+  inference::require_targets(loaded, sources, options.source);
   const auto started = std::chrono::steady_clock::now();
   const auto lines = inference::align_pairs(loaded.model, loaded.tokenizer, loaded.tag, sources, targets);
   spdlog::info("aligned {} pairs in {:.3f} s", lines.size(),

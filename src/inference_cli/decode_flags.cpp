@@ -89,6 +89,10 @@ void add_runtime_flags(CLI::App& command, inference::RuntimeOptions& options, bo
       ->capture_default_str();
   command.add_option("--tag", options.tag,
                      "a corpus tag the model was trained with (e.g. <bt> or >>fr<<), put before every source sentence");
+  command.add_option("--tgt-lang", options.tgt_lang,
+                     "the language to translate into: on a model of several (>>xx<< tags, as multilingual OPUS-MT "
+                     "models have), its tag is put before every source, and without it each line must begin with its "
+                     "own >>xx<< code; on a model of one, it must be that one");
 }
 
 }  // namespace trafo::cli

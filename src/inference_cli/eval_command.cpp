@@ -60,6 +60,7 @@ int run_eval(const EvalOptions& options) {
 
   const auto set = eval::EvalSet::read(options.source, options.reference, loaded.tokenizer,
                                        loaded.model->config().max_positions, 0, loaded.tag);
+  inference::require_targets(loaded, set.sources, options.source);
   auto models = loaded.models();
   const auto evaluated = eval::Evaluator(decoding).run(models, loaded.tokenizer, set);
   const auto& loss = evaluated.loss;

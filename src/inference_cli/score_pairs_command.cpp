@@ -40,6 +40,7 @@ int run_score_pairs(const ScorePairsOptions& options) {
   scoring.tag = loaded.tag;
   scoring.per_piece = options.word_scores;
   const auto sources = util::read_lines(options.source), targets = util::read_lines(options.target);
+  inference::require_targets(loaded, sources, options.source);
   const auto started = std::chrono::steady_clock::now();
   const auto scores = inference::score_pairs(loaded.model, loaded.tokenizer, sources, targets, scoring);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -162,7 +162,10 @@ void translate_page(const markup::HtmlPage& page, inference::LoadedModel& loaded
   const auto& segments = page.segments();
   std::vector<std::vector<int>> ids;
   ids.reserve(segments.size());
-  for (const auto& segment : segments) ids.push_back(decode::source_ids(loaded.tokenizer, segment, loaded.tag));
+  for (size_t i = 0; i < segments.size(); ++i) {
+    inference::require_target(loaded, segments[i], "run " + std::to_string(i + 1) + " of the page");
+    ids.push_back(decode::source_ids(loaded.tokenizer, segments[i], loaded.tag));
+  }
   const auto results = translator.translate_ids(ids, 0, {});
   const auto alignments = inference::align_best(loaded.model, loaded.tokenizer, loaded.tag, segments, ids, results);
   std::vector<std::string> translations;
@@ -268,6 +271,7 @@ int run_translate(const TranslateOptions& options) {
         spdlog::warn("{}; writing an empty line", e.what());
         text.clear();
       }
+      inference::require_target(loaded, text, input_name + " line " + std::to_string(lines_done + static_cast<int64_t>(i) + 1));
     }
     std::vector<std::vector<int>> ids;  // each line tokenized once, for the translation and its alignment
     ids.reserve(chunk.size());

@@ -14,7 +14,7 @@
 
 namespace trafo::inference {
 
-// What loading takes: the commands' --checkpoint, --device, --threads, --precision and --tag.
+// What loading takes: the commands' --checkpoint, --device, --threads, --precision, --tag and --tgt-lang.
 struct RuntimeOptions {
   std::string checkpoint;       // the model file (trafo train's checkpoint-*.pt): the first --checkpoint
   std::vector<std::string> ensemble;  // further --checkpoint files (an ensemble), where the command takes them
@@ -22,6 +22,7 @@ struct RuntimeOptions {
   int threads = 0;              // CPU threads for LibTorch; 0: all cores
   std::string precision = "auto";  // fp32 | bf16 | auto (runtime/precision.h: decoding timed in both)
   std::string tag;              // a corpus tag of the model's training, put before every source ("": none)
+  std::string tgt_lang;         // the target language: on a model of several, its >>xx<< tag ("": --tag's)
 };
 
 struct LoadedModel {
@@ -29,7 +30,10 @@ struct LoadedModel {
   std::vector<model::Transformer> ensemble;  // the further checkpoints' models, same tokenizer
   data::Tokenizer tokenizer;
   bool bf16 = false;  // --precision resolved: run the model under bf16 autocast
-  int tag = -1;       // --tag's piece (-1: none)
+  int tag = -1;       // the piece --tag or --tgt-lang chose (-1: none)
+  // A model of several target languages read without a choice: the >>xx<< codes one of which every
+  // source must begin with (require_target); empty otherwise.
+  std::vector<std::string> required_codes;
   checkpoint::InferenceInfo inference;  // the first checkpoint's languages and corpus tags
   std::vector<model::Transformer> models() const;  // model, then the ensemble's
 };
@@ -38,9 +42,21 @@ struct LoadedModel {
 // (and a served request's "tag") may name.
 std::map<std::string, int> corpus_tag_ids(const checkpoint::InferenceInfo& info, const data::Tokenizer& tokenizer);
 
+// The target languages of a model that translates into several: the codes of its >>xx<< tags
+// (">>fr<<" -> "fr"), in the checkpoint's order, as OPUS-MT writes them first in the source. Empty for
+// a model without such tags.
+std::vector<std::string> target_languages(const checkpoint::InferenceInfo& info);
+
+// InputError naming `where` and the choices when `loaded` needs every source to begin with a target
+// language code (required_codes) and `text`, not empty, does not.
+void require_target(const LoadedModel& loaded, const std::string& text, const std::string& where);
+// The same for every line of a file (`where`: "FILE line N").
+void require_targets(const LoadedModel& loaded, const std::vector<std::string>& lines, const std::string& file);
+
 // Sets the thread count, picks the device, loads the checkpoint without its training state and picks
 // the decoding precision (auto times the loaded model); throws InputError for an unusable device or
-// checkpoint.
+// checkpoint, or a target it does not translate into. --tgt-lang on a model with >>xx<< tags picks
+// the tag; on one without, it must be the model's target language (or the checkpoint names none).
 LoadedModel load_for_translation(const RuntimeOptions& options);
 
 // `options` with the loaded model's precision and tag.
