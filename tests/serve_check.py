@@ -681,6 +681,23 @@ def case_start_errors():
     server.stop()
 
 
+def case_targets():
+    """One checkpoint of several target languages (>>de<< and >>fr<< tags) serves every target: /languages
+    lists them under the source, as LibreTranslate does, each direction's text equals `translate
+    --tgt-lang`, and a target it lacks is 400 naming the directions."""
+    server = Server()
+    languages = requests.get(server.url + "/languages", timeout=10).json()
+    assert languages == [{"code": "en", "name": "en", "targets": ["de", "fr"]}], languages
+    lines = dev_lines(12)
+    texts = {}
+    for target in ("de", "fr"):
+        texts[target] = offline(lines, "--tgt-lang", target)
+        assert post(server, "/translate", {"q": lines, "source": "en", "target": target})["translatedText"] == texts[target]
+    answer = post(server, "/translate", {"q": "x", "source": "en", "target": "it"}, status=400)
+    assert "en-de, en-fr" in answer["error"], answer
+    server.stop()
+
+
 CASES = {name[len("case_"):]: f for name, f in globals().items() if name.startswith("case_")}
 
 if __name__ == "__main__":

@@ -26,20 +26,27 @@ class ServeCli : public ::testing::Test {
                                    "--vocab-size 400 --max-steps 200 --valid-every 200 --threads 1 --early-stopping 0 --lr 3e-3 "
                                    "--warmup-steps 30");
     ASSERT_EQ(trained.exit_code, 0) << trained.errors;
+    // A model of two target languages: the same pairs under >>de<< and >>fr<< (the tag is what differs).
+    const auto multi = run_trafo("train --data-dir '" + toy.string() + "' --src-lang en --tgt-lang de --run-dir '" +
+                                 (*root_ / "multi").string() + "' --corpus " + train + ",1,>>de<<' --corpus " + train +
+                                 ",1,>>fr<<' --valid-tag '>>de<<' --d-model 32 --heads 2 --encoder-layers 1 "
+                                 "--decoder-layers 1 --d-ff 64 --vocab-size 400 --max-steps 20 --valid-every 20 --threads 1 "
+                                 "--early-stopping 0");
+    ASSERT_EQ(multi.exit_code, 0) << multi.errors;
   }
   static void TearDownTestSuite() {
     delete root_;
     root_ = nullptr;
   }
 
-  static void check(const std::string& name) {
+  static void check(const std::string& name, const std::string& run = "run") {
     TRAFO_REQUIRE_PYTHON_MODULE("libretranslatepy");
     TRAFO_REQUIRE_PYTHON_MODULE("requests");
     ASSERT_NE(root_, nullptr);
     const auto work = make_temp_dir("serve-" + name);
     const auto result = run_command(std::string("'") + TRAFO_PYTHON + "' '" + TRAFO_SOURCE_DIR +
                                     "/tests/serve_check.py' " + name + " --trafo '" + TRAFO_BINARY +
-                                    "' --checkpoint '" + (*root_ / "run" / "checkpoint-last.pt").string() +
+                                    "' --checkpoint '" + (*root_ / run / "checkpoint-last.pt").string() +
                                     "' --dev '" + (*root_ / "toy" / "dev.en").string() + "' --workdir '" +
                                     work.string() + "'");
     EXPECT_EQ(result.exit_code, 0) << result.output << result.errors;
@@ -58,6 +65,7 @@ TEST_F(ServeCli, IdleSlowAndDeafClientsNeverTakeTheServerDown) { check("hostile"
 TEST_F(ServeCli, ApiKeysAreRequiredAndNeverLogged) { check("keys"); }
 TEST_F(ServeCli, SigtermAndSigintAnswerWhatIsInFlightThenExitZero) { check("stop"); }
 TEST_F(ServeCli, BadStartsAreOneLineAndExitTwo) { check("start_errors"); }
+TEST_F(ServeCli, ACheckpointOfSeveralTargetsServesEach) { check("targets", "multi"); }
 
 }  // namespace
 }  // namespace trafo::testing

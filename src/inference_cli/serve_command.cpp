@@ -67,7 +67,9 @@ void check_limits(const ServeOptions& o) {
   decode::validate(o.decode);
 }
 
-// Loads each checkpoint as a direction named by the languages it was trained on.
+// Loads each checkpoint as a direction named by the languages it was trained on; a model of several
+// target languages (>>xx<< tags) served without --tgt-lang, as one direction per target, sharing the
+// model, each putting its target's tag first (a request's "tag" then replaces it).
 std::vector<serve::Direction> load_directions(const ServeOptions& o) {
   std::vector<serve::Direction> directions;
   for (const auto& path : o.checkpoints) {
@@ -75,17 +77,12 @@ std::vector<serve::Direction> load_directions(const ServeOptions& o) {
     runtime.checkpoint = path;
     auto loaded = inference::load_for_translation(runtime);
     const auto& info = loaded.inference;
-    if (info.src_lang.empty() || info.tgt_lang.empty()) {
+    const auto targets = loaded.required_codes.empty() ? std::vector<std::string>{info.tgt_lang} : loaded.required_codes;
+    if (info.src_lang.empty() || targets.front().empty()) {
       throw InputError("--checkpoint " + path + " does not say which languages it translates (no src_lang and tgt_lang in it)");
-    }
-    for (const auto& d : directions) {
-      if (d.source == info.src_lang && d.target == info.tgt_lang) {
-        throw InputError("two checkpoints translate " + info.src_lang + " to " + info.tgt_lang + ": give one per direction");
-      }
     }
     serve::Direction direction;
     direction.source = info.src_lang;
-    direction.target = info.tgt_lang;
     direction.model = loaded.model;
     direction.tokenizer = std::make_shared<const data::Tokenizer>(std::move(loaded.tokenizer));
     direction.defaults = inference::with_precision(o.decode, loaded);
@@ -94,7 +91,17 @@ std::vector<serve::Direction> load_directions(const ServeOptions& o) {
           std::make_shared<const decode::Glossary>(decode::Glossary::load(o.glossary, *direction.tokenizer));
     }
     direction.tags = inference::corpus_tag_ids(info, *direction.tokenizer);
-    directions.push_back(std::move(direction));
+    for (const auto& target : targets) {
+      for (const auto& d : directions) {
+        if (d.source == info.src_lang && d.target == target) {
+          throw InputError("two checkpoints translate " + info.src_lang + " to " + target + ": give one per direction");
+        }
+      }
+      auto each = direction;
+      each.target = target;
+      if (!loaded.required_codes.empty()) each.defaults.source_tag = each.tags.at(">>" + target + "<<");
+      directions.push_back(std::move(each));
+    }
   }
   return directions;
 }
