@@ -106,10 +106,49 @@ TEST(ConfigFile, TextsThatCannotBeWrittenBackAreRefused) {
   EXPECT_EQ(back.run.run_dir, "it's");
 }
 
+// Corpora of two or more target languages are tagged by their target (>>xx<<), and so is the dev set;
+// one target language leaves every tag as given.
+TEST(ConfigFile, CorporaOfSeveralTargetsAreTaggedByTheirTarget) {
+  run_config::TrainConfig one;
+  one.data.tgt_lang = "de";
+  one.data.corpora = {{"a.en", "a.de", 1.0, ""}, {"b.en", "b.de", 1.0, "<bt>", "", "en", "de"}};
+  const auto before = one.data.corpora;
+  run_config::tag_targets(one);
+  EXPECT_TRUE(one.data.corpora == before);
+  EXPECT_EQ(one.run.valid_tag, "");
+  EXPECT_EQ(run_config::target_languages(one), std::vector<std::string>{"de"});
+
+  run_config::TrainConfig several;
+  several.data.tgt_lang = "fr";
+  several.data.corpora = {{"a.en", "a.de", 1.0, "", "", "en", "de"}, {"b.en", "b.fr", 1.0, ""},
+                          {"c.en", "c.es", 1.0, ">>es<<", "", "en", "es"}};
+  run_config::tag_targets(several);
+  EXPECT_EQ(several.data.corpora[0].tag, ">>de<<");
+  EXPECT_EQ(several.data.corpora[1].tag, ">>fr<<");
+  EXPECT_EQ(several.data.corpora[2].tag, ">>es<<");
+  EXPECT_EQ(several.run.valid_tag, ">>fr<<");
+  EXPECT_EQ(run_config::target_languages(several), (std::vector<std::string>{"de", "fr", "es"}));
+  auto again = several;
+  run_config::tag_targets(again);  // a resume settles the same
+  EXPECT_TRUE(again.data.corpora == several.data.corpora);
+
+  auto other_tag = several;
+  other_tag.data.corpora[0].tag = "<bt>";
+  EXPECT_THROW(run_config::tag_targets(other_tag), InputError);
+  auto no_dev_target = several;
+  no_dev_target.data.tgt_lang = "it";
+  EXPECT_THROW(run_config::tag_targets(no_dev_target), InputError);
+  auto spaced = several;
+  spaced.data.data_dir = "data";
+  spaced.data.corpora[0].tgt_lang = "d e";
+  EXPECT_THROW(run_config::validate(spaced), InputError);
+}
+
 TEST(ConfigFile, CorpusTablesReadBackAndTheCommandLineWins) {
   run_config::TrainConfig config;
-  config.data.corpora = {{"a.en", "a.de", 3.0, ""}, {"b en", "b.de", 0.5, ">>fr<<"}};
+  config.data.corpora = {{"a.en", "a.de", 3.0, ""}, {"b en", "b.de", 0.5, ">>fr<<", "", "en", "fr"}};
   const std::string toml = run_config::to_toml(config);
+  EXPECT_NE(toml.find("src-lang=\"en\"\ntgt-lang=\"fr\"\n"), std::string::npos) << toml;
   run_config::TrainConfig again;
   const auto keys = run_config::read_config_text(toml, "dumped.toml", again);
   EXPECT_EQ(keys.count("corpus"), 1u);

@@ -193,6 +193,43 @@ TEST_F(CorporaCli, TgtLangChoosesTheTargetOfAModelOfSeveral) {
   expect_refused(run_trafo("translate --tgt-lang fr" + one_model), "--tgt-lang fr: ");
 }
 
+// Corpora with their own target languages: with two of them, each corpus's sources begin with its
+// target's >>xx<< tag, the dev set with the run's, and the checkpoint lists both targets.
+TEST_F(CorporaCli, CorporaOfTwoTargetLanguagesTrainAModelOfBoth) {
+  const auto corpora = " --corpus " + quoted(data_ / "train.en") + "," + quoted(data_ / "train.de") + ",1,,,en,de --corpus " +
+                       quoted(data_ / "extra.en") + "," + quoted(data_ / "extra.de") + ",1,,,en,fr";
+  const auto trained = run_trafo(base("two") + corpora + " --max-steps 3 --valid-every 3");
+  ASSERT_EQ(trained.exit_code, 0) << trained.errors;
+  const auto start = start_event("two");
+  ASSERT_EQ(start["corpora"].size(), 2u);
+  EXPECT_EQ(start["corpora"][0]["tag"], ">>de<<");
+  EXPECT_EQ(start["corpora"][1]["tag"], ">>fr<<");
+  EXPECT_EQ(start["corpora"][1]["tgt_lang"], "fr");
+  const auto saved = checkpoint::load(root_ / "two" / "checkpoint-last.pt", false);
+  EXPECT_EQ(saved.inference.tags, (std::vector<std::string>{">>de<<", ">>fr<<"}));
+  EXPECT_NE(read_text(root_ / "two" / "config.toml").find("valid-tag=\">>de<<\""), std::string::npos);
+  // A resume settles the same tags; the model translates into either.
+  const auto resumed = run_trafo(base("two") + corpora + " --max-steps 4 --valid-every 3");
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.errors;
+  write_text(root_ / "in.txt", "the cat\n");
+  const auto model = " -c " + quoted(root_ / "two" / "checkpoint-last.pt") + " --threads 1 --precision fp32 < " +
+                     quoted(root_ / "in.txt");
+  EXPECT_EQ(run_trafo("translate --tgt-lang fr" + model).output, run_trafo("translate --tag '>>fr<<'" + model).output);
+
+  // A corpus tagged otherwise, or a dev language no corpus has, is one line and exit 2.
+  const auto tagged = run_trafo(base("bad") + " --corpus " + quoted(data_ / "train.en") + "," +
+                                quoted(data_ / "train.de") + ",1,'<bt>',,en,de --corpus " + quoted(data_ / "extra.en") +
+                                "," + quoted(data_ / "extra.de") + ",1,,,en,fr --max-steps 1");
+  EXPECT_EQ(tagged.exit_code, 2);
+  EXPECT_NE(tagged.errors.find("corpus 1 has the tag <bt>"), std::string::npos) << tagged.errors;
+  const auto no_dev = run_trafo(base("bad") + " --corpus " + quoted(data_ / "train.en") + "," + quoted(data_ / "train.de") +
+                                ",1,,,en,es --corpus " + quoted(data_ / "extra.en") + "," + quoted(data_ / "extra.de") +
+                                ",1,,,en,fr --max-steps 1");
+  EXPECT_EQ(no_dev.exit_code, 2);
+  EXPECT_NE(no_dev.errors.find("none of the corpora's target languages (es, fr)"), std::string::npos) << no_dev.errors;
+  EXPECT_EQ(run_trafo(base("bad") + " --corpus a,b,1,,,en --max-steps 1").exit_code, 2);
+}
+
 // --sampling-temperature T draws each corpus by its weight x its pairs^(1/T): T = 1 by size, T = 2
 // nearer even; the start record and train.log give each share, and a negative T is a one-line error.
 TEST_F(CorporaCli, SamplingTemperatureDrawsByWeightAndSize) {

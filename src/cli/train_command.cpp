@@ -27,7 +27,7 @@ extern "C" void request_stop(int signal_number) {
   std::signal(signal_number, SIG_DFL);  // a second Ctrl-C ends the process at once
 }
 
-// "SRC,TGT[,WEIGHT[,TAG[,ALIGNMENT]]]" of --corpus.
+// "SRC,TGT[,WEIGHT[,TAG[,ALIGNMENT[,SRC_LANG,TGT_LANG]]]]" of --corpus.
 run_config::CorpusSpec parse_corpus(const std::string& text) {
   std::vector<std::string> fields;
   size_t start = 0;
@@ -37,8 +37,8 @@ run_config::CorpusSpec parse_corpus(const std::string& text) {
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  if (fields.size() < 2 || fields.size() > 5 || fields[0].empty() || fields[1].empty()) {
-    throw CLI::ValidationError("--corpus", "'" + text + "' is not SRC,TGT[,WEIGHT[,TAG[,ALIGNMENT]]]");
+  if (fields.size() < 2 || fields.size() == 6 || fields.size() > 7 || fields[0].empty() || fields[1].empty()) {
+    throw CLI::ValidationError("--corpus", "'" + text + "' is not SRC,TGT[,WEIGHT[,TAG[,ALIGNMENT[,SRC_LANG,TGT_LANG]]]]");
   }
   run_config::CorpusSpec corpus;
   corpus.src = fields[0];
@@ -52,6 +52,10 @@ run_config::CorpusSpec parse_corpus(const std::string& text) {
   }
   if (fields.size() > 3) corpus.tag = fields[3];
   if (fields.size() > 4) corpus.alignment = fields[4];
+  if (fields.size() > 6) {
+    corpus.src_lang = fields[5];
+    corpus.tgt_lang = fields[6];
+  }
   return corpus;
 }
 
@@ -71,12 +75,13 @@ CommandRunner add_train_command(CLI::App& app) {
            config->data.corpora.clear();
            for (const auto& text : texts) config->data.corpora.push_back(parse_corpus(text));
          },
-         "a training corpus, SRC,TGT[,WEIGHT[,TAG[,ALIGNMENT]]], repeatable: corpora are sampled by weight (default "
-         "1), a corpus's TAG (e.g. <bt>) goes before each of its source sentences as a reserved piece, and "
-         "ALIGNMENT is its word alignments for guided alignment (see --guided-alignment); replaces "
-         "--train-src/--train-tgt (--data-dir then gives the dev set)")
+         "a training corpus, SRC,TGT[,WEIGHT[,TAG[,ALIGNMENT[,SRC_LANG,TGT_LANG]]]], repeatable: corpora are sampled "
+         "by weight (default 1), a corpus's TAG (e.g. <bt>) goes before each of its source sentences as a reserved "
+         "piece, ALIGNMENT is its word alignments for guided alignment (see --guided-alignment), and SRC_LANG,TGT_LANG "
+         "its languages (default --src-lang, --tgt-lang): with two or more target languages each corpus's sources "
+         "begin with its target's >>xx<< tag; replaces --train-src/--train-tgt (--data-dir then gives the dev set)")
       ->group("Data")
-      ->type_name("SRC,TGT[,W[,TAG[,ALIGN]]]");
+      ->type_name("SRC,TGT[,W[,TAG[,ALIGN[,SL,TL]]]]");
   return [cmd, config, config_path, print_config]() -> int {
     // Whether an option was given is a fact of the command line and the config file, never of its
     // value: a given value equal to the default still meets a checkpoint's (run_config::was_given).

@@ -141,16 +141,17 @@ Parsed parse_config(std::string text, const std::string& path) {
 
 // Sets the key of one [[corpus]] table's line in `corpus`.
 void set_corpus_key(const Entry& entry, CorpusSpec& corpus) {
-  if (entry.key == "src" || entry.key == "tgt" || entry.key == "tag" || entry.key == "alignment") {
+  const std::map<std::string, std::string*> texts = {{"src", &corpus.src},           {"tgt", &corpus.tgt},
+                                                     {"tag", &corpus.tag},           {"alignment", &corpus.alignment},
+                                                     {"src-lang", &corpus.src_lang}, {"tgt-lang", &corpus.tgt_lang}};
+  if (const auto text = texts.find(entry.key); text != texts.end()) {
     if (!entry.quoted) throw InputError("text must be quoted: \"" + entry.value + "\"");
-    (entry.key == "src"   ? corpus.src
-     : entry.key == "tgt" ? corpus.tgt
-     : entry.key == "tag" ? corpus.tag
-                          : corpus.alignment) = entry.value;
+    *text->second = entry.value;
   } else if (entry.key == "weight") {
     util::parse_finite(entry.value, corpus.weight);
   } else {
-    throw InputError("unknown key '" + entry.key + "' (a [[corpus]] table holds src, tgt, weight, tag and alignment)");
+    throw InputError("unknown key '" + entry.key +
+                     "' (a [[corpus]] table holds src, tgt, weight, tag, alignment, src-lang and tgt-lang)");
   }
 }
 
@@ -165,7 +166,9 @@ std::string corpus_toml(const CorpusSpec& corpus) {
   };
   return "\n[[corpus]]\nsrc=" + quote(corpus.src) + "\ntgt=" + quote(corpus.tgt) +
          fmt::format("\nweight={}\n", corpus.weight) + "tag=" + quote(corpus.tag) + "\n" +
-         (corpus.alignment.empty() ? "" : "alignment=" + quote(corpus.alignment) + "\n");
+         (corpus.alignment.empty() ? "" : "alignment=" + quote(corpus.alignment) + "\n") +
+         (corpus.src_lang.empty() ? "" : "src-lang=" + quote(corpus.src_lang) + "\n") +
+         (corpus.tgt_lang.empty() ? "" : "tgt-lang=" + quote(corpus.tgt_lang) + "\n");
 }
 
 std::string to_toml(const TrainConfig& config) {

@@ -104,9 +104,44 @@ void check_corpus(const CorpusSpec& corpus, size_t number) {
           name + "tag '" + corpus.tag + "' must not hold a comma (tags are passed to SentencePiece comma-separated)");
   require(!is_reserved_piece(corpus.tag), name + "tag '" + corpus.tag +
                                               "' is a piece SentencePiece reserves (<pad>, <unk>, <s>, </s>, <0xHH>)");
+  for (const auto* language : {&corpus.src_lang, &corpus.tgt_lang}) {
+    require(language->find_first_of(" \t,<>") == std::string::npos,
+            name + "language '" + *language + "' must be a code such as fr or pt_BR (no space, comma, < or >)");
+  }
 }
 
 }  // namespace
+
+std::vector<std::string> target_languages(const TrainConfig& c) {
+  std::vector<std::string> targets;
+  for (const auto& corpus : c.data.corpora) {
+    const auto& target = corpus.tgt_lang.empty() ? c.data.tgt_lang : corpus.tgt_lang;
+    if (std::find(targets.begin(), targets.end(), target) == targets.end()) targets.push_back(target);
+  }
+  if (targets.empty()) targets.push_back(c.data.tgt_lang);
+  return targets;
+}
+
+void tag_targets(TrainConfig& c) {
+  const auto targets = target_languages(c);
+  if (targets.size() < 2) return;
+  for (size_t i = 0; i < c.data.corpora.size(); ++i) {
+    auto& corpus = c.data.corpora[i];
+    const auto tag = ">>" + (corpus.tgt_lang.empty() ? c.data.tgt_lang : corpus.tgt_lang) + "<<";
+    if (corpus.tag.empty()) corpus.tag = tag;
+    if (corpus.tag != tag) {
+      throw InputError("corpus " + std::to_string(i + 1) + " has the tag " + corpus.tag +
+                       ", and a model of several target languages puts " + tag + " before its sources: drop the tag");
+    }
+  }
+  if (std::find(targets.begin(), targets.end(), c.data.tgt_lang) == targets.end()) {
+    std::string listed;
+    for (const auto& target : targets) listed += (listed.empty() ? "" : ", ") + target;
+    throw InputError("--tgt-lang " + c.data.tgt_lang + " (the dev set's) is none of the corpora's target languages (" +
+                     listed + ")");
+  }
+  if (c.run.valid_tag.empty()) c.run.valid_tag = ">>" + c.data.tgt_lang + "<<";
+}
 
 bool guided(const TrainConfig& c) {
   return c.optim.guided_alignment_weight > 0 && (!c.data.guided_alignment.empty() ||

@@ -44,6 +44,7 @@ LeakReport report_data(const TrainConfig& c, const data::Batcher& batcher, const
 SettledConfig settle_config(TrainConfig given, const run_config::DefaultsSpeed& speed) {
   SettledConfig settled;
   settled.options = settle_options(std::move(given));
+  run_config::tag_targets(settled.options);
   settled.options.model.alignment_layer = run_config::guided_layer(settled.options);
   validate(settled.options);  // before the preset reads the data: an absurd option is named first
   settled.preset = settle_preset(settled.options, speed);

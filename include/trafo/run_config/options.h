@@ -14,15 +14,17 @@
 
 namespace trafo::run_config {
 
-// One training corpus of several: `[[corpus]]` in TOML, --corpus SRC,TGT[,WEIGHT[,TAG]] on the command line.
+// One training corpus of several: `[[corpus]]` in TOML,
+// --corpus SRC,TGT[,WEIGHT[,TAG[,ALIGNMENT[,SRC_LANG,TGT_LANG]]]] on the command line.
 struct CorpusSpec {
   std::string src, tgt;
   double weight = 1.0;  // its share of the pairs served is weight / the sum of the weights
   std::string tag;      // put before each of its source sentences as a reserved piece ("": none)
   std::string alignment;  // its word alignments for guided alignment, one line per pair ("": none)
+  std::string src_lang, tgt_lang;  // its languages ("": the run's --src-lang, --tgt-lang)
   bool operator==(const CorpusSpec& other) const {
     return src == other.src && tgt == other.tgt && weight == other.weight && tag == other.tag &&
-           alignment == other.alignment;
+           alignment == other.alignment && src_lang == other.src_lang && tgt_lang == other.tgt_lang;
   }
 };
 
@@ -128,6 +130,16 @@ struct TrainConfig {
 // model::ModelConfig::alignment_layer (-1: none).
 bool guided(const TrainConfig& config);
 int64_t guided_layer(const TrainConfig& config);
+
+// The target languages of the training corpora (each corpus's tgt_lang, or the run's --tgt-lang),
+// each once, in corpus order; the run's alone without corpora.
+std::vector<std::string> target_languages(const TrainConfig& config);
+
+// A model of two or more target languages: each corpus without a tag gets its target's >>xx<< tag,
+// and the dev set (in the run's --tgt-lang) that of the run's target as --valid-tag unless one is
+// given. InputError for a corpus tagged otherwise (a source takes one tag) or a --tgt-lang that no
+// corpus translates into. Nothing changes with one target language.
+void tag_targets(TrainConfig& config);
 
 // Whether `key` (a config key's name, or "corpus") was given: see TrainConfig::given.
 bool was_given(const TrainConfig& config, const std::string& key);
