@@ -198,8 +198,31 @@ TEST_F(CorporaCli, TgtLangChoosesTheTargetOfAModelOfSeveral) {
 TEST_F(CorporaCli, CorporaOfTwoTargetLanguagesTrainAModelOfBoth) {
   const auto corpora = " --corpus " + quoted(data_ / "train.en") + "," + quoted(data_ / "train.de") + ",1,,,en,de --corpus " +
                        quoted(data_ / "extra.en") + "," + quoted(data_ / "extra.de") + ",1,,,en,fr";
-  const auto trained = run_trafo(base("two") + corpora + " --max-steps 3 --valid-every 3");
+  std::filesystem::copy_file(data_ / "dev.de", data_ / "dev.fr");  // a multi-way dev set: dev.en with each target
+  const auto trained = run_trafo(base("two") + corpora + " --max-steps 3 --valid-every 3 --precision fp32");
   ASSERT_EQ(trained.exit_code, 0) << trained.errors;
+  // Validation judges each direction and their macro average; each direction's figures are a fresh
+  // `eval --tgt-lang` of the checkpoint.
+  nlohmann::json valid;
+  for (const auto& event : read_jsonl(root_ / "two" / "metrics.jsonl")) {
+    if (event["event"] == "valid") valid = event;
+  }
+  ASSERT_TRUE(valid.contains("directions")) << valid.dump();
+  const auto& directions = valid["directions"];
+  ASSERT_EQ(directions.size(), 2u) << directions.dump();
+  EXPECT_NEAR(valid["bleu"].get<double>(),
+              (directions["en-de"]["bleu"].get<double>() + directions["en-fr"]["bleu"].get<double>()) / 2, 1e-9);
+  EXPECT_NEAR(valid["loss"].get<double>(),
+              (directions["en-de"]["loss"].get<double>() + directions["en-fr"]["loss"].get<double>()) / 2, 1e-9);
+  for (const std::string target : {"de", "fr"}) {
+    const auto evaluated = run_trafo("eval -c " + quoted(root_ / "two" / "checkpoint-3.pt") + " --tgt-lang " + target +
+                                     " --src " + quoted(data_ / "dev.en") + " --ref " + quoted(data_ / ("dev." + target)) +
+                                     " --threads 1 --json --precision fp32");
+    ASSERT_EQ(evaluated.exit_code, 0) << evaluated.errors;
+    const auto figures = nlohmann::json::parse(evaluated.output);
+    EXPECT_NEAR(figures["loss"].get<double>(), directions["en-" + target]["loss"].get<double>(), 1e-5) << target;
+    EXPECT_NEAR(figures["bleu"].get<double>(), directions["en-" + target]["bleu"].get<double>(), 1e-6) << target;
+  }
   const auto start = start_event("two");
   ASSERT_EQ(start["corpora"].size(), 2u);
   EXPECT_EQ(start["corpora"][0]["tag"], ">>de<<");
@@ -209,7 +232,7 @@ TEST_F(CorporaCli, CorporaOfTwoTargetLanguagesTrainAModelOfBoth) {
   EXPECT_EQ(saved.inference.tags, (std::vector<std::string>{">>de<<", ">>fr<<"}));
   EXPECT_NE(read_text(root_ / "two" / "config.toml").find("valid-tag=\">>de<<\""), std::string::npos);
   // A resume settles the same tags; the model translates into either.
-  const auto resumed = run_trafo(base("two") + corpora + " --max-steps 4 --valid-every 3");
+  const auto resumed = run_trafo(base("two") + corpora + " --max-steps 4 --valid-every 3 --precision fp32");
   EXPECT_EQ(resumed.exit_code, 0) << resumed.errors;
   write_text(root_ / "in.txt", "the cat\n");
   const auto model = " -c " + quoted(root_ / "two" / "checkpoint-last.pt") + " --threads 1 --precision fp32 < " +

@@ -275,10 +275,17 @@ class TrainingLoop {
       progress_.best_metric = value;
       progress_.best_step = progress_.step;
     }
-    record("valid", {{"loss", result.loss}, {"ppl", result.ppl}, {"bleu", result.bleu}, {"chrf", result.chrf},
-                     {"repetition_loops", result.repetition_loops}, {"best", best}, {"samples", result.samples}});
-    spdlog::info("valid step {} | loss {:.4f} | ppl {:.2f} | bleu {:.2f} | chrf {:.2f} | loops {}{}", progress_.step,
-                 result.loss, result.ppl, result.bleu, result.chrf, result.repetition_loops, best ? " | best" : "");
+    nlohmann::json fields = {{"loss", result.loss}, {"ppl", result.ppl}, {"bleu", result.bleu}, {"chrf", result.chrf},
+                             {"repetition_loops", result.repetition_loops}, {"best", best}, {"samples", result.samples}};
+    if (!result.directions.empty()) fields["directions"] = result.directions;
+    record("valid", fields);
+    spdlog::info("valid step {} | loss {:.4f} | ppl {:.2f} | bleu {:.2f} | chrf {:.2f} | loops {}{}{}", progress_.step,
+                 result.loss, result.ppl, result.bleu, result.chrf, result.repetition_loops,
+                 result.directions.empty() ? "" : " (macro average)", best ? " | best" : "");
+    for (const auto& [name, figures] : result.directions.items()) {
+      spdlog::info("  {} | loss {:.4f} | bleu {:.2f} | chrf {:.2f}", name, figures["loss"].get<double>(),
+                   figures["bleu"].get<double>(), figures["chrf"].get<double>());
+    }
     for (const auto& sample : result.samples) {
       spdlog::info("  src: {}\n  ref: {}\n  hyp: {}", sample["src"].get<std::string>(),
                    sample["ref"].get<std::string>(), sample["hyp"].get<std::string>());

@@ -1,5 +1,10 @@
 #include "validation.h"
 
+#include <filesystem>
+
+#include <spdlog/spdlog.h>
+
+#include "trafo/data/corpus.h"
 #include "trafo/decode/precision_probe.h"
 
 namespace trafo::train {
@@ -14,11 +19,42 @@ runtime::Precision pick_validation_precision(const TrainConfig& c, model::Transf
                                           [&] { return decode::bf16_decoding_speedup(model); }, /*quiet=*/true);
 }
 
+// The run's dev pair; for a model of several target languages, also DIR/dev.SRC with DIR/dev.XX for
+// each other target XX (a multi-way dev set, line by line), where that file is there.
+std::vector<DevSet> dev_sets(const TrainConfig& c, const run_config::DataFiles& paths, const data::Tokenizer& tokenizer) {
+  const int tag = c.run.valid_tag.empty() ? -1 : tokenizer.reserved_id(c.run.valid_tag);
+  const auto targets = run_config::target_languages(c);
+  if (targets.size() < 2) return {{"", paths.dev_src, paths.dev_tgt, tag}};
+  std::vector<DevSet> sets;
+  for (const auto& target : targets) {
+    const auto name = c.data.src_lang + "-" + target;
+    if (target == c.data.tgt_lang) {
+      sets.push_back({name, paths.dev_src, paths.dev_tgt, tag});
+      continue;
+    }
+    const auto file = c.data.data_dir.empty() ? std::filesystem::path()
+                                              : std::filesystem::path(c.data.data_dir) / ("dev." + target);
+    std::error_code error;
+    if (file.empty() || !std::filesystem::is_regular_file(file, error)) {
+      spdlog::warn("no dev set for {} ({}): validation judges the other directions", name,
+                   file.empty() ? "no --data-dir" : file.string() + " is not there");
+      continue;
+    }
+    data::check_parallel_files(paths.dev_src, file.string());
+    sets.push_back({name, paths.dev_src, file.string(), tokenizer.reserved_id(">>" + target + "<<")});
+  }
+  std::string names;
+  for (const auto& set : sets) names += (names.empty() ? "" : ", ") + set.name;
+  spdlog::info("validation: {} dev sets ({}); early stopping and checkpoint-best follow their macro average",
+               sets.size(), names);
+  return sets;
+}
+
 std::optional<Validator> make_validator(const TrainConfig& c, const run_config::DataFiles& paths,
                                         const data::Tokenizer& tokenizer, bool main_rank, bool bf16) {
   if (!main_rank) return std::nullopt;
-  return Validator(paths.dev_src, paths.dev_tgt, tokenizer, c.run.valid_max_sentences, c.run.valid_samples,
-                   c.model.max_positions, bf16, c.run.valid_tag.empty() ? -1 : tokenizer.reserved_id(c.run.valid_tag));
+  return Validator(dev_sets(c, paths, tokenizer), tokenizer, c.run.valid_max_sentences, c.run.valid_samples,
+                   c.model.max_positions, bf16);
 }
 
 }  // namespace

@@ -18,26 +18,41 @@ eval::Evaluator greedy(int64_t max_positions, bool bf16, int tag) {
 
 }  // namespace
 
-Validator::Validator(const std::string& source_path, const std::string& target_path,
-                     const data::Tokenizer& tokenizer, int64_t max_sentences, int64_t samples,
-                     int64_t max_positions, bool bf16, int tag)
-    : tokenizer_(tokenizer),
-      set_(eval::EvalSet::read(source_path, target_path, tokenizer, max_positions, max_sentences, tag)),
-      evaluator_(greedy(max_positions, bf16, tag)),
-      samples_(samples) {}
+Validator::Validator(const std::vector<DevSet>& sets, const data::Tokenizer& tokenizer, int64_t max_sentences,
+                     int64_t samples, int64_t max_positions, bool bf16)
+    : tokenizer_(tokenizer), samples_(samples) {
+  for (const auto& set : sets) {
+    sets_.push_back({set.name,
+                     eval::EvalSet::read(set.source, set.target, tokenizer, max_positions, max_sentences, set.tag),
+                     greedy(max_positions, bf16, set.tag)});
+  }
+}
 
 ValidationResult Validator::run(model::Transformer& model) {
-  const auto evaluated = evaluator_.run(model, tokenizer_, set_);
   ValidationResult result;
-  result.loss = evaluated.loss.tokens > 0 ? evaluated.loss.mean() : 0.0;
-  result.ppl = std::exp(result.loss);
-  result.bleu = evaluated.bleu.score;
-  result.chrf = evaluated.chrf.score;
-  result.repetition_loops = evaluated.repetition_loops;
-  const auto shown = std::min<int64_t>(samples_, static_cast<int64_t>(evaluated.hypotheses.size()));
-  for (int64_t i = 0; i < shown; ++i) {
-    result.samples.push_back({{"src", set_.sources[i]}, {"ref", set_.references[i]}, {"hyp", evaluated.hypotheses[i]}});
+  for (auto& set : sets_) {
+    const auto evaluated = set.evaluator.run(model, tokenizer_, set.pairs);
+    const double loss = evaluated.loss.tokens > 0 ? evaluated.loss.mean() : 0.0;
+    result.loss += loss;
+    result.bleu += evaluated.bleu.score;
+    result.chrf += evaluated.chrf.score;
+    result.repetition_loops += evaluated.repetition_loops;
+    if (sets_.size() > 1) {
+      result.directions[set.name] = {
+          {"loss", loss}, {"ppl", std::exp(loss)}, {"bleu", evaluated.bleu.score}, {"chrf", evaluated.chrf.score}};
+    }
+    const auto shown = std::min<int64_t>(samples_ - static_cast<int64_t>(result.samples.size()),
+                                         static_cast<int64_t>(evaluated.hypotheses.size()));
+    for (int64_t i = 0; i < shown; ++i) {
+      result.samples.push_back(
+          {{"src", set.pairs.sources[i]}, {"ref", set.pairs.references[i]}, {"hyp", evaluated.hypotheses[i]}});
+    }
   }
+  const auto n = static_cast<double>(std::max<size_t>(sets_.size(), 1));
+  result.loss /= n;
+  result.bleu /= n;
+  result.chrf /= n;
+  result.ppl = std::exp(result.loss);
   return result;
 }
 
