@@ -158,9 +158,13 @@ TEST_F(CorporaCli, TgtLangChoosesTheTargetOfAModelOfSeveral) {
   ASSERT_EQ(by_lang.exit_code, 0) << by_lang.errors;
   EXPECT_EQ(by_lang.output, by_tag.output);
   EXPECT_EQ(lines_of(by_lang.output).size(), 3u);
+  // A line's own code is read as --tgt-lang's tag: the same pieces, the same translation.
   const auto coded = translate("", "coded.txt");
   EXPECT_EQ(coded.exit_code, 0) << coded.errors;
-  EXPECT_EQ(lines_of(coded.output).size(), 3u);
+  const auto coded_lines = lines_of(coded.output);
+  ASSERT_EQ(coded_lines.size(), 3u);
+  EXPECT_EQ(coded_lines[0], lines_of(by_lang.output)[0]);
+  EXPECT_EQ(coded_lines[2], lines_of(translate(" --tgt-lang de").output)[2]);
 
   const auto expect_refused = [](const CommandResult& result, const std::string& said) {
     EXPECT_EQ(result.exit_code, 2) << result.output;

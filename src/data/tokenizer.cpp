@@ -146,13 +146,32 @@ void Tokenizer::save(const std::filesystem::path& path) const {
 
 std::vector<int> Tokenizer::encode(const std::string& text) const {
   if (has_table()) return ids_from_table(*processor_, table_ids_, text);
+  // A leading language code that the model reserves (">>fr<< text", as users of multilingual models
+  // write it) is that piece, then the text cut alone: what a corpus tag puts before a source in
+  // training, and what MarianMT's tokenizer does with a code.
+  std::string_view rest = text;
+  int code = -1;
+  if (rest.substr(0, 2) == ">>") {
+    if (const auto end = rest.find("<<"); end != std::string_view::npos && (end + 2 == rest.size() || rest[end + 2] == ' ')) {
+      const int id = reserved_id(std::string(rest.substr(0, end + 2)));
+      if (id >= 0) {
+        code = id;
+        rest.remove_prefix(end + 2);
+      }
+    }
+  }
   std::vector<int> ids;
-  processor_->Encode(text, &ids).IgnoreError();
+  processor_->Encode(rest, &ids).IgnoreError();
+  if (code >= 0) ids.insert(ids.begin(), code);
   return ids;
 }
 
 std::vector<int> Tokenizer::encode_target(const std::string& text) const {
-  if (!has_table()) return encode(text);
+  if (!has_table()) {
+    std::vector<int> ids;
+    processor_->Encode(text, &ids).IgnoreError();
+    return ids;
+  }
   return ids_from_table(*target_, has_target_table() ? target_table_ids_ : table_ids_, text);
 }
 
@@ -184,7 +203,7 @@ std::vector<std::string> Tokenizer::pieces(const std::string& text) const {
     for (const int id : encode(text)) result.push_back(table_[static_cast<size_t>(id)]);
     return result;
   }
-  processor_->Encode(text, &result).IgnoreError();
+  for (const int id : encode(text)) result.push_back(processor_->IdToPiece(id));
   return result;
 }
 
