@@ -83,6 +83,56 @@ TEST_F(HuggingFaceExport, TransformersLoadsTheFolderAndTranslatesAsTrafo) {
   EXPECT_NE(checked.output.find("ok"), std::string::npos) << checked.output;
 }
 
+// A model of two target languages (corpora tagged >>de<< and >>fr<<) exports as a multilingual
+// OPUS-MT folder: its codes are MarianTokenizer's supported_language_codes, target_lang names both,
+// transformers translates a source that begins with its code as trafo does, and the folder imports
+// back as a model of the same two targets.
+TEST_F(HuggingFaceExport, AModelOfTwoTargetsExportsAndImportsAsMultilingualOpusMt) {
+  TRAFO_REQUIRE_PYTHON_MODULE("transformers");
+  const auto toy = *dir_ / "toy";
+  const auto pairs = quoted(toy / "train.en") + "," + quoted(toy / "train.de");
+  const auto checkpoint =
+      train("multi", "--norm post --corpus " + pairs + ",1,,,en,de --corpus " + pairs + ",1,,,en,fr", 100);
+  const auto folder = *dir_ / "multi-hf";
+  const auto exported =
+      run_trafo("export --format huggingface --checkpoint " + quoted(checkpoint) + " --out " + quoted(folder));
+  ASSERT_EQ(exported.exit_code, 0) << exported.errors;
+  const auto codes = run_command(std::string("'") + TRAFO_PYTHON +
+                                 "' -c 'import json, sys; from transformers import MarianTokenizer; "
+                                 "t = MarianTokenizer.from_pretrained(sys.argv[1]); "
+                                 "print(t.supported_language_codes, json.load(open(sys.argv[1] + \"/tokenizer_config.json\"))"
+                                 "[\"target_lang\"])' " + quoted(folder));
+  ASSERT_EQ(codes.exit_code, 0) << codes.errors;
+  EXPECT_EQ(codes.output, "['>>de<<', '>>fr<<'] de+fr\n");
+
+  // Sources that begin with their code, half each; trafo's translations, scores, then transformers'.
+  std::string text;
+  int n = 0;
+  for (const auto& line : lines_of(read_text(toy / "dev.en"))) text += (n++ % 2 == 0 ? ">>fr<< " : ">>de<< ") + line + "\n";
+  const auto sources = *dir_ / "multi.en", translations = *dir_ / "multi.out", scores = *dir_ / "multi.scores";
+  write_text(sources, text);
+  const std::string fp32 = " --threads 1 --precision fp32";
+  ASSERT_EQ(run_trafo("translate --checkpoint " + quoted(checkpoint) + " --input " + quoted(sources) + " --output " +
+                      quoted(translations) + fp32).exit_code, 0);
+  ASSERT_EQ(run_trafo("score-pairs --checkpoint " + quoted(checkpoint) + " --src " + quoted(sources) + " --tgt " +
+                      quoted(translations) + fp32 + " > " + quoted(scores)).exit_code, 0);
+  const auto checked = run_command(std::string("'") + TRAFO_PYTHON + "' '" + TRAFO_SOURCE_DIR +
+                                   "/tests/huggingface_check.py' " + quoted(folder) + " " + quoted(sources) + " " +
+                                   quoted(translations) + " " + quoted(scores));
+  EXPECT_EQ(checked.exit_code, 0) << checked.output << checked.errors;
+
+  // Imported back: the same two targets, the same translations.
+  const auto imported = *dir_ / "multi-imported.pt";
+  const auto back = run_trafo("import --from " + quoted(folder) + " --out " + quoted(imported) + " --force");
+  ASSERT_EQ(back.exit_code, 0) << back.errors;
+  const auto again = run_trafo("translate --checkpoint " + quoted(imported) + " --input " + quoted(sources) + fp32);
+  ASSERT_EQ(again.exit_code, 0) << again.errors;
+  EXPECT_EQ(again.output, read_text(translations));
+  const auto unnamed = run_trafo("translate --checkpoint " + quoted(imported) + " --input " + quoted(toy / "dev.en") + fp32);
+  EXPECT_EQ(unnamed.exit_code, 2);
+  EXPECT_NE(unnamed.errors.find("translates into de, fr"), std::string::npos) << unnamed.errors;
+}
+
 TEST_F(HuggingFaceExport, APreNormModelWithUntiedEmbeddingsIsRefusedInOneLine) {
   const auto checkpoint = train("pre-untied", "--tie-embeddings false", /*steps=*/1);
   const auto folder = *dir_ / "pre-untied-hf";

@@ -53,4 +53,14 @@ InferenceInfo inference_from_config(const std::string& toml) {
   return info;
 }
 
+std::vector<std::string> InferenceInfo::target_languages() const {
+  std::vector<std::string> codes;
+  for (const auto& tag : tags) {
+    if (tag.size() > 4 && tag.compare(0, 2, ">>") == 0 && tag.compare(tag.size() - 2, 2, "<<") == 0) {
+      codes.push_back(tag.substr(2, tag.size() - 4));
+    }
+  }
+  return codes;
+}
+
 }  // namespace trafo::checkpoint

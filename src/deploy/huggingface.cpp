@@ -25,6 +25,16 @@ ModelClass model_class(const model::ModelConfig& c) {
   return {"pegasus", "PegasusForConditionalGeneration"};
 }
 
+// tokenizer_config.json's target_lang: a model of several targets names them all as OPUS-MT does
+// ("fr+es+it"), a model of one its language.
+std::string target_lang(const checkpoint::InferenceInfo& info) {
+  const auto codes = info.target_languages();
+  if (codes.size() < 2) return info.tgt_lang;
+  std::string joined;
+  for (const auto& code : codes) joined += (joined.empty() ? "" : "+") + code;
+  return joined;
+}
+
 // What neither class can express, with what to train instead; empty when one can.
 std::string unsupported(const model::ModelConfig& c) {
   if (model::norm_position(c) == model::NormPosition::kPre && !c.tie_embeddings) {
@@ -271,7 +281,7 @@ std::vector<std::pair<std::string, std::string>> huggingface_files(const checkpo
   nlohmann::json tokenizer_config = special;
   tokenizer_config.update({{"tokenizer_class", "MarianTokenizer"},
                            {"source_lang", info.src_lang},
-                           {"target_lang", info.tgt_lang},
+                           {"target_lang", target_lang(info)},
                            {"separate_vocabs", separate},
                            {"model_max_length", c.max_positions},
                            // Text that spells a special piece ("<s>", "</s>") is cut by SentencePiece, as trafo

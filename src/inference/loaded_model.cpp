@@ -54,7 +54,7 @@ bool names_language(const std::string& languages, const std::string& code) {
 // The tag that --tgt-lang and --tag choose for every source ("": none).
 std::string chosen_tag(const RuntimeOptions& options, const checkpoint::InferenceInfo& info, const std::string& path) {
   if (options.tgt_lang.empty()) return options.tag;
-  const auto codes = target_languages(info);
+  const auto codes = info.target_languages();
   const bool named = std::find(codes.begin(), codes.end(), options.tgt_lang) != codes.end();
   if (!named && codes.size() < 2 && (info.tgt_lang.empty() || names_language(info.tgt_lang, options.tgt_lang))) {
     return options.tag;  // a model of one target, that one (or one the checkpoint does not name)
@@ -71,16 +71,6 @@ std::string chosen_tag(const RuntimeOptions& options, const checkpoint::Inferenc
 }
 
 }  // namespace
-
-std::vector<std::string> target_languages(const checkpoint::InferenceInfo& info) {
-  std::vector<std::string> codes;
-  for (const auto& tag : info.tags) {
-    if (tag.size() > 4 && tag.compare(0, 2, ">>") == 0 && tag.compare(tag.size() - 2, 2, "<<") == 0) {
-      codes.push_back(tag.substr(2, tag.size() - 4));
-    }
-  }
-  return codes;
-}
 
 void require_target(const LoadedModel& loaded, const std::string& text, const std::string& where) {
   if (loaded.required_codes.empty() || text.empty()) return;
@@ -118,7 +108,7 @@ LoadedModel load_for_translation(const RuntimeOptions& options) {
   spdlog::info("loaded {} on {}, {} threads, {}: {}{}", options.checkpoint, device.str(), threads, precision.name(),
                precision.reason, device.is_cpu() ? std::string("; CPU kernels ") + ops::isa_name(ops::cpu_isa()) : "");
   LoadedModel loaded{std::move(model), {}, std::move(tokenizer), precision.bf16, tag, {}, checkpoint.inference};
-  if (const auto codes = target_languages(checkpoint.inference); codes.size() >= 2 && tag < 0) {
+  if (const auto codes = checkpoint.inference.target_languages(); codes.size() >= 2 && tag < 0) {
     const auto ids = corpus_tag_ids(checkpoint.inference, loaded.tokenizer);
     for (const auto& code : codes) {
       if (ids.count(">>" + code + "<<") != 0) loaded.required_codes.push_back(code);  // one piece, as it must be

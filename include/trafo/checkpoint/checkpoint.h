@@ -35,6 +35,10 @@ struct InferenceInfo {
   std::string src_lang, tgt_lang;  // the run's languages ("": unknown)
   std::vector<std::string> tags;   // the corpus tags it was trained with, each once, in config order
   bool empty() const { return src_lang.empty() && tgt_lang.empty() && tags.empty(); }
+  // The codes of its target-language tags (">>fr<<" -> "fr"), in order: the targets of a model that
+  // translates into several (two or more), as multilingual OPUS-MT models write them first in the
+  // source. Empty for a model without such tags.
+  std::vector<std::string> target_languages() const;
 };
 
 struct Checkpoint {

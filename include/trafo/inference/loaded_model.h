@@ -42,11 +42,6 @@ struct LoadedModel {
 // (and a served request's "tag") may name.
 std::map<std::string, int> corpus_tag_ids(const checkpoint::InferenceInfo& info, const data::Tokenizer& tokenizer);
 
-// The target languages of a model that translates into several: the codes of its >>xx<< tags
-// (">>fr<<" -> "fr"), in the checkpoint's order, as OPUS-MT writes them first in the source. Empty for
-// a model without such tags.
-std::vector<std::string> target_languages(const checkpoint::InferenceInfo& info);
-
 // InputError naming `where` and the choices when `loaded` needs every source to begin with a target
 // language code (required_codes) and `text`, not empty, does not.
 void require_target(const LoadedModel& loaded, const std::string& text, const std::string& where);
