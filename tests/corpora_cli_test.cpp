@@ -202,7 +202,9 @@ TEST_F(CorporaCli, TgtLangChoosesTheTargetOfAModelOfSeveral) {
 TEST_F(CorporaCli, CorporaOfTwoTargetLanguagesTrainAModelOfBoth) {
   const auto corpora = " --corpus " + quoted(data_ / "train.en") + "," + quoted(data_ / "train.de") + ",1,,,en,de --corpus " +
                        quoted(data_ / "extra.en") + "," + quoted(data_ / "extra.de") + ",1,,,en,fr";
-  std::filesystem::copy_file(data_ / "dev.de", data_ / "dev.fr");  // a multi-way dev set: dev.en with each target
+  // en-fr's own dev pair, as fairseq names them (a multi-way dev.fr beside dev.en would do too)
+  std::filesystem::copy_file(data_ / "dev.en", data_ / "dev.en-fr.en");
+  std::filesystem::copy_file(data_ / "dev.de", data_ / "dev.en-fr.fr");
   const auto trained = run_trafo(base("two") + corpora + " --max-steps 3 --valid-every 3 --precision fp32");
   ASSERT_EQ(trained.exit_code, 0) << trained.errors;
   // Validation judges each direction and their macro average; each direction's figures are a fresh
@@ -220,7 +222,7 @@ TEST_F(CorporaCli, CorporaOfTwoTargetLanguagesTrainAModelOfBoth) {
               (directions["en-de"]["loss"].get<double>() + directions["en-fr"]["loss"].get<double>()) / 2, 1e-9);
   for (const std::string target : {"de", "fr"}) {
     const auto evaluated = run_trafo("eval -c " + quoted(root_ / "two" / "checkpoint-3.pt") + " --tgt-lang " + target +
-                                     " --src " + quoted(data_ / "dev.en") + " --ref " + quoted(data_ / ("dev." + target)) +
+                                     " --src " + quoted(data_ / "dev.en") + " --ref " + quoted(data_ / (target == "de" ? "dev.de" : "dev.en-fr.fr")) +
                                      " --threads 1 --json --precision fp32");
     ASSERT_EQ(evaluated.exit_code, 0) << evaluated.errors;
     const auto figures = nlohmann::json::parse(evaluated.output);

@@ -19,8 +19,9 @@ runtime::Precision pick_validation_precision(const TrainConfig& c, model::Transf
                                           [&] { return decode::bf16_decoding_speedup(model); }, /*quiet=*/true);
 }
 
-// The run's dev pair; for a model of several target languages, also DIR/dev.SRC with DIR/dev.XX for
-// each other target XX (a multi-way dev set, line by line), where that file is there.
+// The run's dev pair; for a model of several target languages, also a dev pair for each other target
+// XX: DIR/dev.SRC-XX.SRC with DIR/dev.SRC-XX.XX (a pair of its own, as fairseq names them), or else
+// DIR/dev.SRC with DIR/dev.XX (a multi-way dev set, line by line), where those files are there.
 std::vector<DevSet> dev_sets(const TrainConfig& c, const run_config::DataFiles& paths, const data::Tokenizer& tokenizer) {
   const int tag = c.run.valid_tag.empty() ? -1 : tokenizer.reserved_id(c.run.valid_tag);
   const auto targets = run_config::target_languages(c);
@@ -32,16 +33,27 @@ std::vector<DevSet> dev_sets(const TrainConfig& c, const run_config::DataFiles& 
       sets.push_back({name, paths.dev_src, paths.dev_tgt, tag});
       continue;
     }
-    const auto file = c.data.data_dir.empty() ? std::filesystem::path()
-                                              : std::filesystem::path(c.data.data_dir) / ("dev." + target);
-    std::error_code error;
-    if (file.empty() || !std::filesystem::is_regular_file(file, error)) {
-      spdlog::warn("no dev set for {} ({}): validation judges the other directions", name,
-                   file.empty() ? "no --data-dir" : file.string() + " is not there");
+    if (c.data.data_dir.empty()) {
+      spdlog::warn("no dev set for {} (no --data-dir): validation judges the other directions", name);
       continue;
     }
-    data::check_parallel_files(paths.dev_src, file.string());
-    sets.push_back({name, paths.dev_src, file.string(), tokenizer.reserved_id(">>" + target + "<<")});
+    const std::filesystem::path dir(c.data.data_dir);
+    const auto there = [](const std::filesystem::path& file) {
+      std::error_code error;
+      return std::filesystem::is_regular_file(file, error);
+    };
+    auto source = dir / ("dev." + name + "." + c.data.src_lang), reference = dir / ("dev." + name + "." + target);
+    if (!there(source) || !there(reference)) {
+      source = paths.dev_src;
+      reference = dir / ("dev." + target);
+    }
+    if (!there(source) || !there(reference)) {
+      spdlog::warn("no dev set for {} (neither {} nor {} is there): validation judges the other directions", name,
+                   (dir / ("dev." + name + "." + target)).string(), reference.string());
+      continue;
+    }
+    data::check_parallel_files(source, reference);
+    sets.push_back({name, source.string(), reference.string(), tokenizer.reserved_id(">>" + target + "<<")});
   }
   std::string names;
   for (const auto& set : sets) names += (names.empty() ? "" : ", ") + set.name;
