@@ -175,6 +175,12 @@ TEST_F(CorporaCli, TgtLangChoosesTheTargetOfAModelOfSeveral) {
   };
   expect_refused(translate(""), "line 1 names no target language, and the model translates into de, fr");
   expect_refused(translate(" --tgt-lang it"), "translates into de, fr (its >>xx<< codes)");
+  write_text(root_ / "it.txt", ">>it<< the cat\n");
+  expect_refused(translate("", "it.txt"), "line 1 asks for >>it<<, which the model does not translate into (de, fr)");
+  write_text(root_ / "blank.txt", ">>fr<<\tthe cat\n  \n");  // a tab after the code; a blank line is a blank line
+  const auto blank = translate("", "blank.txt");
+  EXPECT_EQ(blank.exit_code, 0) << blank.errors;
+  EXPECT_EQ(lines_of(blank.output).size(), 2u);
   expect_refused(translate(" --tgt-lang fr --tag '>>de<<'"), "choose different tags");
   const auto eval = [&](const std::string& options) {
     return run_trafo("eval" + model + options + " --src " + quoted(data_ / "dev.en") + " --ref " +
@@ -221,13 +227,27 @@ TEST_F(CorporaCli, CorporaOfTwoTargetLanguagesTrainAModelOfBoth) {
   EXPECT_NEAR(valid["loss"].get<double>(),
               (directions["en-de"]["loss"].get<double>() + directions["en-fr"]["loss"].get<double>()) / 2, 1e-9);
   for (const std::string target : {"de", "fr"}) {
-    const auto evaluated = run_trafo("eval -c " + quoted(root_ / "two" / "checkpoint-3.pt") + " --tgt-lang " + target +
-                                     " --src " + quoted(data_ / "dev.en") + " --ref " + quoted(data_ / (target == "de" ? "dev.de" : "dev.en-fr.fr")) +
-                                     " --threads 1 --json --precision fp32");
-    ASSERT_EQ(evaluated.exit_code, 0) << evaluated.errors;
-    const auto figures = nlohmann::json::parse(evaluated.output);
-    EXPECT_NEAR(figures["loss"].get<double>(), directions["en-" + target]["loss"].get<double>(), 1e-5) << target;
-    EXPECT_NEAR(figures["bleu"].get<double>(), directions["en-" + target]["bleu"].get<double>(), 1e-6) << target;
+    const auto reference = data_ / (target == "de" ? "dev.de" : "dev.en-fr.fr");
+    const auto evaluate = [&](const std::filesystem::path& source, const std::filesystem::path& ref) {
+      const auto evaluated = run_trafo("eval -c " + quoted(root_ / "two" / "checkpoint-3.pt") + " --tgt-lang " + target +
+                                       " --src " + quoted(source) + " --ref " + quoted(ref) +
+                                       " --threads 1 --json --precision fp32");
+      EXPECT_EQ(evaluated.exit_code, 0) << evaluated.errors;
+      return nlohmann::json::parse(evaluated.output);
+    };
+    // The loss is over every dev pair; the translations over the first --valid-max-sentences (5).
+    EXPECT_NEAR(evaluate(data_ / "dev.en", reference)["loss"].get<double>(),
+                directions["en-" + target]["loss"].get<double>(), 1e-5) << target;
+    const auto lines = lines_of(read_text(reference)), sources = lines_of(read_text(data_ / "dev.en"));
+    std::string first_sources, first_references;
+    for (size_t i = 0; i < 5; ++i) {
+      first_sources += sources[i] + "\n";
+      first_references += lines[i] + "\n";
+    }
+    write_text(root_ / "five.en", first_sources);
+    write_text(root_ / ("five." + target), first_references);
+    EXPECT_NEAR(evaluate(root_ / "five.en", root_ / ("five." + target))["bleu"].get<double>(),
+                directions["en-" + target]["bleu"].get<double>(), 1e-6) << target;
   }
   const auto start = start_event("two");
   ASSERT_EQ(start["corpora"].size(), 2u);
@@ -342,7 +362,7 @@ TEST_F(CorporaCli, BadInputIsOneLineAndExitTwoAndKeepsWhatWasSaved) {
       {" --corpus " + extra + ",0", "weight must be positive"},
       {" --corpus " + extra + ",-2", "weight must be positive"},
       {" --corpus " + extra + ",x", "--corpus: weight 'x'"},
-      {" --corpus " + quoted(data_ / "extra.en"), "is not SRC,TGT[,WEIGHT[,TAG[,ALIGNMENT]]]"},
+      {" --corpus " + quoted(data_ / "extra.en"), "is not SRC,TGT[,WEIGHT[,TAG[,ALIGNMENT[,SRC_LANG,TGT_LANG]]]]"},
       {" --corpus " + extra + ",1,'<s>'", "a piece SentencePiece reserves"},
       {" --corpus " + extra + ",1,'a b'", "must not hold white space"},
       {" --corpus " + quoted(root_ / "tagged.en") + "," + quoted(root_ / "tagged.de") + ",1,'<zz>' --corpus " + extra,
