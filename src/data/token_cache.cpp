@@ -127,7 +127,8 @@ nlohmann::json identity(const std::filesystem::path& source, const std::filesyst
     return (error ? std::filesystem::absolute(path) : resolved).string();
   };
   const auto& model = tokenizer.to_bytes();
-  nlohmann::json id = {{"format", 1},
+  // format 2: a source's leading language code is its reserved piece (Tokenizer::encode)
+  nlohmann::json id = {{"format", 2},
                        {"source", absolute(source)},
                        {"target", absolute(target)},
                        {"tokenizer", hex(XXH3_64bits(model.data(), model.size()))},

@@ -144,22 +144,27 @@ void Tokenizer::save(const std::filesystem::path& path) const {
   if (!out) throw_write_error(path.string(), errno != 0 ? errno : EIO);
 }
 
+namespace {
+
+// A leading language code that `tokenizer` reserves (">>fr<< text", as users of multilingual models
+// write it): its piece, `rest` then the text after it; -1 and `rest` untouched otherwise. Read as that
+// piece and the text cut alone, a code is what a corpus tag puts before a source in training, and
+// what MarianMT's tokenizer does with it.
+int leading_code(const Tokenizer& tokenizer, std::string_view& rest) {
+  if (rest.substr(0, 2) != ">>") return -1;
+  const auto end = rest.find("<<");
+  if (end == std::string_view::npos || (end + 2 < rest.size() && rest[end + 2] != ' ' && rest[end + 2] != '\t')) return -1;
+  const int id = tokenizer.reserved_id(std::string(rest.substr(0, end + 2)));
+  if (id >= 0) rest.remove_prefix(end + 2);
+  return id;
+}
+
+}  // namespace
+
 std::vector<int> Tokenizer::encode(const std::string& text) const {
   if (has_table()) return ids_from_table(*processor_, table_ids_, text);
-  // A leading language code that the model reserves (">>fr<< text", as users of multilingual models
-  // write it) is that piece, then the text cut alone: what a corpus tag puts before a source in
-  // training, and what MarianMT's tokenizer does with a code.
   std::string_view rest = text;
-  int code = -1;
-  if (rest.substr(0, 2) == ">>") {
-    if (const auto end = rest.find("<<"); end != std::string_view::npos && (end + 2 == rest.size() || rest[end + 2] == ' ')) {
-      const int id = reserved_id(std::string(rest.substr(0, end + 2)));
-      if (id >= 0) {
-        code = id;
-        rest.remove_prefix(end + 2);
-      }
-    }
-  }
+  const int code = leading_code(*this, rest);
   std::vector<int> ids;
   processor_->Encode(rest, &ids).IgnoreError();
   if (code >= 0) ids.insert(ids.begin(), code);
@@ -186,14 +191,21 @@ void seed_sampling(uint64_t seed) {
 std::vector<int> Tokenizer::sample(const std::string& text, double alpha, uint64_t seed) const {
   seed_sampling(seed);
   if (has_table()) return ids_from_table(*processor_, table_ids_, text, alpha);
+  std::string_view rest = text;
+  const int code = leading_code(*this, rest);
   std::vector<int> ids;
-  processor_->SampleEncode(text, -1, static_cast<float>(alpha), &ids).IgnoreError();  // -1: the whole lattice
+  processor_->SampleEncode(rest, -1, static_cast<float>(alpha), &ids).IgnoreError();  // -1: the whole lattice
+  if (code >= 0) ids.insert(ids.begin(), code);
   return ids;
 }
 
 std::vector<int> Tokenizer::sample_target(const std::string& text, double alpha, uint64_t seed) const {
-  if (!has_table()) return sample(text, alpha, seed);
   seed_sampling(seed);
+  if (!has_table()) {
+    std::vector<int> ids;
+    processor_->SampleEncode(text, -1, static_cast<float>(alpha), &ids).IgnoreError();
+    return ids;
+  }
   return ids_from_table(*target_, has_target_table() ? target_table_ids_ : table_ids_, text, alpha);
 }
 
