@@ -30,10 +30,12 @@ Validator::Validator(const std::vector<DevSet>& sets, const data::Tokenizer& tok
 
 ValidationResult Validator::run(model::Transformer& model) {
   ValidationResult result;
+  int with_loss = 0;  // sets with a pair inside the model's positions: a set without one has no loss
   for (auto& set : sets_) {
     const auto evaluated = set.evaluator.run(model, tokenizer_, set.pairs);
     const double loss = evaluated.loss.tokens > 0 ? evaluated.loss.mean() : 0.0;
     result.loss += loss;
+    with_loss += evaluated.loss.tokens > 0 ? 1 : 0;
     result.bleu += evaluated.bleu.score;
     result.chrf += evaluated.chrf.score;
     result.repetition_loops += evaluated.repetition_loops;
@@ -49,7 +51,7 @@ ValidationResult Validator::run(model::Transformer& model) {
     }
   }
   const auto n = static_cast<double>(std::max<size_t>(sets_.size(), 1));
-  result.loss /= n;
+  result.loss /= std::max(with_loss, 1);
   result.bleu /= n;
   result.chrf /= n;
   result.ppl = std::exp(result.loss);
