@@ -73,12 +73,21 @@ std::string chosen_tag(const RuntimeOptions& options, const checkpoint::Inferenc
 }  // namespace
 
 void require_target(const LoadedModel& loaded, const std::string& text, const std::string& where) {
-  if (loaded.required_codes.empty() || text.empty()) return;
+  if (loaded.required_codes.empty() || text.find_first_not_of(" \t\r") == std::string::npos) return;
+  // A code ends at a space or a tab, as the tokenizer reads it; MarianMT's table reads it up to "<<".
+  const bool glued = loaded.tokenizer.has_table();
   for (const auto& code : loaded.required_codes) {
     const auto tag = ">>" + code + "<<";
-    if (text.compare(0, tag.size(), tag) == 0 && (text.size() == tag.size() || text[tag.size()] == ' ')) return;
+    if (text.compare(0, tag.size(), tag) == 0 &&
+        (glued || text.size() == tag.size() || text[tag.size()] == ' ' || text[tag.size()] == '\t')) {
+      return;
+    }
   }
-  throw InputError(where + " names no target language, and the model translates into " + listed(loaded.required_codes) +
+  const auto end = text.find("<<");
+  const bool other = text.compare(0, 2, ">>") == 0 && end != std::string::npos && end < 40;
+  throw InputError(where + (other ? " asks for " + text.substr(0, end + 2) + ", which the model does not translate into ("
+                                  : " names no target language, and the model translates into ") +
+                   listed(loaded.required_codes) + (other ? ")" : "") +
                    ": choose one with --tgt-lang, or begin each line with its >>xx<< code");
 }
 
