@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -15,6 +16,7 @@
 #include "trafo/errors.h"
 #include "trafo/metrics/bleu.h"
 #include "trafo/metrics/chrf.h"
+#include "trafo/metrics/language_id.h"
 #include "trafo/metrics/repetition.h"
 #include "trafo/util/files.h"
 
@@ -487,6 +489,30 @@ TEST(RepetitionLoops, AnNGramFourTimesInARowIsALoop) {
   EXPECT_FALSE(has_repetition_loop("a b c d e f g h i a b c d e f g h i a b c d e f g h i a b c d e f g h i"))
       << "9-grams are longer than the loops looked for";
   EXPECT_EQ(trafo::metrics::count_repetition_loops({"x x x x", "x y", "y y y y y"}), 2);
+}
+
+
+// The language identifier tells languages apart by their character n-grams, keeps what it learned
+// through its JSON, and refuses JSON it did not write.
+TEST(LanguageId, TellsLanguagesApartAndRoundTrips) {
+  const std::map<std::string, std::vector<std::string>> text = {
+      {"en", {"the cat sees the dog", "where is the house of the king", "this is what they wanted",
+              "the weather is nice today", "which file do you want to open"}},
+      {"de", {"die Katze sieht den Hund", "wo ist das Haus des Königs", "das ist, was sie wollten",
+              "das Wetter ist heute schön", "welche Datei möchten Sie öffnen"}},
+      {"fr", {"le chat voit le chien", "où est la maison du roi", "c'est ce qu'ils voulaient",
+              "il fait beau aujourd'hui", "quel fichier voulez-vous ouvrir"}}};
+  const auto id = metrics::LanguageId::learn(text);
+  EXPECT_EQ(id.languages(), (std::vector<std::string>{"de", "en", "fr"}));
+  EXPECT_EQ(id.identify("the dog sees the cat"), "en");
+  EXPECT_EQ(id.identify("der Hund sieht die Katze"), "de");
+  EXPECT_EQ(id.identify("le chien voit le chat"), "fr");
+  EXPECT_EQ(id.identify("   "), "");
+  const auto back = metrics::LanguageId::from_json(id.to_json());
+  EXPECT_EQ(back.to_json(), id.to_json());
+  EXPECT_EQ(back.identify("où est le chien"), "fr");
+  EXPECT_THROW(metrics::LanguageId::from_json("{}"), InputError);
+  EXPECT_THROW(metrics::LanguageId::from_json("not json"), InputError);
 }
 
 }  // namespace
