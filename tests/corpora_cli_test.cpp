@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <regex>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -206,11 +207,15 @@ TEST_F(CorporaCli, TgtLangChoosesTheTargetOfAModelOfSeveral) {
 // Corpora with their own target languages: with two of them, each corpus's sources begin with its
 // target's >>xx<< tag, the dev set with the run's, and the checkpoint lists both targets.
 TEST_F(CorporaCli, CorporaOfTwoTargetLanguagesTrainAModelOfBoth) {
+  // "fr": the synthetic German with another suffix ("catou" for "caten"), a language of its own to an
+  // identifier of character n-grams.
+  const auto french = [](const std::string& german) { return std::regex_replace(german, std::regex("en\\b"), "ou"); };
+  write_text(data_ / "extra.fr", french(read_text(data_ / "extra.de")));
   const auto corpora = " --corpus " + quoted(data_ / "train.en") + "," + quoted(data_ / "train.de") + ",1,,,en,de --corpus " +
-                       quoted(data_ / "extra.en") + "," + quoted(data_ / "extra.de") + ",1,,,en,fr";
+                       quoted(data_ / "extra.en") + "," + quoted(data_ / "extra.fr") + ",1,,,en,fr";
   // en-fr's own dev pair, as fairseq names them (a multi-way dev.fr beside dev.en would do too)
   std::filesystem::copy_file(data_ / "dev.en", data_ / "dev.en-fr.en");
-  std::filesystem::copy_file(data_ / "dev.de", data_ / "dev.en-fr.fr");
+  write_text(data_ / "dev.en-fr.fr", french(read_text(data_ / "dev.de")));
   const auto trained = run_trafo(base("two") + corpora + " --max-steps 3 --valid-every 3 --precision fp32");
   ASSERT_EQ(trained.exit_code, 0) << trained.errors;
   // Validation judges each direction and their macro average; each direction's figures are a fresh
@@ -248,6 +253,13 @@ TEST_F(CorporaCli, CorporaOfTwoTargetLanguagesTrainAModelOfBoth) {
     write_text(root_ / ("five." + target), first_references);
     EXPECT_NEAR(evaluate(root_ / "five.en", root_ / ("five." + target))["bleu"].get<double>(),
                 directions["en-" + target]["bleu"].get<double>(), 1e-6) << target;
+    // The off-target rate: the checkpoint's identifier, learned from the corpora's target sides,
+    // labels every reference as its language.
+    const auto off = evaluate(data_ / "dev.en", reference)["off_target"];
+    ASSERT_TRUE(off.is_object()) << target;
+    EXPECT_EQ(off["references_identified"].get<double>(), 1.0) << target;
+    EXPECT_EQ(off["judged"].get<int64_t>() >= 0 && off["rate"].get<double>() >= 0.0 && off["rate"].get<double>() <= 1.0,
+              true);
   }
   const auto start = start_event("two");
   ASSERT_EQ(start["corpora"].size(), 2u);

@@ -29,7 +29,9 @@ const std::string& metadata_entry(const Safetensors& file, const std::string& ke
 }
 
 std::string inference_json(const InferenceInfo& info) {
-  return nlohmann::json{{"src_lang", info.src_lang}, {"tgt_lang", info.tgt_lang}, {"tags", info.tags}}.dump();
+  nlohmann::json json = {{"src_lang", info.src_lang}, {"tgt_lang", info.tgt_lang}, {"tags", info.tags}};
+  if (!info.language_id.empty()) json["language_id"] = info.language_id;
+  return json.dump();
 }
 
 InferenceInfo inference_from_json(const std::string& text, const std::string& path) {
@@ -39,6 +41,7 @@ InferenceInfo inference_from_json(const std::string& text, const std::string& pa
     info.src_lang = json.at("src_lang").get<std::string>();
     info.tgt_lang = json.at("tgt_lang").get<std::string>();
     info.tags = json.at("tags").get<std::vector<std::string>>();
+    info.language_id = json.value("language_id", std::string());
     return info;
   } catch (const nlohmann::json::exception&) {
     throw InputError("checkpoint " + path + ": its inference info is not {src_lang, tgt_lang, tags} JSON");

@@ -24,6 +24,7 @@
 #include "trafo/metrics/bleu.h"
 #include "trafo/decode/glossary.h"
 #include "trafo/metrics/chrf.h"
+#include "trafo/metrics/language_id.h"
 #include "trafo/ops/eligibility.h"
 #include "trafo/util/files.h"
 
@@ -39,6 +40,41 @@ struct EvalOptions {
   bool json = false;   // one JSON object on one line instead of text
   std::string glossary;  // a file of term pairs the translations must use ("": none)
 };
+
+// A model of several target languages whose checkpoint holds a language identifier: the share of the
+// translations it labels another language than the one asked (--tgt-lang's, or the line's own code),
+// and, to say how far to trust that, the share of the references it labels the asked language.
+// Null otherwise.
+nlohmann::json off_target(const inference::LoadedModel& loaded, const eval::EvalSet& set,
+                          const std::vector<std::string>& hypotheses) {
+  const auto codes = loaded.inference.target_languages();
+  if (codes.size() < 2 || loaded.inference.language_id.empty()) return nullptr;
+  const auto identifier = metrics::LanguageId::from_json(loaded.inference.language_id);
+  std::string chosen;  // the code of the tag put before every source, if any
+  for (const auto& [tag, id] : inference::corpus_tag_ids(loaded.inference, loaded.tokenizer)) {
+    if (id == loaded.tag && tag.size() > 4 && tag.compare(0, 2, ">>") == 0) chosen = tag.substr(2, tag.size() - 4);
+  }
+  int64_t judged = 0, off = 0, references_right = 0;
+  for (size_t i = 0; i < hypotheses.size() && i < set.sources.size(); ++i) {
+    auto asked = chosen;
+    if (asked.empty()) {
+      const auto& source = set.sources[i];
+      const auto end = source.find("<<");
+      if (source.compare(0, 2, ">>") == 0 && end != std::string::npos) asked = source.substr(2, end - 2);
+    }
+    if (asked.empty() || hypotheses[i].find_first_not_of(' ') == std::string::npos) continue;
+    ++judged;
+    off += identifier.identify(hypotheses[i]) != asked ? 1 : 0;
+    references_right += identifier.identify(set.references[i]) == asked ? 1 : 0;
+  }
+  const double share = judged > 0 ? static_cast<double>(off) / static_cast<double>(judged) : 0.0;
+  const double references = judged > 0 ? static_cast<double>(references_right) / static_cast<double>(judged) : 0.0;
+  if (judged > 0 && references < 0.98) {
+    spdlog::warn("the language identifier labels {:.1f}% of the references as the language asked (under 98%): "
+                 "the off-target rate says little", 100.0 * references);
+  }
+  return {{"rate", share}, {"lines", off}, {"judged", judged}, {"references_identified", references}};
+}
 
 int run_eval(const EvalOptions& options) {
   const auto start = std::chrono::steady_clock::now();
@@ -65,6 +101,7 @@ int run_eval(const EvalOptions& options) {
   const auto evaluated = eval::Evaluator(decoding).run(models, loaded.tokenizer, set);
   const auto& loss = evaluated.loss;
   const auto& hypotheses = evaluated.hypotheses;
+  const auto off = off_target(loaded, set, hypotheses);
   const auto& bleu = evaluated.bleu;
   const auto& chrf = evaluated.chrf;
   const double mean_loss = loss.mean();
@@ -81,7 +118,7 @@ int run_eval(const EvalOptions& options) {
   const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
 
   if (options.json) {
-    const nlohmann::json result = {{"bleu", bleu.score},
+    nlohmann::json result = {{"bleu", bleu.score},
                                    {"chrf", chrf.score},
                                    {"loss", mean_loss},
                                    {"ppl", std::exp(mean_loss)},
@@ -101,11 +138,18 @@ int run_eval(const EvalOptions& options) {
                                    {"chrf_signature", chrf_signature},
                                    {"bleu_verbose", metrics::format(bleu)},
                                    {"checkpoint", options.runtime.checkpoint}};
+    if (!off.is_null()) result["off_target"] = off;
     std::cout << result.dump() << '\n';
   } else {
     std::printf("loss %.4f  ppl %.2f  (%lld target tokens in %lld pairs)\n", mean_loss, std::exp(mean_loss),
                 static_cast<long long>(loss.tokens), static_cast<long long>(loss.pairs));
     std::cout << metrics::format(bleu, 2, bleu_signature) << '\n' << metrics::format(chrf, 2, chrf_signature) << '\n';
+    if (!off.is_null()) {
+      std::printf("off-target: %.1f%% of %lld translations in another language than asked (the identifier labels "
+                  "%.1f%% of the references as asked)\n",
+                  100.0 * off["rate"].get<double>(), static_cast<long long>(off["judged"].get<int64_t>()),
+                  100.0 * off["references_identified"].get<double>());
+    }
     std::printf("repetition loops: %lld of %lld translations repeat an n-gram 4 or more times in a row\n",
                 evaluated.repetition_loops, static_cast<long long>(hypotheses.size()));
     std::printf("%lld sentences in %.1f s (translation %.1f s, beam %d)\n", static_cast<long long>(sentences),

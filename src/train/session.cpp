@@ -1,10 +1,12 @@
 #include "session.h"
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "trafo/metrics/language_id.h"
 #include "trafo/run_config/config_file.h"
 #include "trafo/test_hooks.h"
 #include "trafo/train/trainer.h"
@@ -123,6 +125,28 @@ Session::Session(const TrainConfig& given, const Again* again)
       logs(folder, resume, settled.text, config.run.tensorboard, place.main()),
       leaks(report_data(config, batcher, files, data, place.main())) {}
 
+namespace {
+
+// A model of several target languages: a language identifier learned from up to 5,000 target lines of
+// each language's corpora (as the token caches hold them, decoded), for eval's off-target rate.
+std::string learn_language_id(const Session& s) {
+  if (run_config::target_languages(s.config).size() < 2) return "";
+  constexpr int64_t kLines = 5000;
+  std::map<std::string, std::vector<std::string>> lines;
+  for (size_t i = 0; i < s.data.corpora.size(); ++i) {
+    const auto& spec = s.files.paths.train[i];
+    auto& into = lines[spec.tgt_lang.empty() ? s.config.data.tgt_lang : spec.tgt_lang];
+    const auto& corpus = s.data.corpora[i].corpus;
+    for (int64_t pair = 0; pair < corpus.size() && static_cast<int64_t>(into.size()) < kLines; ++pair) {
+      const int32_t* ids = corpus.target(pair);
+      into.push_back(s.data.tokenizer.decode(std::vector<int>(ids, ids + corpus.target_length(pair))));
+    }
+  }
+  return metrics::LanguageId::learn(lines).to_json();
+}
+
+}  // namespace
+
 checkpoint::Checkpoint run_description(const Session& s) {
   checkpoint::Checkpoint about;
   about.model_config = s.config.model;
@@ -131,6 +155,7 @@ checkpoint::Checkpoint run_description(const Session& s) {
   about.inference.src_lang = s.config.data.src_lang;
   about.inference.tgt_lang = s.config.data.tgt_lang;
   about.inference.tags = corpus_tags(s.files.paths);
+  about.inference.language_id = learn_language_id(s);
   return about;
 }
 
