@@ -9,6 +9,11 @@ MAX_WORDS words on a side, shuffles with a fixed seed and writes OUT/{train,dev,
 counts and a hash of the files, to say which corpus a figure comes from.
 
     .venv/bin/python bench/gettext_corpus.py --lang de --out /tmp/gettext-ende
+
+With --langs fr,es,it it makes one multilingual corpus instead: dev and test sets of English
+messages that every language translates (multi-way: OUT/{dev,test}.en with OUT/{dev,test}.fr, .es,
+.it, line by line), and for each language the training pairs OUT/train.en-LANG.{en,LANG}, which
+hold none of the held-out English messages (a multilingual model's leak check finds none).
 """
 
 import argparse
@@ -43,12 +48,50 @@ def pairs_of(lang):
     return sorted(pairs.items())
 
 
+def write(path, lines, digest):
+    text = "".join(line + "\n" for line in lines)
+    digest.update(text.encode())
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def multiway(langs, out, seed):
+    tables = {lang: dict(pairs_of(lang)) for lang in langs}
+    common = sorted(set.intersection(*(set(table) for table in tables.values())))
+    if len(common) < 2 * HELD_OUT:
+        raise SystemExit(f"gettext_corpus.py: only {len(common)} messages translated into all of {', '.join(langs)}")
+    random.Random(seed).shuffle(common)
+    held = {"dev": common[:HELD_OUT], "test": common[HELD_OUT:2 * HELD_OUT]}
+    held_out = set(common[:2 * HELD_OUT])
+    os.makedirs(out, exist_ok=True)
+    digest = hashlib.sha256()
+    for name, messages in held.items():
+        write(os.path.join(out, f"{name}.en"), messages, digest)
+        for lang in langs:
+            write(os.path.join(out, f"{name}.{lang}"), [tables[lang][m] for m in messages], digest)
+    counts = []
+    for lang in langs:
+        train = [(m, t) for m, t in sorted(tables[lang].items()) if m not in held_out]
+        random.Random(seed).shuffle(train)
+        write(os.path.join(out, f"train.en-{lang}.en"), [m for m, _ in train], digest)
+        write(os.path.join(out, f"train.en-{lang}.{lang}"), [t for _, t in train], digest)
+        counts.append(f"en-{lang} {len(train)}")
+    print(f"{out}: train {', '.join(counts)} pairs; dev and test {HELD_OUT} English messages in all of "
+          f"{', '.join(langs)} ({len(common)} in common); sha256 {digest.hexdigest()[:16]}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lang", required=True, help="the target language's locale folder, e.g. de")
+    parser.add_argument("--lang", help="the target language's locale folder, e.g. de")
+    parser.add_argument("--langs", help="several, comma-separated (fr,es,it): one multilingual corpus")
     parser.add_argument("--out", required=True)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
+    if bool(args.lang) == bool(args.langs):
+        parser.error("give --lang or --langs")
+    if args.langs:
+        multiway(args.langs.split(","), args.out, args.seed)
+        return
     pairs = pairs_of(args.lang)
     if len(pairs) < 3 * HELD_OUT:
         raise SystemExit(f"gettext_corpus.py: only {len(pairs)} pairs for {args.lang}")
