@@ -38,16 +38,21 @@ void count(const Links& predicted, const std::vector<std::pair<int, int>>& refer
   counts.reference += static_cast<int64_t>(reference.size());
 }
 
+// The first `count` pairs of the toy corpus's test set.
+std::vector<data::SentencePair> toy_test_pairs(int count) {
+  data::ToyCorpusOptions toy;
+  toy.train = 0;
+  toy.dev = 0;
+  toy.test = count;
+  return data::generate_toy_corpus(toy).test;
+}
+
 TEST(Alignment, CrossAttentionAlignsTheToyCorpusContentWords) {
   at::set_num_threads(1);
   const auto saved = checkpoint::load(kToyModel, /*with_training_state=*/false);
   auto model = checkpoint::make_model(saved, torch::kCPU);
   const auto tokenizer = data::Tokenizer::from_bytes(saved.tokenizer);
-  data::ToyCorpusOptions toy;
-  toy.train = 0;
-  toy.dev = 0;
-  toy.test = 300;
-  const auto pairs = data::generate_toy_corpus(toy).test;
+  const auto pairs = toy_test_pairs(300);
   std::vector<std::string> sources;
   std::vector<std::vector<int>> source_ids;
   for (const auto& pair : pairs) {
@@ -84,12 +89,8 @@ TEST(Alignment, AWordsClosingPunctuationLinksNothing) {
   const auto saved = checkpoint::load(kToyModel, /*with_training_state=*/false);
   auto model = checkpoint::make_model(saved, torch::kCPU);
   const auto tokenizer = data::Tokenizer::from_bytes(saved.tokenizer);
-  data::ToyCorpusOptions toy;
-  toy.train = 0;
-  toy.dev = 0;
-  toy.test = 200;
   std::vector<std::vector<int>> sources, whole, cut;
-  for (const auto& pair : data::generate_toy_corpus(toy).test) {
+  for (const auto& pair : toy_test_pairs(200)) {
     const auto target = tokenizer.encode_target(pair.target);
     if (target.size() < 2 || tokenizer.target_piece(target.back()) != ".") continue;  // "... Ente" "."
     sources.push_back(tokenizer.encode(pair.source));
