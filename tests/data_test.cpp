@@ -8,6 +8,7 @@
 #include "trafo/data/corpus.h"
 #include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
+#include "trafo/util/language_tag.h"
 
 namespace trafo::data {
 namespace {
@@ -50,6 +51,19 @@ TEST_F(DataTest, BothReadersRefuseLinesEndingInCarriageReturnsAlone) {
       EXPECT_NE(std::string(e.what()).find("carriage return (CR) alone"), std::string::npos) << e.what();
     }
   }
+}
+
+// A target-language code is ">>" up to the first "<<", read the same way wherever a line or a
+// vocabulary piece may hold one.
+TEST(LanguageTag, ReadsCodesAsOpusMtWritesThem) {
+  EXPECT_EQ(util::language_tag("fr"), ">>fr<<");
+  EXPECT_EQ(util::tag_language(">>pt_BR<<"), "pt_BR");
+  for (const char* piece : {">><<", ">>fr", "fr<<", "fr", ""}) EXPECT_EQ(util::tag_language(piece), "") << piece;
+  EXPECT_EQ(util::leading_tag(">>fr<< Bonjour"), ">>fr<<");
+  EXPECT_EQ(util::leading_tag(">>fr<<Bonjour"), ">>fr<<");
+  EXPECT_EQ(util::leading_tag("Bonjour >>fr<<"), "");
+  EXPECT_EQ(util::leading_tag(">>fr Bonjour"), "");
+  EXPECT_EQ(util::tag_language(util::leading_tag(">>es<< Hola")), "es");
 }
 
 TEST_F(DataTest, TokenizerHasFixedSpecialIds) {

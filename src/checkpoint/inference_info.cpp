@@ -5,6 +5,7 @@
 #include <string>
 
 #include "trafo/checkpoint/checkpoint.h"
+#include "trafo/util/language_tag.h"
 
 namespace trafo::checkpoint {
 namespace {
@@ -56,9 +57,7 @@ InferenceInfo inference_from_config(const std::string& toml) {
 std::vector<std::string> InferenceInfo::target_languages() const {
   std::vector<std::string> codes;
   for (const auto& tag : tags) {
-    if (tag.size() > 4 && tag.compare(0, 2, ">>") == 0 && tag.compare(tag.size() - 2, 2, "<<") == 0) {
-      codes.push_back(tag.substr(2, tag.size() - 4));
-    }
+    if (const auto code = util::tag_language(tag); !code.empty()) codes.emplace_back(code);
   }
   return codes;
 }

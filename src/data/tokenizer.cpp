@@ -12,6 +12,7 @@
 
 #include "trafo/errors.h"
 #include "trafo/util/base64.h"
+#include "trafo/util/language_tag.h"
 
 // SentencePiece samples with a generator of its own per thread (its util.h, which it does not
 // install; the library exports it). Seeding it before each draw makes a sentence's sample a
@@ -102,11 +103,9 @@ std::vector<int> Tokenizer::ids_from_table(const sentencepiece::SentencePiecePro
     const auto found = table_ids.find(piece);
     ids.push_back(found == table_ids.end() ? kUnk : found->second);
   };
-  if (text.substr(0, 2) == ">>") {
-    if (const auto end = text.find("<<"); end != std::string_view::npos) {
-      piece_id(std::string(text.substr(0, end + 2)));
-      text.remove_prefix(end + 2);
-    }
+  if (const auto tag = util::leading_tag(text); !tag.empty()) {
+    piece_id(std::string(tag));
+    text.remove_prefix(tag.size());
   }
   std::vector<std::string> pieces;
   if (alpha > 0) {
@@ -151,11 +150,10 @@ namespace {
 // piece and the text cut alone, a code is what a corpus tag puts before a source in training, and
 // what MarianMT's tokenizer does with it.
 int leading_code(const Tokenizer& tokenizer, std::string_view& rest) {
-  if (rest.substr(0, 2) != ">>") return -1;
-  const auto end = rest.find("<<");
-  if (end == std::string_view::npos || (end + 2 < rest.size() && rest[end + 2] != ' ' && rest[end + 2] != '\t')) return -1;
-  const int id = tokenizer.reserved_id(std::string(rest.substr(0, end + 2)));
-  if (id >= 0) rest.remove_prefix(end + 2);
+  const auto tag = util::leading_tag(rest);
+  if (tag.empty() || (tag.size() < rest.size() && rest[tag.size()] != ' ' && rest[tag.size()] != '\t')) return -1;
+  const int id = tokenizer.reserved_id(std::string(tag));
+  if (id >= 0) rest.remove_prefix(tag.size());
   return id;
 }
 
@@ -270,7 +268,7 @@ int Tokenizer::vocab_size() const {
 int Tokenizer::reserved_id(const std::string& symbol) const {
   if (has_table()) {  // a language code the table holds: one piece at the start of a line
     const auto ids = encode(symbol);
-    return ids.size() == 1 && symbol.size() > 4 && symbol.substr(0, 2) == ">>" && ids[0] != kUnk ? ids[0] : -1;
+    return ids.size() == 1 && !util::tag_language(symbol).empty() && ids[0] != kUnk ? ids[0] : -1;
   }
   const int id = processor_->PieceToId(symbol);
   if (id == kUnk || symbol.empty()) return -1;

@@ -14,6 +14,7 @@
 #include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
 #include "trafo/util/files.h"
+#include "trafo/util/language_tag.h"
 
 namespace trafo::deploy {
 namespace {
@@ -303,7 +304,7 @@ checkpoint::Checkpoint import_marian(const fs::path& folder) {
   result.inference.src_lang = value_of<std::string>(tokenizer_config, "source_lang", "", folder);
   result.inference.tgt_lang = value_of<std::string>(tokenizer_config, "target_lang", "", folder);
   for (const auto& piece : source.table) {  // a multilingual model's target-language codes, usable as --tag
-    if (piece.size() > 4 && piece.rfind(">>", 0) == 0 && piece.substr(piece.size() - 2) == "<<") {
+    if (!util::tag_language(piece).empty()) {
       result.inference.tags.push_back(piece);
     }
   }

@@ -10,6 +10,7 @@
 #include "trafo/ops/eligibility.h"
 #include "trafo/runtime/precision.h"
 #include "trafo/util/device.h"
+#include "trafo/util/language_tag.h"
 
 namespace trafo::inference {
 namespace {
@@ -63,7 +64,7 @@ std::string chosen_tag(const RuntimeOptions& options, const checkpoint::Inferenc
     throw InputError("--tgt-lang " + options.tgt_lang + ": " + path + " translates into " +
                      (codes.empty() ? info.tgt_lang : listed(codes) + " (its >>xx<< codes)"));
   }
-  const auto tag = ">>" + options.tgt_lang + "<<";
+  const auto tag = util::language_tag(options.tgt_lang);
   if (!options.tag.empty() && options.tag != tag) {
     throw InputError("--tag " + options.tag + " and --tgt-lang " + options.tgt_lang + " choose different tags: give one");
   }
@@ -77,15 +78,15 @@ void require_target(const LoadedModel& loaded, const std::string& text, const st
   // A code ends at a space or a tab, as the tokenizer reads it; MarianMT's table reads it up to "<<".
   const bool glued = loaded.tokenizer.has_table();
   for (const auto& code : loaded.required_codes) {
-    const auto tag = ">>" + code + "<<";
+    const auto tag = util::language_tag(code);
     if (text.compare(0, tag.size(), tag) == 0 &&
         (glued || text.size() == tag.size() || text[tag.size()] == ' ' || text[tag.size()] == '\t')) {
       return;
     }
   }
-  const auto end = text.find("<<");
-  const bool other = text.compare(0, 2, ">>") == 0 && end != std::string::npos && end < 40;
-  throw InputError(where + (other ? " asks for " + text.substr(0, end + 2) + ", which the model does not translate into ("
+  const auto asked = util::leading_tag(text);
+  const bool other = !asked.empty() && asked.size() < 42;
+  throw InputError(where + (other ? " asks for " + std::string(asked) + ", which the model does not translate into ("
                                   : " names no target language, and the model translates into ") +
                    listed(loaded.required_codes) + (other ? ")" : "") +
                    ": choose one with --tgt-lang, or begin each line with its >>xx<< code");
@@ -120,7 +121,7 @@ LoadedModel load_for_translation(const RuntimeOptions& options) {
   if (const auto codes = checkpoint.inference.target_languages(); codes.size() >= 2 && tag < 0) {
     const auto ids = corpus_tag_ids(checkpoint.inference, loaded.tokenizer);
     for (const auto& code : codes) {
-      if (ids.count(">>" + code + "<<") != 0) loaded.required_codes.push_back(code);  // one piece, as it must be
+      if (ids.count(util::language_tag(code)) != 0) loaded.required_codes.push_back(code);  // one piece, as it must be
     }
   }
   for (const auto& path : options.ensemble) {

@@ -23,6 +23,7 @@
 #include "trafo/inference_cli/commands.h"
 #include "trafo/serve/http_server.h"
 #include "trafo/serve/service.h"
+#include "trafo/util/language_tag.h"
 
 namespace trafo::cli {
 namespace {
@@ -99,7 +100,7 @@ std::vector<serve::Direction> load_directions(const ServeOptions& o) {
       }
       auto each = direction;
       each.target = target;
-      if (!loaded.required_codes.empty()) each.defaults.source_tag = each.tags.at(">>" + target + "<<");
+      if (!loaded.required_codes.empty()) each.defaults.source_tag = each.tags.at(util::language_tag(target));
       directions.push_back(std::move(each));
     }
   }

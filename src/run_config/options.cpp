@@ -12,6 +12,7 @@
 #include "trafo/run_config/config_keys.h"
 #include "trafo/run_config/presets.h"
 #include "trafo/util/device.h"
+#include "trafo/util/language_tag.h"
 
 namespace trafo::run_config {
 namespace {
@@ -127,7 +128,7 @@ void tag_targets(TrainConfig& c) {
   if (targets.size() < 2) return;
   for (size_t i = 0; i < c.data.corpora.size(); ++i) {
     auto& corpus = c.data.corpora[i];
-    const auto tag = ">>" + (corpus.tgt_lang.empty() ? c.data.tgt_lang : corpus.tgt_lang) + "<<";
+    const auto tag = util::language_tag(corpus.tgt_lang.empty() ? c.data.tgt_lang : corpus.tgt_lang);
     if (corpus.tag.empty()) corpus.tag = tag;
     if (corpus.tag != tag) {
       throw InputError("corpus " + std::to_string(i + 1) + " has the tag " + corpus.tag +
@@ -140,7 +141,7 @@ void tag_targets(TrainConfig& c) {
     throw InputError("--tgt-lang " + c.data.tgt_lang + " (the dev set's) is none of the corpora's target languages (" +
                      listed + ")");
   }
-  if (c.run.valid_tag.empty()) c.run.valid_tag = ">>" + c.data.tgt_lang + "<<";
+  if (c.run.valid_tag.empty()) c.run.valid_tag = util::language_tag(c.data.tgt_lang);
 }
 
 bool guided(const TrainConfig& c) {

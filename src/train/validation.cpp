@@ -6,6 +6,7 @@
 
 #include "trafo/data/corpus.h"
 #include "trafo/decode/precision_probe.h"
+#include "trafo/util/language_tag.h"
 
 namespace trafo::train {
 using run_config::TrainConfig;
@@ -53,7 +54,7 @@ std::vector<DevSet> dev_sets(const TrainConfig& c, const run_config::DataFiles& 
       continue;
     }
     data::check_parallel_files(source, reference);
-    sets.push_back({name, source.string(), reference.string(), tokenizer.reserved_id(">>" + target + "<<")});
+    sets.push_back({name, source.string(), reference.string(), tokenizer.reserved_id(util::language_tag(target))});
   }
   std::string names;
   for (const auto& set : sets) names += (names.empty() ? "" : ", ") + set.name;
