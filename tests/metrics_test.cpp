@@ -2,7 +2,9 @@
 // test/test_sentence_bleu.py, test/test_chrf.py in github.com/mjpost/sacrebleu), cases worked
 // out with sacreBLEU 2.6.0, and a live comparison with the sacreBLEU in the project's .venv.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -513,6 +515,46 @@ TEST(LanguageId, TellsLanguagesApartAndRoundTrips) {
   EXPECT_EQ(back.identify("où est le chien"), "fr");
   EXPECT_THROW(metrics::LanguageId::from_json("{}"), InputError);
   EXPECT_THROW(metrics::LanguageId::from_json("not json"), InputError);
+}
+
+// Whole words count as well as their letters: two languages of the same letters, told apart by
+// which words they make of them.
+TEST(LanguageId, WordsTellApartWhatLettersDoNot) {
+  const std::map<std::string, std::vector<std::string>> text = {
+      {"xa", {"ab ba ab ba ab ba", "ab ab ba ba"}}, {"xb", {"aab bba aab bba", "bba aab"}}};
+  const auto id = metrics::LanguageId::learn(text);
+  EXPECT_EQ(id.identify("ba ab"), "xa");
+  EXPECT_EQ(id.identify("bba aab"), "xb");
+}
+
+// A line that two languages write alike is left unlabelled, not given to either.
+TEST(LanguageId, ALineTwoLanguagesWriteAlikeIsNotLabelled) {
+  const auto id = metrics::LanguageId::learn({{"xa", {"sol luz"}}, {"xb", {"sol mar"}}});
+  EXPECT_EQ(id.identify("sol"), "");
+  EXPECT_EQ(id.identify("luz"), "xa");
+  EXPECT_EQ(id.identify("sol mar"), "xb");
+}
+
+// An identifier in the first format trafo wrote (1-3-grams, log-probabilities; checkpoints of
+// 2026-11-28) still loads, identifies as it did, and is written back in today's format.
+TEST(LanguageId, ReadsTheFirstFormat) {
+  const auto log_p = [](double count) { return std::log(count / 20.0); };
+  nlohmann::json first = {
+      {"kind", "char-ngrams-1-3"},
+      {"languages",
+       {{"en", {{"unseen", log_p(0.5)}, {"ngrams", {{"t", log_p(4)}, {"h", log_p(4)}, {"th", log_p(3)}, {" th", log_p(3)}}}}},
+        {"fr", {{"unseen", log_p(0.5)}, {"ngrams", {{"l", log_p(4)}, {"e", log_p(4)}, {" le", log_p(3)}, {"le ", log_p(3)}}}}}}}};
+  const auto id = metrics::LanguageId::from_json(first.dump());
+  EXPECT_EQ(id.languages(), (std::vector<std::string>{"en", "fr"}));
+  EXPECT_EQ(id.identify("th th"), "en");
+  EXPECT_EQ(id.identify("le le"), "fr");
+  const auto written = nlohmann::json::parse(id.to_json());
+  EXPECT_EQ(written.at("kind"), "char-ngrams");
+  EXPECT_EQ(written.at("longest"), 3);
+  EXPECT_EQ(written.at("words"), false);
+  EXPECT_EQ(written.at("languages").at("en").at("counts").at("th"), 3);
+  EXPECT_EQ(written.at("languages").at("en").at("total"), 20);
+  EXPECT_EQ(metrics::LanguageId::from_json(id.to_json()).identify("le le"), "fr");
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "trafo/metrics/language_id.h"
 #include "trafo/ops/eligibility.h"
 #include "trafo/util/files.h"
+#include "trafo/util/language_tag.h"
 
 namespace trafo::cli {
 namespace {
@@ -43,8 +44,8 @@ struct EvalOptions {
 
 // A model of several target languages whose checkpoint holds a language identifier: the share of the
 // translations it labels another language than the one asked (--tgt-lang's, or the line's own code),
-// and, to say how far to trust that, the share of the references it labels the asked language.
-// Null otherwise.
+// and, to say how far to trust that, the share of the references it labels the asked language. Lines
+// it leaves unlabelled (blank, or as likely one language as another) are not judged. Null otherwise.
 nlohmann::json off_target(const inference::LoadedModel& loaded, const eval::EvalSet& set,
                           const std::vector<std::string>& hypotheses) {
   const auto codes = loaded.inference.target_languages();
@@ -52,28 +53,33 @@ nlohmann::json off_target(const inference::LoadedModel& loaded, const eval::Eval
   const auto identifier = metrics::LanguageId::from_json(loaded.inference.language_id);
   std::string chosen;  // the code of the tag put before every source, if any
   for (const auto& [tag, id] : inference::corpus_tag_ids(loaded.inference, loaded.tokenizer)) {
-    if (id == loaded.tag && tag.size() > 4 && tag.compare(0, 2, ">>") == 0) chosen = tag.substr(2, tag.size() - 4);
+    if (id == loaded.tag && !util::tag_language(tag).empty()) chosen = util::tag_language(tag);
   }
-  int64_t judged = 0, off = 0, references_right = 0;
+  int64_t judged = 0, off = 0, references = 0, references_right = 0;
   for (size_t i = 0; i < hypotheses.size() && i < set.sources.size(); ++i) {
     auto asked = chosen;
-    if (asked.empty()) {
-      const auto& source = set.sources[i];
-      const auto end = source.find("<<");
-      if (source.compare(0, 2, ">>") == 0 && end != std::string::npos) asked = source.substr(2, end - 2);
+    if (asked.empty()) asked = util::tag_language(util::leading_tag(set.sources[i]));
+    if (asked.empty()) continue;
+    if (const auto label = identifier.identify(set.references[i]); !label.empty()) {
+      ++references;
+      references_right += label == asked ? 1 : 0;
     }
-    if (asked.empty() || hypotheses[i].find_first_not_of(' ') == std::string::npos) continue;
-    ++judged;
-    off += identifier.identify(hypotheses[i]) != asked ? 1 : 0;
-    references_right += identifier.identify(set.references[i]) == asked ? 1 : 0;
+    if (const auto label = identifier.identify(hypotheses[i]); !label.empty()) {
+      ++judged;
+      off += label != asked ? 1 : 0;
+    }
   }
   const double share = judged > 0 ? static_cast<double>(off) / static_cast<double>(judged) : 0.0;
-  const double references = judged > 0 ? static_cast<double>(references_right) / static_cast<double>(judged) : 0.0;
-  if (judged > 0 && references < 0.98) {
+  const double identified = references > 0 ? static_cast<double>(references_right) / static_cast<double>(references) : 0.0;
+  if (references > 0 && identified < 0.98) {
     spdlog::warn("the language identifier labels {:.1f}% of the references as the language asked (under 98%): "
-                 "the off-target rate says little", 100.0 * references);
+                 "the off-target rate says little", 100.0 * identified);
   }
-  return {{"rate", share}, {"lines", off}, {"judged", judged}, {"references_identified", references}};
+  return {{"rate", share},
+          {"lines", off},
+          {"judged", judged},
+          {"references_identified", identified},
+          {"references_judged", references}};
 }
 
 int run_eval(const EvalOptions& options) {

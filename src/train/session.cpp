@@ -127,11 +127,11 @@ Session::Session(const TrainConfig& given, const Again* again)
 
 namespace {
 
-// A model of several target languages: a language identifier learned from up to 5,000 target lines of
+// A model of several target languages: a language identifier learned from up to 20,000 target lines of
 // each language's corpora (as the token caches hold them, decoded), for eval's off-target rate.
 std::string learn_language_id(const Session& s) {
   if (run_config::target_languages(s.config).size() < 2) return "";
-  constexpr int64_t kLines = 5000;
+  constexpr int64_t kLines = 20000;
   std::map<std::string, std::vector<std::string>> lines;
   for (size_t i = 0; i < s.data.corpora.size(); ++i) {
     const auto& spec = s.files.paths.train[i];

@@ -1,12 +1,15 @@
 // Which language a line is in, for the off-target rate of a model of several target languages
 // (`trafo eval`): a character n-gram classifier learned from text of each language, as the
 // corpora's target sides give it, and kept in the checkpoint. Offline, small and fast: n-grams of
-// 1 to 3 characters (code points, lowercased; each word padded with a space) with their
-// log-probabilities per language, the most frequent `kept` of each; a line is the language whose
-// n-grams make it most likely (naive Bayes; an n-gram a language did not keep counts as half of one
-// seen once).
+// 1 to 5 characters (code points, lowercased; each word padded with a space) and whole words, with
+// their counts per language, the most frequent `kept` of each; a line is the language whose n-grams
+// make it most likely (naive Bayes; an n-gram a language did not keep counts as half of one seen
+// once), unless another language is nearly as likely: such a line is left unlabelled. On short UI
+// strings of three Romance languages (gettext's fr, es, it; 20,000 lines each) it leaves 0.2-1% of
+// lines unlabelled and labels 98.5-99% of the others right, where 1-3-grams alone labelled 96%.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -17,22 +20,31 @@ namespace trafo::metrics {
 class LanguageId {
  public:
   static LanguageId learn(const std::map<std::string, std::vector<std::string>>& lines_by_language,
-                          size_t kept = 3000);
-  // InputError when `json` is not what to_json() writes.
+                          size_t kept = 50000);
+  // InputError when `json` is not what to_json() writes (or wrote before: 1-3-grams, no words).
   static LanguageId from_json(const std::string& json);
   std::string to_json() const;
 
   std::vector<std::string> languages() const;
   bool empty() const { return profiles_.empty(); }
   // The most likely language of `line` (valid UTF-8); "" for a line without a character that is
-  // not a space.
+  // not a space, or one that another language explains nearly as well (a word that several
+  // languages write alike).
   std::string identify(const std::string& line) const;
 
  private:
   struct Profile {
-    std::unordered_map<std::string, double> log_p;
-    double unseen = 0.0;
+    std::unordered_map<std::string, int64_t> counts;  // the n-grams kept
+    int64_t total = 0;                                // of every n-gram seen
+    std::unordered_map<std::string, double> log_p;    // log(count / total)
+    double unseen = 0.0;                              // log(0.5 / total)
   };
+  static void weigh(Profile& profile);
+  template <typename Each>
+  void each_feature(const std::string& line, const Each& each) const;
+
+  size_t longest_ = 5;  // characters in the longest n-gram
+  bool words_ = true;   // whole words are features too
   std::map<std::string, Profile> profiles_;
 };
 
