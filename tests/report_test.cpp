@@ -6,8 +6,10 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -125,6 +127,52 @@ TEST(Report, SeveralRunsOverlayAndMalformedLinesAreLeftOut) {
   const std::regex run_names("\"name\":\"[^\"]*/(a|b)\"");
   EXPECT_EQ(std::distance(std::sregex_iterator(page.begin(), page.end(), run_names), std::sregex_iterator()), 2);
   expect_all_charts_drawn(load_in_chromium(dir / "r.html"));
+}
+
+// A run of several directions (its valid events hold each direction's figures, their macro average
+// at the top): each direction is a dashed line of its own on the dev charts, and the summary names
+// each direction's figures at the best validation.
+TEST(Report, EachDirectionHasItsOwnDevCurves) {
+  std::string text;
+  std::istringstream events(tiny_run(1.0));
+  for (std::string line; std::getline(events, line);) {
+    auto event = nlohmann::json::parse(line);
+    if (event["event"] == "valid") {
+      const double bleu = event["bleu"].get<double>();
+      event["directions"] = {{"en-fr", {{"loss", 2.0}, {"ppl", 7.4}, {"bleu", bleu + 3}, {"chrf", 50.0}}},
+                             {"en-de", {{"loss", 2.5}, {"ppl", 12.2}, {"bleu", bleu - 3}, {"chrf", 40.0}}}};
+    }
+    text += event.dump() + "\n";
+  }
+  const auto dir = make_temp_dir("report");
+  std::filesystem::create_directories(dir / "multi");
+  write_text(dir / "multi" / "metrics.jsonl", text);
+  const auto result = run_trafo("report " + quote(dir / "multi") + " --out " + quote(dir / "report.html"));
+  ASSERT_EQ(result.exit_code, 0) << result.errors;
+  const std::string page = read_text(dir / "report.html");
+  const std::string opening = "<script type=\"application/json\" id=\"trafo-data\">";
+  const auto begin = page.find(opening) + opening.size();
+  const auto data = nlohmann::json::parse(page.substr(begin, page.find("</script>", begin) - begin));
+  std::map<std::string, nlohmann::json> lines;
+  for (const auto& run : data["runs"]) lines[run["name"].get<std::string>()] = run;
+  ASSERT_EQ(lines.size(), 3u) << data["runs"].dump();
+  const auto& run = data["runs"][0];
+  const auto name = run["name"].get<std::string>();
+  const auto& fr = lines.at(name + " · en-fr");
+  const auto& de = lines.at(name + " · en-de");
+  EXPECT_FALSE(run["dashed"].get<bool>());
+  EXPECT_TRUE(fr["dashed"].get<bool>());
+  EXPECT_NE(fr["color"], run["color"]);
+  EXPECT_NE(fr["color"], de["color"]);
+  // steps 20 and 40: macro BLEU 10 and 20, en-fr 3 above, en-de 3 below; no train curves of their own
+  EXPECT_EQ(run["points"]["dev_bleu"][1][2].get<double>(), 20.0);
+  EXPECT_EQ(fr["points"]["dev_bleu"][1][2].get<double>(), 23.0);
+  EXPECT_EQ(de["points"]["dev_bleu"][0][2].get<double>(), 7.0);
+  EXPECT_EQ(de["points"]["dev_chrf"].size(), 2u);
+  EXPECT_FALSE(fr["points"].contains("train_loss"));
+  EXPECT_NE(page.find("en-de: BLEU 17.00, chrF 40.00; en-fr: BLEU 23.00, chrF 50.00"), std::string::npos)
+      << "the best validation's figures by direction";
+  if (have_chromium()) expect_all_charts_drawn(load_in_chromium(dir / "report.html"));
 }
 
 TEST(Report, NothingToDrawIsExitCode2) {

@@ -54,26 +54,63 @@ std::pair<const char*, double> time_unit(const std::vector<RunMetrics>& runs) {
   return {"h", 3600.0};
 }
 
-// {"curves": [...], "time_unit": ..., "runs": [{"name", "color", "points": {CURVE: [[step, time, value]]}}]}
+// The directions a run of several directions validated ("en-fr", ...), in the order first seen.
+std::vector<std::string> directions_of(const RunMetrics& run) {
+  std::vector<std::string> names;
+  for (const auto& event : run.events) {
+    const auto directions = event.find("directions");
+    if (!is(event, "valid") || directions == event.end() || !directions->is_object()) continue;
+    for (const auto& [name, figures] : directions->items()) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+  }
+  return names;
+}
+
+// A curve's points, [[step, time, value]], of `run`'s events; of one direction's figures in them
+// when `direction` is not empty (its valid events' "directions" object).
+nlohmann::json curve_points(const RunMetrics& run, const Curve& curve, double scale, const std::string& direction) {
+  auto list = nlohmann::json::array();
+  for (const auto& event : run.events) {
+    if (!is(event, curve.event.c_str())) continue;
+    const nlohmann::json* figures = &event;
+    if (!direction.empty()) {
+      const auto directions = event.find("directions");
+      if (directions == event.end() || !directions->is_object() || !directions->contains(direction)) continue;
+      figures = &(*directions)[direction];
+    }
+    const auto value = figures->find(curve.field);
+    if (value == figures->end() || !value->is_number()) continue;
+    const double y = value->get<double>();
+    list.push_back({event["step"], event["time_s"].get<double>() / scale, std::isfinite(y) ? nlohmann::json(y)
+                                                                                             : nlohmann::json()});
+  }
+  return list;
+}
+
+// {"curves": [...], "time_unit": ..., "runs": [{"name", "color", "dashed", "points": {CURVE: [[step, time,
+// value]]}}]}. A run of several directions draws its macro averages as itself and each direction's
+// dev figures as a dashed line of its own, "RUN · en-fr".
 nlohmann::json chart_data(const std::vector<RunMetrics>& runs) {
   const auto [unit, scale] = time_unit(runs);
   nlohmann::json data = {{"time_unit", unit}, {"curves", nlohmann::json::array()}, {"runs", nlohmann::json::array()}};
   for (const auto& curve : report_curves()) {
     data["curves"].push_back({{"id", curve.id}, {"event", curve.event}, {"y_title", curve.axis}});
   }
+  size_t lines = runs.size();  // colours: the runs first, then each direction's line
   for (size_t r = 0; r < runs.size(); ++r) {
-    nlohmann::json points = nlohmann::json::object();
-    for (const auto& curve : report_curves()) {
-      auto& list = points[curve.id] = nlohmann::json::array();
-      for (const auto& event : runs[r].events) {
-        const auto value = event.find(curve.field);
-        if (!is(event, curve.event.c_str()) || value == event.end() || !value->is_number()) continue;
-        const double y = value->get<double>();
-        list.push_back({event["step"], event["time_s"].get<double>() / scale, std::isfinite(y) ? nlohmann::json(y)
-                                                                                                 : nlohmann::json()});
+    auto directions = directions_of(runs[r]);
+    directions.insert(directions.begin(), "");  // the run itself
+    for (const auto& direction : directions) {
+      nlohmann::json points = nlohmann::json::object();
+      for (const auto& curve : report_curves()) {
+        if (direction.empty() || curve.event == "valid") points[curve.id] = curve_points(runs[r], curve, scale, direction);
       }
+      data["runs"].push_back({{"name", direction.empty() ? runs[r].name : runs[r].name + " · " + direction},
+                              {"color", run_color(direction.empty() ? r : lines++)},
+                              {"dashed", !direction.empty()},
+                              {"points", std::move(points)}});
     }
-    data["runs"].push_back({{"name", runs[r].name}, {"color", run_color(r)}, {"points", std::move(points)}});
   }
   return data;
 }
@@ -116,6 +153,14 @@ void write_summary(std::string& page, const RunMetrics& run) {
         "<tr><th>best validation</th><td>step {}: BLEU {}, chrF {}, dev loss {}, perplexity {}</td></tr>",
         (*best)["step"].dump(), number(*best, "bleu"), number(*best, "chrf"), number(*best, "loss", "{:.4f}"),
         number(*best, "ppl"));
+    if (const auto directions = best->find("directions"); directions != best->end() && directions->is_object()) {
+      std::string each;
+      for (const auto& [name, figures] : directions->items()) {
+        each += fmt::format("{}{}: BLEU {}, chrF {}", each.empty() ? "" : "; ", escape_html(name), number(figures, "bleu"),
+                            number(figures, "chrf"));
+      }
+      page += "<tr><th>by direction</th><td>" + each + " (the figures above are their macro average)</td></tr>";
+    }
   } else {
     page += "<tr><th>best validation</th><td>none yet</td></tr>";
   }

@@ -45,12 +45,13 @@ const char* const kReportScript = R"js(
     for (const axis of ['step', 'time']) {
       expected++;
       const canvas = document.querySelector('canvas[data-curve="' + curve.id + '"][data-axis="' + axis + '"]');
-      const datasets = data.runs.map(function (run) {
+      const datasets = data.runs.filter(function (run) { return curve.id in run.points; }).map(function (run) {
         const points = (run.points[curve.id] || []).filter(function (p) { return p[2] !== null; });
         return {
           label: run.name,
           data: points.map(function (p) { return {x: axis === 'step' ? p[0] : p[1], y: p[2]}; }),
           borderColor: run.color, backgroundColor: run.color, borderWidth: 1.5, showLine: true,
+          borderDash: run.dashed ? [6, 3] : [],
           pointRadius: curve.event === 'valid' ? 2.5 : 0, pointHoverRadius: 4,
         };
       });
