@@ -84,6 +84,30 @@ TEST(Alignment, CrossAttentionAlignsTheToyCorpusContentWords) {
 
 // The full stop a word closes with is a piece of its own that attends where it likes (often to the
 // source's full stop): it links nothing, so a sentence's links are those of the sentence without it.
+// Each target word links the source word it attends to most; a source word no row links then takes
+// the row that attends to it most, unless that attention is under 0.1 (a word left untranslated).
+// Rows that may not link (nothing printed, closing punctuation) give no link either way, and the
+// null word (the last column here) links nothing.
+TEST(Alignment, AnUnlinkedSourceWordTakesTheRowThatAttendsToItMost) {
+  // "Do the boys think ?" -> "Denken die Jungen ?": Denken attends to "Do" most, "think" second.
+  const std::vector<int> source_words = {0, 1, 2, 3, 4};  // one piece a word
+  const std::vector<int> target_words = {0, 1, 2, 2};     // "?" closes "Jungen?"
+  const std::vector<float> weights = {
+      // Do    the   boys  think ?     null
+      0.50f, 0.02f, 0.02f, 0.40f, 0.01f, 0.05f,  // Denken
+      0.05f, 0.80f, 0.05f, 0.02f, 0.03f, 0.05f,  // die
+      0.02f, 0.03f, 0.90f, 0.02f, 0.01f, 0.02f,  // Jungen
+      0.01f, 0.01f, 0.01f, 0.01f, 0.95f, 0.01f,  // "?" closing Jungen?: may not link
+  };
+  const std::vector<char> linking = {1, 1, 1, 0};
+  EXPECT_EQ(links_of_weights(weights.data(), 6, source_words, target_words, linking),
+            (Links{{0, 0}, {1, 1}, {2, 2}, {3, 0}}))
+      << "think takes Denken; ? gets nothing from a row that may not link";
+  auto weak = weights;
+  weak[3] = 0.09f;  // Denken's attention to think, under 0.1: think stays unlinked
+  EXPECT_EQ(links_of_weights(weak.data(), 6, source_words, target_words, linking), (Links{{0, 0}, {1, 1}, {2, 2}}));
+}
+
 TEST(Alignment, AWordsClosingPunctuationLinksNothing) {
   at::set_num_threads(1);
   const auto saved = checkpoint::load(kToyModel, /*with_training_state=*/false);

@@ -87,29 +87,59 @@ std::vector<Links> align_words(model::Transformer& model, const data::Tokenizer&
       // Row t predicts target piece t; the source's real pieces (no tag) compete, and its eos where
       // that is the null word.
       const auto n_pieces = static_cast<int64_t>(source.size() - skip) + (head.null_word ? 1 : 0);
-      const auto row = weights[r]
-                           .narrow(0, 0, static_cast<int64_t>(target.size()))
-                           .narrow(1, static_cast<int64_t>(skip), n_pieces)
-                           .argmax(1)
-                           .to(torch::kCPU)
-                           .contiguous();
-      const auto* attended = row.data_ptr<int64_t>();
-      auto& pairs = links[first + static_cast<size_t>(r)];
+      const auto n_rows = static_cast<int64_t>(target.size());
+      const auto matrix = weights[r]
+                              .narrow(0, 0, n_rows)
+                              .narrow(1, static_cast<int64_t>(skip), n_pieces)
+                              .to(torch::kCPU, torch::kFloat)
+                              .contiguous();
+      std::vector<char> linking(target.size());
       for (size_t t = 0; t < target.size(); ++t) {
-        const auto piece = static_cast<size_t>(attended[t]);
-        if (piece >= source_words.size()) continue;  // the null word
-        const int source_word = source_words[piece];
-        if (source_word < 0 || target_words[t] < 0) continue;
-        // A word's closing punctuation ("sind." from "jumped.") attends to the source's punctuation:
-        // its word is linked by its other pieces.
-        if (t > 0 && target_words[t - 1] == target_words[t] && punctuation(tokenizer.target_piece(target[t]))) continue;
-        pairs.emplace_back(source_word, target_words[t]);
+        // not before the first word, not the punctuation that closes a word ("sind." from "jumped."
+        // attends to the source's "."; its word is linked by its other pieces)
+        linking[t] = target_words[t] >= 0 &&
+                     !(t > 0 && target_words[t - 1] == target_words[t] && punctuation(tokenizer.target_piece(target[t])));
       }
-      std::sort(pairs.begin(), pairs.end());
-      pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+      links[first + static_cast<size_t>(r)] =
+          links_of_weights(matrix.data_ptr<float>(), n_pieces, source_words, target_words, linking);
     }
   }
   return links;
+}
+
+Links links_of_weights(const float* weights, int64_t columns, const std::vector<int>& source_words,
+                       const std::vector<int>& target_words, const std::vector<char>& linking) {
+  // A source word no row links (a question's verb, whose translation attends to the "Do" before it
+  // most) takes the row that gives it the most weight, where that weight is at least kFill: a word
+  // the translation leaves out draws little from any row. On the toy test pairs this took a guided
+  // head's AER from 0.018 to 0.014 and the tags it placed from 94.4% to 95.5%.
+  constexpr float kFill = 0.1f;
+  Links pairs;
+  const auto at = [&](size_t t, size_t j) { return weights[static_cast<int64_t>(t) * columns + static_cast<int64_t>(j)]; };
+  std::vector<char> linked;
+  for (const int word : source_words) linked.resize(std::max<size_t>(linked.size(), static_cast<size_t>(word + 1)), 0);
+  for (size_t t = 0; t < target_words.size(); ++t) {
+    const float* row = weights + static_cast<int64_t>(t) * columns;
+    const auto piece = static_cast<size_t>(std::max_element(row, row + columns) - row);
+    if (piece >= source_words.size() || source_words[piece] < 0 || !linking[t]) continue;  // the null word, or nothing printed
+    pairs.emplace_back(source_words[piece], target_words[t]);
+    linked[static_cast<size_t>(source_words[piece])] = 1;
+  }
+  std::vector<std::pair<float, int>> best(linked.size(), {0.0f, -1});  // weight, target word
+  for (size_t j = 0; j < source_words.size(); ++j) {
+    const int word = source_words[j];
+    if (word < 0 || linked[static_cast<size_t>(word)]) continue;
+    auto& chosen = best[static_cast<size_t>(word)];
+    for (size_t t = 0; t < target_words.size(); ++t) {
+      if (linking[t] && at(t, j) >= kFill && (chosen.second < 0 || at(t, j) > chosen.first)) chosen = {at(t, j), target_words[t]};
+    }
+  }
+  for (size_t word = 0; word < best.size(); ++word) {
+    if (best[word].second >= 0) pairs.emplace_back(static_cast<int>(word), best[word].second);
+  }
+  std::sort(pairs.begin(), pairs.end());
+  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  return pairs;
 }
 
 Links within(const Links& links, int source_words, int target_words) {

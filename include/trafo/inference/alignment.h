@@ -2,7 +2,8 @@
 // piece is linked to the source piece it attends to most (the heads averaged, of one decoder layer or
 // of all), and pieces are mapped to the words of the text as printed (decode::one_line, split at
 // spaces): a piece that prints nothing has no link, nor has the punctuation piece that closes a word
-// (its word has the links of its other pieces).
+// (its word has the links of its other pieces). A source word that no target piece links then gets
+// the target word that attends to it most, unless even that attention is weak.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,13 @@ struct AlignmentHead {
 // alignments"): every decoder layer's averaged (AER 0.25 against 0.39 and 0.27 for the first and the
 // last of a 2-layer decoder).
 AlignmentHead default_alignment_head(const model::ModelConfig& config);
+
+// The links of one pair from its attention weights: `weights` row-major [target pieces, `columns`],
+// each row over the source pieces (and the null word last, where a guided head has it);
+// `source_words`/`target_words` the printed word of each piece (-1: none), `linking[t]` whether
+// target piece t may link (it prints a word of its own, not the punctuation closing one).
+Links links_of_weights(const float* weights, int64_t columns, const std::vector<int>& source_words,
+                       const std::vector<int>& target_words, const std::vector<char>& linking);
 
 // Links of each pair: `sources[i]` the source pieces as the model read them (a leading corpus tag
 // `tag` >= 0 is no word), `targets[i]` the output pieces (no eos). Pairs are run a batch at a time
