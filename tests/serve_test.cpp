@@ -16,23 +16,30 @@ class ServeCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     root_ = new std::filesystem::path(make_temp_dir("serve"));
+    ASSERT_EQ(run_trafo("toy-corpus --out '" + (*root_ / "toy").string() + "' --train 2000 --dev 50 --test 10").exit_code, 0);
+  }
+
+  // The checkpoint of `run`, trained on first use (each test runs in a process of its own, so a test
+  // trains only what it serves): "run", two corpora, the second tagged <bt> (the same pairs: enough
+  // to serve a tag); "multi", a model of two target languages, the same pairs under >>de<< and
+  // >>fr<< (the tag is what differs).
+  static std::filesystem::path checkpoint(const std::string& run) {
+    const auto path = *root_ / run / "checkpoint-last.pt";
+    if (std::filesystem::exists(path)) return path;
     const auto toy = *root_ / "toy";
-    ASSERT_EQ(run_trafo("toy-corpus --out '" + toy.string() + "' --train 2000 --dev 50 --test 10").exit_code, 0);
-    // Two corpora, the second tagged <bt> (the same pairs: enough to serve a tag).
     const std::string train = "'" + (toy / "train.en").string() + "," + (toy / "train.de").string();
-    const auto trained = run_trafo("train --data-dir '" + toy.string() + "' --src-lang en --tgt-lang de --run-dir '" +
-                                   (*root_ / "run").string() + "' --corpus " + train + "' --corpus " + train +
-                                   ",1,<bt>' --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64 "
-                                   "--vocab-size 400 --max-steps 200 --valid-every 200 --threads 1 --early-stopping 0 --lr 3e-3 "
-                                   "--warmup-steps 30");
-    ASSERT_EQ(trained.exit_code, 0) << trained.errors;
-    // A model of two target languages: the same pairs under >>de<< and >>fr<< (the tag is what differs).
-    const auto multi = run_trafo("train --data-dir '" + toy.string() + "' --src-lang en --tgt-lang de --run-dir '" +
-                                 (*root_ / "multi").string() + "' --corpus " + train + ",1,>>de<<' --corpus " + train +
-                                 ",1,>>fr<<' --valid-tag '>>de<<' --d-model 32 --heads 2 --encoder-layers 1 "
-                                 "--decoder-layers 1 --d-ff 64 --vocab-size 400 --max-steps 20 --valid-every 20 --threads 1 "
-                                 "--early-stopping 0");
-    ASSERT_EQ(multi.exit_code, 0) << multi.errors;
+    const std::string common = "train --data-dir '" + toy.string() + "' --src-lang en --tgt-lang de --run-dir '" +
+                               (*root_ / run).string() +
+                               "' --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64 --vocab-size 400 "
+                               "--threads 1 --early-stopping 0 ";
+    const auto trained =
+        run == "multi"
+            ? run_trafo(common + "--corpus " + train + ",1,>>de<<' --corpus " + train +
+                        ",1,>>fr<<' --valid-tag '>>de<<' --max-steps 20 --valid-every 20")
+            : run_trafo(common + "--corpus " + train + "' --corpus " + train +
+                        ",1,<bt>' --max-steps 200 --valid-every 200 --lr 3e-3 --warmup-steps 30");
+    EXPECT_EQ(trained.exit_code, 0) << trained.errors;
+    return path;
   }
   static void TearDownTestSuite() {
     delete root_;
@@ -46,7 +53,7 @@ class ServeCli : public ::testing::Test {
     const auto work = make_temp_dir("serve-" + name);
     const auto result = run_command(std::string("'") + TRAFO_PYTHON + "' '" + TRAFO_SOURCE_DIR +
                                     "/tests/serve_check.py' " + name + " --trafo '" + TRAFO_BINARY +
-                                    "' --checkpoint '" + (*root_ / run / "checkpoint-last.pt").string() +
+                                    "' --checkpoint '" + checkpoint(run).string() +
                                     "' --dev '" + (*root_ / "toy" / "dev.en").string() + "' --workdir '" +
                                     work.string() + "'");
     EXPECT_EQ(result.exit_code, 0) << result.output << result.errors;
