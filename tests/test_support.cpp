@@ -126,7 +126,11 @@ bool in_ci() {
 }
 
 bool python_can_import(const std::string& module) {
-  return run_command(std::string("'") + TRAFO_PYTHON + "' -c 'import " + module + "'").exit_code == 0;
+  // Found, not imported: importing torch or transformers takes seconds, and the check that follows
+  // imports it anyway (and fails loudly if it is installed but broken).
+  return run_command(std::string("'") + TRAFO_PYTHON + "' -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec(\"" +
+                     module + "\") is None)'")
+             .exit_code == 0;
 }
 
 int free_port() {

@@ -36,7 +36,7 @@ std::string read_text(const std::filesystem::path& path);
 
 // Whether CI=true, where a missing tool that scripts/setup.sh installs fails a test instead of skipping it.
 bool in_ci();
-// Whether the project's own Python (TRAFO_PYTHON, .venv/bin/python) can `import module`.
+// Whether the project's own Python (TRAFO_PYTHON, .venv/bin/python) has `module` (found, not imported).
 bool python_can_import(const std::string& module);
 
 }  // namespace trafo::testing
