@@ -34,7 +34,8 @@ class HuggingFaceExport : public ::testing::Test {
     const auto trained = run_trafo("train --data-dir " + quoted(*dir_ / "toy") + " --src-lang en --tgt-lang de --run-dir " +
                                    quoted(*dir_ / name) +
                                    " --d-model 32 --heads 2 --encoder-layers 2 --decoder-layers 1 --d-ff 64"
-                                   " --vocab-size 400 --threads 1 --early-stopping 0 --lr 3e-3 --warmup-steps 30 --max-steps " +
+                                   " --vocab-size 400 --threads 1 --early-stopping 0 --lr 3e-3 --warmup-steps 30"
+                                   " --valid-max-sentences 5 --max-steps " +
                                    std::to_string(steps) + " --valid-every " + std::to_string(steps) + " " + options);
     EXPECT_EQ(trained.exit_code, 0) << trained.errors;
     return *dir_ / name / "checkpoint-last.pt";

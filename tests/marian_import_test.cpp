@@ -259,7 +259,7 @@ TEST_F(MarianImport, AFineTunedImportedModelKeepsItsVocabularyAndExportsBack) {
   const auto trained = run_trafo("train --init-from " + quoted(checkpoint) + " --data-dir " + quoted(*dir_ / "toy") +
                                  " --src-lang en --tgt-lang de --run-dir " + quoted(run_dir) +
                                  " --threads 1 --max-steps 30 --valid-every 30 --lr 1e-3 --warmup-steps 10"
-                                 " --early-stopping 0");
+                                 " --early-stopping 0 --valid-max-sentences 5");
   ASSERT_EQ(trained.exit_code, 0) << trained.errors;
   const auto tuned = run_dir / "checkpoint-last.pt";
   // The vocabulary is the imported one, and the weights moved.
@@ -299,7 +299,7 @@ TEST_F(MarianImport, AFineTunedImportedModelKeepsItsVocabularyAndExportsBack) {
   const auto tagged = run_trafo("train --init-from " + quoted(multilingual) + " --data-dir " + quoted(toy) +
                                 " --src-lang en --tgt-lang de --corpus " + quoted(toy / "train.en") + "," +
                                 quoted(toy / "train.de") + ",1,'>>deu<<' --run-dir " + quoted(tagged_run) +
-                                " --threads 1 --max-steps 5 --valid-every 5 --early-stopping 0");
+                                " --threads 1 --max-steps 5 --valid-every 5 --early-stopping 0 --valid-max-sentences 5");
   ASSERT_EQ(tagged.exit_code, 0) << tagged.errors;
   const auto translated = run_trafo("translate --checkpoint " + quoted(tagged_run / "checkpoint-last.pt") + kFp32 +
                                     " --tag '>>deu<<' --input " + quoted(toy / "test.en"));
