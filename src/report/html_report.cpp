@@ -54,12 +54,19 @@ std::pair<const char*, double> time_unit(const std::vector<RunMetrics>& runs) {
   return {"h", 3600.0};
 }
 
+// A valid event's figures by direction ({"en-fr": {"bleu", ...}, ...}), of a run of several
+// directions; null for any other event.
+const nlohmann::json* directions_in(const nlohmann::json& event) {
+  const auto directions = event.find("directions");
+  return is(event, "valid") && directions != event.end() && directions->is_object() ? &*directions : nullptr;
+}
+
 // The directions a run of several directions validated ("en-fr", ...), in the order first seen.
 std::vector<std::string> directions_of(const RunMetrics& run) {
   std::vector<std::string> names;
   for (const auto& event : run.events) {
-    const auto directions = event.find("directions");
-    if (!is(event, "valid") || directions == event.end() || !directions->is_object()) continue;
+    const auto* directions = directions_in(event);
+    if (directions == nullptr) continue;
     for (const auto& [name, figures] : directions->items()) {
       if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
     }
@@ -75,8 +82,8 @@ nlohmann::json curve_points(const RunMetrics& run, const Curve& curve, double sc
     if (!is(event, curve.event.c_str())) continue;
     const nlohmann::json* figures = &event;
     if (!direction.empty()) {
-      const auto directions = event.find("directions");
-      if (directions == event.end() || !directions->is_object() || !directions->contains(direction)) continue;
+      const auto* directions = directions_in(event);
+      if (directions == nullptr || !directions->contains(direction)) continue;
       figures = &(*directions)[direction];
     }
     const auto value = figures->find(curve.field);
@@ -153,7 +160,7 @@ void write_summary(std::string& page, const RunMetrics& run) {
         "<tr><th>best validation</th><td>step {}: BLEU {}, chrF {}, dev loss {}, perplexity {}</td></tr>",
         (*best)["step"].dump(), number(*best, "bleu"), number(*best, "chrf"), number(*best, "loss", "{:.4f}"),
         number(*best, "ppl"));
-    if (const auto directions = best->find("directions"); directions != best->end() && directions->is_object()) {
+    if (const auto* directions = directions_in(*best)) {
       std::string each;
       for (const auto& [name, figures] : directions->items()) {
         each += fmt::format("{}{}: BLEU {}, chrF {}", each.empty() ? "" : "; ", escape_html(name), number(figures, "bleu"),
