@@ -60,8 +60,9 @@ std::vector<Hypothesis> decode_continuously(ContinuousDecoder& decoder, const st
 // The same pieces and text; the score to float rounding, or (bits) the same bits. The encoder is
 // why they may differ: it pads a batch to its longest sentence, and its attention's sums then run
 // in another order.
-void expect_same(const std::vector<Hypothesis>& continuous, const std::vector<std::vector<Hypothesis>>& offline,
-                 const std::vector<std::string>& sentences, bool bits = false) {
+void expect_same_as_offline(const std::vector<Hypothesis>& continuous,
+                            const std::vector<std::vector<Hypothesis>>& offline,
+                            const std::vector<std::string>& sentences, bool bits = false) {
   ASSERT_EQ(continuous.size(), offline.size());
   for (size_t i = 0; i < offline.size(); ++i) {
     ASSERT_EQ(offline[i].size(), 1u);
@@ -99,13 +100,13 @@ TEST_F(ContinuousDecoding, SentencesJoiningARunningBatchGetTheTranslatorsResults
     ContinuousDecoder decoder(model_, *tokenizer_, options);
     int64_t steps = 0;
     const auto continuous = decode_continuously(decoder, sentences, most, /*seed=*/static_cast<uint32_t>(most), steps);
-    expect_same(continuous, offline, sentences);
+    expect_same_as_offline(continuous, offline, sentences);
     if (most == 1) {
       // At most one sentence joins a step, so each was encoded alone: against Translator on each
       // sentence alone, the decoder's side is the same bits, whatever shared its steps.
       std::vector<std::vector<Hypothesis>> alone;
       for (const auto& sentence : sentences) alone.push_back(Translator(model_, *tokenizer_, options).translate({sentence}).front());
-      expect_same(continuous, alone, sentences, /*bits=*/true);
+      expect_same_as_offline(continuous, alone, sentences, /*bits=*/true);
       // The batch ran for longer than the model's positions: finished rows were reused and dropped,
       // and the positions no row reads were forgotten, on the way.
       EXPECT_GT(steps, saved_.model_config.max_positions);
@@ -124,7 +125,7 @@ TEST_F(ContinuousDecoding, LengthLimitsAndCutSourcesAreTranslatorsToo) {
   const auto offline = Translator(model_, *tokenizer_, options).translate(sentences);
   ContinuousDecoder decoder(model_, *tokenizer_, options);
   int64_t steps = 0;
-  expect_same(decode_continuously(decoder, sentences, 5, /*seed=*/11, steps), offline, sentences);
+  expect_same_as_offline(decode_continuously(decoder, sentences, 5, /*seed=*/11, steps), offline, sentences);
   size_t at_limit = 0;
   for (const auto& result : offline) at_limit += result.front().tokens.size() == 4 ? 1 : 0;
   EXPECT_GT(at_limit, sentences.size() / 2);
@@ -158,12 +159,12 @@ TEST_F(ContinuousDecoding, SentencesAddedAsIdsGetWhatTheirTextGets) {
   std::vector<std::vector<Hypothesis>> from_text;
   for (auto& hypothesis : decode_continuously(by_text, sentences, 4, /*seed=*/5, steps)) from_text.push_back({hypothesis});
   const auto from_ids = decode_continuously(by_ids, sentences, 4, /*seed=*/5, steps, tokenizer_.get());
-  expect_same(from_ids, from_text, sentences, /*bits=*/true);
-  expect_same(from_ids, offline, sentences);
+  expect_same_as_offline(from_ids, from_text, sentences, /*bits=*/true);
+  expect_same_as_offline(from_ids, offline, sentences);
   const auto offline_ids = translator.translate_ids(as_ids(sentences));
   ASSERT_EQ(offline_ids.size(), offline.size());
   for (size_t i = 0; i < offline.size(); ++i) {
-    expect_same({offline_ids[i].front()}, {offline[i]}, {sentences[i]}, /*bits=*/true);
+    expect_same_as_offline({offline_ids[i].front()}, {offline[i]}, {sentences[i]}, /*bits=*/true);
   }
   // The tag was read: it changes translations (else the ids could have lost it unseen).
   EXPECT_NE(Translator(model_, *tokenizer_, DecodeOptions{}).translate_best(sentences), translator.translate_best(sentences));

@@ -19,7 +19,7 @@
 namespace trafo::testing {
 namespace {
 
-const char* kTinyModel =
+const char* kCorporaModel =
     " --vocab-size 300 --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64"
     " --batch-tokens 200 --threads 1 --valid-max-sentences 5 --log-every 1 --early-stopping 0";
 
@@ -36,8 +36,7 @@ class CorporaCli : public ::testing::Test {
   }
   std::string base(const std::string& run, const std::filesystem::path& cache = {}) const {
     return "train --data-dir " + quoted(data_) + " --src-lang en --tgt-lang de --cache-dir " +
-           quoted(cache.empty() ? cache_ : cache) +
-           " --run-dir " + quoted(root_ / run) + kTinyModel;
+           quoted(cache.empty() ? cache_ : cache) + " --run-dir " + quoted(root_ / run) + kCorporaModel;
   }
   std::string two_corpora() const {
     return " --corpus " + quoted(data_ / "train.en") + "," + quoted(data_ / "train.de") + ",3 --corpus " +

@@ -22,8 +22,9 @@ namespace {
 // ignores a shift shared by all keys), so it holds only rounding noise, which Adam with eps 1e-9
 // would scale up to full-size steps that differ between any two summation orders. fp32 whatever
 // auto would pick: bf16 rounds those orders' differences up to ~5e-3.
-const char* kTinyRun =
-    " --precision fp32 --adam-eps 1e-6 --vocab-size 300 --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64 --dropout 0"
+const char* kDistRun =
+    " --precision fp32 --adam-eps 1e-6 --vocab-size 300 --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 "
+    "--d-ff 64 --dropout 0"
     " --batch-tokens 300 --lr 1e-3 --warmup-steps 1 --valid-max-sentences 4 --valid-samples 0 --log-every 1"
     " --early-stopping 0";
 
@@ -36,7 +37,7 @@ class DistTrain : public ::testing::Test {
   }
   static std::string train(const std::filesystem::path& run) {
     return "train --data-dir '" + data_->string() + "' --src-lang en --tgt-lang de --run-dir '" + run.string() + "'" +
-           kTinyRun;
+           kDistRun;
   }
   static std::filesystem::path* data_;
 };
@@ -127,7 +128,7 @@ TEST_F(DistTrain, BadInputIsOneLineNotOnePerRank) {
   const auto root = make_temp_dir("dist-bad-input");
   const auto result = run_trafo("train --data-dir '" + (root / "nope").string() +
                                 "' --src-lang en --tgt-lang de --nproc 2 --max-steps 1 --run-dir '" +
-                                (root / "run").string() + "'" + kTinyRun);
+                                (root / "run").string() + "'" + kDistRun);
   EXPECT_EQ(result.exit_code, 2) << result.errors;
   EXPECT_EQ(std::count(result.errors.begin(), result.errors.end(), '\n'), 1) << result.errors;
   EXPECT_NE(result.errors.find("train.en"), std::string::npos) << result.errors;

@@ -80,12 +80,12 @@ TEST(EmaUpdate, AppliedPutsTheAverageInAndTheRawWeightsBackBitForBit) {
   }
 }
 
-const char* kTinyRun =
+const char* kEmaRun =
     " --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64 --batch-tokens 200 --threads 1"
     " --valid-max-sentences 0 --log-every 1 --early-stopping 0";
 
-std::string train_command(const std::filesystem::path& data, const std::filesystem::path& run, int vocab_size) {
-  return "train --data-dir " + quoted(data) + " --src-lang en --tgt-lang de --run-dir " + quoted(run) + kTinyRun +
+std::string ema_train_command(const std::filesystem::path& data, const std::filesystem::path& run, int vocab_size) {
+  return "train --data-dir " + quoted(data) + " --src-lang en --tgt-lang de --run-dir " + quoted(run) + kEmaRun +
          " --vocab-size " + std::to_string(vocab_size);
 }
 
@@ -107,7 +107,7 @@ TEST(EmaTraining, ValidationAndCheckpointsUseTheAverage) {
   const auto toy = make_temp_dir("ema-toy");
   ASSERT_EQ(run_trafo("toy-corpus --out " + quoted(toy) + " --train 300 --dev 10 --test 10").exit_code, 0);
   const auto run = make_temp_dir("ema-run") / "run";
-  const auto trained = run_trafo(train_command(toy, run, 400) +
+  const auto trained = run_trafo(ema_train_command(toy, run, 400) +
                                  " --ema 0.9 --max-steps 20 --valid-every 10 --valid-samples 10"
                                  " --keep-checkpoints 5 --lr 1e-3 --warmup-steps 1 --dropout 0");
   ASSERT_EQ(trained.exit_code, 0) << trained.errors;
@@ -133,9 +133,9 @@ TEST(EmaTraining, ResumeIsBitwiseExact) {
   const auto root = make_temp_dir("ema-resume-runs");
   // fp32 in every run: auto times the CPU at start, and the runs are compared bit for bit.
   const std::string options = " --ema 0.9 --dropout 0.1 --warmup-steps 4 --valid-every 3 --precision fp32";
-  ASSERT_EQ(run_trafo(train_command(data, root / "whole", 300) + options + " --max-steps 7").exit_code, 0);
-  ASSERT_EQ(run_trafo(train_command(data, root / "part", 300) + options + " --max-steps 3").exit_code, 0);
-  const auto resumed = run_trafo(train_command(data, root / "part", 300) + options + " --max-steps 7");
+  ASSERT_EQ(run_trafo(ema_train_command(data, root / "whole", 300) + options + " --max-steps 7").exit_code, 0);
+  ASSERT_EQ(run_trafo(ema_train_command(data, root / "part", 300) + options + " --max-steps 3").exit_code, 0);
+  const auto resumed = run_trafo(ema_train_command(data, root / "part", 300) + options + " --max-steps 7");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.errors;
   ASSERT_NE(resumed.errors.find("resuming"), std::string::npos) << resumed.errors;
 
@@ -152,7 +152,7 @@ TEST(EmaTraining, SwitchingEmaOnOrOffAtAResume) {
   write_synthetic_corpus(data, "train", 80, 1);
   write_synthetic_corpus(data, "dev", 6, 2);
   const auto run = make_temp_dir("ema-switch-run") / "run";
-  const std::string command = train_command(data, run, 300) + " --max-steps 4 --warmup-steps 1";
+  const std::string command = ema_train_command(data, run, 300) + " --max-steps 4 --warmup-steps 1";
   ASSERT_EQ(run_trafo(command + " --ema 0.9").exit_code, 0);
   const auto with_ema = checkpoint::load(run / "checkpoint-last.pt");
 

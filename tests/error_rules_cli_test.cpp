@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* kTinyModel =
+const char* kErrorRulesModel =
     " --vocab-size 300 --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64"
     " --batch-tokens 200 --threads 1 --valid-max-sentences 2";
 
@@ -64,7 +64,7 @@ class ErrorRules : public ::testing::Test {
   static std::string data_args(const fs::path& run) {
     return "train --data-dir " + quoted(data()) + " --src-lang en --tgt-lang de --run-dir " + quoted(run);
   }
-  static std::string train(const fs::path& run) { return data_args(run) + kTinyModel; }
+  static std::string train(const fs::path& run) { return data_args(run) + kErrorRulesModel; }
   // A run on the big corpus with its own cache folder.
   static std::string train_big(const fs::path& dir) {
     return train(dir / "run") + " --train-src " + quoted(data() / "big.en") + " --train-tgt " +

@@ -9,10 +9,10 @@
 namespace trafo::testing {
 namespace {
 
-const char* kTraining =
+const char* kFinetuneTraining =
     " --batch-tokens 200 --threads 1 --valid-max-sentences 5 --log-every 1 --early-stopping 0 --lr 3e-3"
     " --warmup-steps 10";
-const char* kTinyModel = " --vocab-size 300 --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64";
+const char* kFinetuneModel = " --vocab-size 300 --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64";
 
 class FineTune : public ::testing::Test {
  protected:
@@ -26,7 +26,7 @@ class FineTune : public ::testing::Test {
   }
   std::string run(const std::string& name) const {
     return "train --data-dir " + quoted(data_) + " --src-lang en --tgt-lang de --run-dir " + quoted(root_ / name) +
-           kTraining;
+           kFinetuneTraining;
   }
   std::string on_other() const {
     return " --train-src " + quoted(data_ / "other.en") + " --train-tgt " + quoted(data_ / "other.de");
@@ -42,7 +42,7 @@ class FineTune : public ::testing::Test {
 };
 
 TEST_F(FineTune, StartsFromTheCheckpointAndBeatsTheSameStepsFromScratch) {
-  const auto pre = run_trafo(run("pre") + kTinyModel + " --max-steps 60 --valid-every 60");
+  const auto pre = run_trafo(run("pre") + kFinetuneModel + " --max-steps 60 --valid-every 60");
   ASSERT_EQ(pre.exit_code, 0) << pre.errors;
   const auto initial = root_ / "pre" / "checkpoint-last.pt";
 
@@ -50,7 +50,7 @@ TEST_F(FineTune, StartsFromTheCheckpointAndBeatsTheSameStepsFromScratch) {
                                " --max-steps 10 --valid-every 10");
   ASSERT_EQ(tuned.exit_code, 0) << tuned.errors;
   EXPECT_NE(tuned.errors.find("fine-tuning from " + initial.string()), std::string::npos) << tuned.errors;
-  const auto scratch = run_trafo(run("scratch") + kTinyModel + on_other() + " --max-steps 10 --valid-every 10");
+  const auto scratch = run_trafo(run("scratch") + kFinetuneModel + on_other() + " --max-steps 10 --valid-every 10");
   ASSERT_EQ(scratch.exit_code, 0) << scratch.errors;
 
   const auto tuned_valid = valid_events("tuned"), scratch_valid = valid_events("scratch");
@@ -90,7 +90,7 @@ TEST_F(FineTune, StartsFromTheCheckpointAndBeatsTheSameStepsFromScratch) {
 }
 
 TEST_F(FineTune, ModelOrTokenizerOptionsThatDifferFromTheCheckpointAreNamed) {
-  const auto pre = run_trafo(run("pre") + kTinyModel + " --max-steps 2 --valid-every 2");
+  const auto pre = run_trafo(run("pre") + kFinetuneModel + " --max-steps 2 --valid-every 2");
   ASSERT_EQ(pre.exit_code, 0) << pre.errors;
   const auto initial = quoted(root_ / "pre" / "checkpoint-last.pt");
   const auto conflict = run_trafo(run("c") + " --init-from " + initial + " --d-model 64 --vocab-size 500 --max-steps 2");

@@ -17,11 +17,9 @@
 namespace trafo::testing {
 namespace {
 
-const char* kTinyModel =
+const char* kInputErrorsModel =
     " --vocab-size 300 --d-model 16 --heads 2 --d-ff 32 --encoder-layers 1 --decoder-layers 1"
     " --batch-tokens 200 --threads 1 --valid-max-sentences 2";
-
-std::string quote(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
 
 // Exit code 2 and a single "trafo: error: ..." line that contains `needle`. With `only_line`,
 // that line is all of stderr (errors found before any work is logged).
@@ -58,7 +56,8 @@ class InputErrors : public ::testing::Test {
   static void TearDownTestSuite() { delete dir_; }
 
   static std::string train_args(const std::filesystem::path& run) {
-    return "train --data-dir " + quote(*dir_) + " --src-lang en --tgt-lang de --run-dir " + quote(run) + kTinyModel;
+    return "train --data-dir " + quote(*dir_) + " --src-lang en --tgt-lang de --run-dir " + quote(run) +
+           kInputErrorsModel;
   }
   static std::string train() { return train_args(make_temp_dir("input-errors-run") / "run"); }
   // Without the tiny model's flags and --threads, for tests that give their own (an option given
@@ -295,7 +294,8 @@ TEST_F(InputErrors, DataFilesThatAreNotText) {
   const auto dir = make_temp_dir("input-errors-data");
   std::filesystem::create_directory(dir / "train.en");
   write_text(dir / "train.de", "hallo\n");
-  const std::string args = " --src-lang en --tgt-lang de --run-dir " + quote(dir / "run") + kTinyModel + " --max-steps 1";
+  const std::string args =
+      " --src-lang en --tgt-lang de --run-dir " + quote(dir / "run") + kInputErrorsModel + " --max-steps 1";
   expect_input_error(run_trafo("train --data-dir " + quote(dir) + args), "train.en is a directory, not a text file");
 
   const auto empty = make_temp_dir("input-errors-empty");
@@ -326,7 +326,7 @@ TEST_F(InputErrors, VocabularyErrorsPointTheRightWay) {
   write_text(dir / "dev.en", "a\n");
   write_text(dir / "dev.de", "b\n");
   const auto result = run_trafo("train --data-dir " + quote(dir) + " --src-lang en --tgt-lang de --run-dir " +
-                                quote(dir / "run") + kTinyModel + " --max-steps 1");
+                                quote(dir / "run") + kInputErrorsModel + " --max-steps 1");
   expect_input_error(result, "larger --vocab-size", /*only_line=*/false);
   EXPECT_EQ(result.errors.find("smaller --vocab-size"), std::string::npos) << result.errors;
 }

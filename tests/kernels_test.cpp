@@ -347,8 +347,6 @@ TEST(CpuKernels, FusedLossVariantsAgreeWithLibTorchsOps) {
   }
 }
 
-std::string quote(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
-
 // Through the binary: TRAFO_CPU_KERNELS picks the variant, eval's JSON and the log name it, and a
 // trained model translates the same text in every variant (the fixture's reference output, written
 // by an earlier trafo in fp32); a value it cannot take is one line and exit 2.

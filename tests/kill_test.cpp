@@ -21,7 +21,7 @@ constexpr int kKills = 22;
 constexpr int kSteps = 160;
 
 // fp32 whatever auto would pick: each run times the CPU at start, and the runs are compared bit for bit.
-std::string train_command(const std::filesystem::path& data, const std::filesystem::path& run) {
+std::string kill_train_command(const std::filesystem::path& data, const std::filesystem::path& run) {
   return "'" + std::string(TRAFO_BINARY) + "' train --data-dir '" + data.string() +
          "' --src-lang en --tgt-lang de --run-dir '" + run.string() +
          "' --vocab-size 300 --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64"
@@ -45,12 +45,12 @@ TEST(KillTest, EveryKillResumesAndTheFinalWeightsEqualAnUninterruptedRun) {
   write_synthetic_corpus(data, "dev", 6, 2);
   const auto root = make_temp_dir("kill-runs");
 
-  const auto whole = run_command(train_command(data, root / "whole"));
+  const auto whole = run_command(kill_train_command(data, root / "whole"));
   ASSERT_EQ(whole.exit_code, 0) << whole.errors;
 
   // Every checkpoint write takes ~100 ms in 64 KB pieces, so most kills land inside one.
   const auto run = root / "killed";
-  const std::string slow_command = "env TRAFO_TEST_HOOKS=slow_writes_ms=25 " + train_command(data, run);
+  const std::string slow_command = "env TRAFO_TEST_HOOKS=slow_writes_ms=25 " + kill_train_command(data, run);
   std::mt19937 rng(2024);
   std::uniform_int_distribution<int> delay_ms(300, 2500), after_write_ms(0, 300);
   int kills = 0, inside_writes = 0;
@@ -91,7 +91,7 @@ TEST(KillTest, EveryKillResumesAndTheFinalWeightsEqualAnUninterruptedRun) {
     }
   }
   EXPECT_EQ(kills, kKills) << "the run ended before every kill: raise kSteps";
-  const auto last = run_command(train_command(data, run));  // nothing is killed now: full-speed writes
+  const auto last = run_command(kill_train_command(data, run));  // nothing is killed now: full-speed writes
   ASSERT_EQ(last.exit_code, 0) << last.errors;
   EXPECT_NE(last.errors.find("resuming from"), std::string::npos) << last.errors;
   EXPECT_GT(inside_writes, 0) << "no kill landed inside a checkpoint write";

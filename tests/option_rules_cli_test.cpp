@@ -15,10 +15,11 @@
 namespace trafo::testing {
 namespace {
 
-const char* kTraining =
+const char* kOptionRulesTraining =
     " --batch-tokens 200 --threads 1 --valid-max-sentences 5 --log-every 1 --early-stopping 0 --lr 3e-3"
     " --warmup-steps 10";
-const char* kTinyModel = " --vocab-size 300 --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64";
+const char* kOptionRulesModel =
+    " --vocab-size 300 --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64";
 
 // The line of `text` holding `needle`, or "" when none does.
 std::string line_with(const std::string& text, const std::string& needle) {
@@ -36,7 +37,7 @@ class OptionRules : public ::testing::Test {
     std::filesystem::create_directories(data());
     write_synthetic_corpus(data(), "train", 200, 1);
     write_synthetic_corpus(data(), "dev", 20, 2);
-    const auto pre = run_trafo(run("pre") + kTinyModel + " --vocab-type bpe --max-steps 2 --valid-every 2");
+    const auto pre = run_trafo(run("pre") + kOptionRulesModel + " --vocab-type bpe --max-steps 2 --valid-every 2");
     ASSERT_EQ(pre.exit_code, 0) << pre.errors;
   }
   static void TearDownTestSuite() { delete root_; }
@@ -46,10 +47,12 @@ class OptionRules : public ::testing::Test {
   static std::filesystem::path folder(const std::string& name) { return *root_ / name; }
   static std::string run(const std::string& name) {
     return "train --data-dir " + quoted(data()) + " --src-lang en --tgt-lang de --run-dir " + quoted(folder(name)) +
-           kTraining;
+           kOptionRulesTraining;
   }
   // A resume that gives the run folder and the training knobs only: every defining option is left out.
-  static std::string resume(const std::string& name) { return "train --run-dir " + quoted(folder(name)) + kTraining; }
+  static std::string resume(const std::string& name) {
+    return "train --run-dir " + quoted(folder(name)) + kOptionRulesTraining;
+  }
   static double train_loss(const std::string& name, int64_t step) {
     for (const auto& event : read_jsonl(folder(name) / "metrics.jsonl")) {
       if (event["event"] == "train" && event["step"] == step) return event["loss"].get<double>();
@@ -145,7 +148,7 @@ TEST_F(OptionRules, AttentionAndActivationDropoutAndLayerDropAreKnobsAsDropoutIs
 }
 
 TEST_F(OptionRules, AResumeTakesTheRunsValuesOfTheDefiningOptionsLeftOut) {
-  ASSERT_EQ(run_trafo(run("r") + kTinyModel + " --vocab-type bpe --max-length 100 --max-steps 2").exit_code, 0);
+  ASSERT_EQ(run_trafo(run("r") + kOptionRulesModel + " --vocab-type bpe --max-length 100 --max-steps 2").exit_code, 0);
   // No data, model or vocabulary option: the run's, from its config.toml.
   const auto resumed = run_trafo(resume("r") + " --max-steps 3");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.errors;
@@ -191,7 +194,7 @@ TEST_F(OptionRules, AFineTunedRunResumesWithoutTheFileItStartedFrom) {
 }
 
 TEST_F(OptionRules, InitFromIntoAFolderThatHoldsAnotherRunIsOneClearLine) {
-  ASSERT_EQ(run_trafo(run("plain") + kTinyModel + " --max-steps 2").exit_code, 0);
+  ASSERT_EQ(run_trafo(run("plain") + kOptionRulesModel + " --max-steps 2").exit_code, 0);
   const auto result = run_trafo(run("plain") + " --init-from " + quoted(initial()) + " --max-steps 3");
   EXPECT_EQ(result.exit_code, 2) << result.errors;
   EXPECT_EQ(lines_of(result.errors).size(), 1u) << result.errors;
@@ -216,7 +219,8 @@ void break_training_state(const std::filesystem::path& path) {
 }
 
 TEST_F(OptionRules, AnUnreadableTrainingStateIsPassedOverForTheNextCheckpoint) {
-  ASSERT_EQ(run_trafo(run("s") + kTinyModel + " --max-steps 4 --checkpoint-every 2 --keep-checkpoints 5 --valid-every 0")
+  ASSERT_EQ(run_trafo(run("s") + kOptionRulesModel +
+                      " --max-steps 4 --checkpoint-every 2 --keep-checkpoints 5 --valid-every 0")
                 .exit_code,
             0);
   std::filesystem::remove(folder("s") / "checkpoint-best.pt");
@@ -232,7 +236,8 @@ TEST_F(OptionRules, AnUnreadableTrainingStateIsPassedOverForTheNextCheckpoint) {
   EXPECT_EQ(last_step("s"), 6);
 
   // A training state whose record is damaged (no step) sorts last: passed over, and named.
-  ASSERT_EQ(run_trafo(run("d") + kTinyModel + " --max-steps 4 --checkpoint-every 2 --keep-checkpoints 5 --valid-every 0")
+  ASSERT_EQ(run_trafo(run("d") + kOptionRulesModel +
+                      " --max-steps 4 --checkpoint-every 2 --keep-checkpoints 5 --valid-every 0")
                 .exit_code,
             0);
   std::filesystem::remove(folder("d") / "checkpoint-best.pt");
@@ -252,7 +257,7 @@ TEST_F(OptionRules, AnUnreadableTrainingStateIsPassedOverForTheNextCheckpoint) {
       << passed.errors;
 
   // With no other checkpoint: refused, the error naming the file and the cause, the file left as it was.
-  ASSERT_EQ(run_trafo(run("t") + kTinyModel + " --max-steps 2 --valid-every 0").exit_code, 0);
+  ASSERT_EQ(run_trafo(run("t") + kOptionRulesModel + " --max-steps 2 --valid-every 0").exit_code, 0);
   for (const auto& entry : std::filesystem::directory_iterator(folder("t"))) {
     if (entry.path().extension() == ".pt" && entry.path().filename() != "checkpoint-last.pt") {
       std::filesystem::remove(entry.path());
@@ -286,7 +291,7 @@ TEST_F(OptionRules, ACorpusTableWithoutItsFilesIsRefusedWithItsLine) {
     write_text(config, cases[i].text);
     const auto result = run_trafo("train --config " + quoted(config) + " --dev-src " + quoted(data() / "dev.en") +
                                   " --dev-tgt " + quoted(data() / "dev.de") + " --run-dir " +
-                                  quoted(folder("corpora")) + kTinyModel + kTraining);
+                                  quoted(folder("corpora")) + kOptionRulesModel + kOptionRulesTraining);
     EXPECT_EQ(result.exit_code, 2) << cases[i].text << result.errors;
     EXPECT_EQ(lines_of(result.errors).size(), 1u) << result.errors;
     EXPECT_NE(result.errors.find(config.string() + ":" + std::to_string(cases[i].line) + ": [[corpus]]"),

@@ -21,15 +21,6 @@
 namespace trafo::testing {
 namespace {
 
-std::string quote(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
-
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 bool has_control_byte(const std::string& text) {
   for (const char c : text) {
     const auto byte = static_cast<unsigned char>(c);

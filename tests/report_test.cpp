@@ -27,8 +27,6 @@
 namespace trafo::testing {
 namespace {
 
-std::string quote(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
-
 // stderr ends in one "trafo: error: ..." line (logs may come before it).
 bool ends_in_one_error_line(const std::string& errors) {
   const auto at = errors.find("trafo: error: ");

@@ -20,8 +20,9 @@
 namespace trafo::testing {
 namespace {
 
-const char* kTinyModel =
-    " --heads 2 --encoder-layers 1 --decoder-layers 1 --threads 1 --valid-max-sentences 4 --log-every 1 --early-stopping 0";
+const char* kIdentityModel =
+    " --heads 2 --encoder-layers 1 --decoder-layers 1 --threads 1 --valid-max-sentences 4 --log-every 1 "
+    "--early-stopping 0";
 
 // Every file of a folder with its bytes: what "nothing written" is checked against.
 std::map<std::string, std::string> snapshot(const std::filesystem::path& folder) {
@@ -50,7 +51,7 @@ class RunIdentity : public ::testing::Test {
     for (const auto& [name, value] : kDefaults) {
       if (extra.find(std::string(name) + " ") == std::string::npos) defaults += std::string(" ") + name + " " + value;
     }
-    return "train --data-dir " + quoted(*data_) + " --run-dir " + quoted(run) + kTinyModel + defaults + " " + extra;
+    return "train --data-dir " + quoted(*data_) + " --run-dir " + quoted(run) + kIdentityModel + defaults + " " + extra;
   }
   static constexpr std::pair<const char*, const char*> kDefaults[] = {
       {"--src-lang", "en"}, {"--tgt-lang", "de"}, {"--d-model", "32"}, {"--d-ff", "64"},
@@ -85,7 +86,7 @@ TEST_F(RunIdentity, AResumeThatAsksForAnotherModelTokenizerOrDataIsRefusedAndWri
   // The same data by another name, and the options a resume may change.
   const auto same = run_trafo("train --train-src " + quoted(*data_ / "." / "train.en") + " --train-tgt " +
                               quoted(*data_ / "train.de") + " --dev-src " + quoted(*data_ / "dev.en") + " --dev-tgt " +
-                              quoted(*data_ / "dev.de") + " --run-dir " + quoted(run_) + kTinyModel +
+                              quoted(*data_ / "dev.de") + " --run-dir " + quoted(run_) + kIdentityModel +
                               " --d-model 32 --d-ff 64 --vocab-size 300 --max-steps 4 --valid-every 4 --lr 5e-4"
                               " --dropout 0.2 --batch-tokens 150 --src-lang en --tgt-lang de");
   ASSERT_EQ(same.exit_code, 0) << same.errors;
@@ -207,7 +208,7 @@ TEST_F(RunIdentity, ErrorsKeepTheirReason) {
   for (const char* name : {"cr.en", "cr.de"}) write_text(dir / name, text);
   const auto cr = run_trafo("train --train-src " + quoted(dir / "cr.en") + " --train-tgt " + quoted(dir / "cr.de") +
                             " --dev-src " + quoted(dir / "cr.en") + " --dev-tgt " + quoted(dir / "cr.de") +
-                            " --run-dir " + quoted(run_) + kTinyModel + " --d-model 32 --vocab-size 300");
+                            " --run-dir " + quoted(run_) + kIdentityModel + " --d-model 32 --vocab-size 300");
   EXPECT_EQ(cr.exit_code, 2);
   EXPECT_NE(cr.errors.find("carriage return (CR) alone"), std::string::npos) << cr.errors;
   EXPECT_NE(cr.errors.find("convert them to line feeds"), std::string::npos) << cr.errors;
@@ -216,9 +217,10 @@ TEST_F(RunIdentity, ErrorsKeepTheirReason) {
   std::string longer;
   for (int i = 0; i < 900; ++i) longer += "river ";
   for (const char* name : {"long.en", "long.de"}) write_text(dir / name, longer + "\n" + longer + "\n");
-  const auto long_lines = run_trafo("train --train-src " + quoted(dir / "long.en") + " --train-tgt " +
-                                    quoted(dir / "long.de") + " --dev-src " + quoted(dir / "long.en") + " --dev-tgt " +
-                                    quoted(dir / "long.de") + " --run-dir " + quoted(run_) + kTinyModel + " --d-model 32 --vocab-size 300");
+  const auto long_lines =
+      run_trafo("train --train-src " + quoted(dir / "long.en") + " --train-tgt " + quoted(dir / "long.de") +
+                " --dev-src " + quoted(dir / "long.en") + " --dev-tgt " + quoted(dir / "long.de") + " --run-dir " +
+                quoted(run_) + kIdentityModel + " --d-model 32 --vocab-size 300");
   EXPECT_EQ(long_lines.exit_code, 2);
   EXPECT_NE(long_lines.errors.find("no line to learn from"), std::string::npos) << long_lines.errors;
 

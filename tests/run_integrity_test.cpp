@@ -21,7 +21,7 @@
 namespace trafo::testing {
 namespace {
 
-const char* kTinyModel =
+const char* kIntegrityModel =
     " --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64"
     " --batch-tokens 200 --threads 1 --valid-max-sentences 0 --log-every 1";
 
@@ -36,8 +36,8 @@ class RunIntegrity : public ::testing::Test {
     run_ = make_temp_dir("integrity-run") / "run";
   }
   std::string base() const {
-    return "train --data-dir " + quoted(data_) + " --src-lang en --tgt-lang de --run-dir " + quoted(run_) + kTinyModel +
-           " --vocab-size " + std::to_string(vocab_size_);
+    return "train --data-dir " + quoted(data_) + " --src-lang en --tgt-lang de --run-dir " + quoted(run_) +
+           kIntegrityModel + " --vocab-size " + std::to_string(vocab_size_);
   }
   std::filesystem::path data_, run_;
   int vocab_size_ = 300;

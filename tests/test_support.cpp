@@ -99,6 +99,15 @@ std::string read_text(const std::filesystem::path& path) {
   return buffer.str();
 }
 
+std::string quote(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
 int spawn_command(const std::string& command) {
   use_test_cache_dir();
   const pid_t pid = ::fork();

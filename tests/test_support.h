@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace trafo::testing {
 
@@ -33,6 +34,11 @@ int free_port();
 
 void write_text(const std::filesystem::path& path, const std::string& text);
 std::string read_text(const std::filesystem::path& path);
+
+// The path in single quotes, for a shell command line.
+std::string quote(const std::filesystem::path& path);
+// The lines of text, without their line ends.
+std::vector<std::string> split_lines(const std::string& text);
 
 // Whether CI=true, where a missing tool that scripts/setup.sh installs fails a test instead of skipping it.
 bool in_ci();

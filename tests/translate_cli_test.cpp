@@ -23,15 +23,6 @@
 namespace trafo::testing {
 namespace {
 
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-std::string quote(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
-
 // Exit code 2 and one "trafo: error:" line that holds `words`.
 void expect_one_error(const CommandResult& result, const std::string& words) {
   EXPECT_EQ(result.exit_code, 2) << result.errors;
@@ -333,7 +324,7 @@ TEST_F(TranslateCli, EvalJsonHasTheScoresAndTheLoss) {
 }
 
 // Exit code 2 and exactly one line on stderr, without a stack trace.
-void expect_input_error(const CommandResult& result, const std::string& expected) {
+void expect_translate_error(const CommandResult& result, const std::string& expected) {
   EXPECT_EQ(result.exit_code, 2) << result.errors;
   EXPECT_EQ(std::count(result.errors.begin(), result.errors.end(), '\n'), 1) << result.errors;
   EXPECT_NE(result.errors.find(expected), std::string::npos) << result.errors;
@@ -394,30 +385,30 @@ TEST_F(TranslateCli, AnEnsembleAveragesLogProbabilities) {
 }
 
 TEST_F(TranslateCli, MissingOrBrokenCheckpointIsAnInputError) {
-  expect_input_error(run_trafo("translate --checkpoint " + path("absent.pt") + " < /dev/null"), "absent.pt");
+  expect_translate_error(run_trafo("translate --checkpoint " + path("absent.pt") + " < /dev/null"), "absent.pt");
   write_text(*dir_ / "garbage.pt", std::string(4096, 'x'));
-  expect_input_error(run_trafo("translate --checkpoint " + path("garbage.pt") + " < /dev/null"), "garbage.pt");
+  expect_translate_error(run_trafo("translate --checkpoint " + path("garbage.pt") + " < /dev/null"), "garbage.pt");
   const auto bytes = read_text(*dir_ / "model.pt");
   write_text(*dir_ / "cut.pt", bytes.substr(0, bytes.size() / 2));
-  expect_input_error(run_trafo("translate --checkpoint " + path("cut.pt") + " < /dev/null"), "cut.pt");
-  expect_input_error(run_trafo("eval --checkpoint " + path("cut.pt") + " --src " + path("test.en") + " --ref " +
-                               path("test.de")),
-                     "cut.pt");
+  expect_translate_error(run_trafo("translate --checkpoint " + path("cut.pt") + " < /dev/null"), "cut.pt");
+  expect_translate_error(
+      run_trafo("eval --checkpoint " + path("cut.pt") + " --src " + path("test.en") + " --ref " + path("test.de")),
+      "cut.pt");
 }
 
 TEST_F(TranslateCli, BadUsageIsAnInputError) {
   write_text(*dir_ / "short.de", "one line\n");
-  expect_input_error(run_trafo("eval --checkpoint " + path("model.pt") + " --src " + path("test.en") + " --ref " +
-                               path("short.de")),
-                     "12");
-  expect_input_error(run_trafo(translate("--beam 2 --n-best 3") + " < /dev/null"), "n-best");
+  expect_translate_error(
+      run_trafo("eval --checkpoint " + path("model.pt") + " --src " + path("test.en") + " --ref " + path("short.de")),
+      "12");
+  expect_translate_error(run_trafo(translate("--beam 2 --n-best 3") + " < /dev/null"), "n-best");
   // A line without end is no sentence: refused at 1 MiB, not read until memory runs out.
   const auto endless = run_trafo(translate("--input /dev/zero"));
   EXPECT_EQ(endless.exit_code, 2) << endless.errors;
   EXPECT_NE(endless.errors.find("trafo: error: /dev/zero holds a line longer than 1 MiB"), std::string::npos)
       << endless.errors;
   if (!torch::cuda::is_available()) {
-    expect_input_error(run_trafo(translate("--device cuda") + " < /dev/null"), "cuda");
+    expect_translate_error(run_trafo(translate("--device cuda") + " < /dev/null"), "cuda");
   }
 }
 

@@ -19,7 +19,7 @@
 namespace trafo::data {
 namespace {
 
-constexpr char kMagic[8] = {'T', 'R', 'A', 'F', 'O', 'A', 'L', '1'};
+constexpr char kLinksMagic[8] = {'T', 'R', 'A', 'F', 'O', 'A', 'L', '1'};
 constexpr char kWordMark[] = "\xe2\x96\x81";  // U+2581, SentencePiece's mark of a word's start
 
 bool is_space(char ch) { return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n' || ch == '\v' || ch == '\f'; }
@@ -115,11 +115,14 @@ std::string PieceLinks::to_bytes() const {
   const size_t offsets_bytes = offsets_.size() * sizeof(int64_t), links_bytes = links_.size() * sizeof(Link);
   const uint64_t checksum =
       XXH3_64bits(offsets_.data(), offsets_bytes) ^ XXH3_64bits_withSeed(links_.data(), links_bytes, 1);
-  std::string bytes(sizeof kMagic + 3 * sizeof(uint64_t) + offsets_bytes + links_bytes, '\0');
+  std::string bytes(sizeof kLinksMagic + 3 * sizeof(uint64_t) + offsets_bytes + links_bytes, '\0');
   char* out = bytes.data();
-  for (const auto& [data, size] : std::vector<std::pair<const void*, size_t>>{
-           {kMagic, sizeof kMagic}, {&pairs, 8}, {&count, 8}, {&checksum, 8}, {offsets_.data(), offsets_bytes},
-           {links_.data(), links_bytes}}) {
+  for (const auto& [data, size] : std::vector<std::pair<const void*, size_t>>{{kLinksMagic, sizeof kLinksMagic},
+                                                                              {&pairs, 8},
+                                                                              {&count, 8},
+                                                                              {&checksum, 8},
+                                                                              {offsets_.data(), offsets_bytes},
+                                                                              {links_.data(), links_bytes}}) {
     if (size > 0) std::memcpy(out, data, size);
     out += size;
   }
@@ -127,9 +130,9 @@ std::string PieceLinks::to_bytes() const {
 }
 
 PieceLinks PieceLinks::from_bytes(const std::string& bytes, int64_t pairs) {
-  constexpr size_t kHead = sizeof kMagic + 3 * sizeof(uint64_t);
+  constexpr size_t kHead = sizeof kLinksMagic + 3 * sizeof(uint64_t);
   uint64_t stored_pairs = 0, count = 0, checksum = 0;
-  if (bytes.size() < kHead || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
+  if (bytes.size() < kHead || std::memcmp(bytes.data(), kLinksMagic, sizeof kLinksMagic) != 0) {
     throw InputError("not a trafo alignment table");
   }
   std::memcpy(&stored_pairs, bytes.data() + 8, 8);

@@ -28,7 +28,7 @@
 namespace trafo::data {
 namespace {
 
-constexpr char kMagic[8] = {'T', 'R', 'A', 'F', 'O', 'T', 'C', '1'};
+constexpr char kCacheMagic[8] = {'T', 'R', 'A', 'F', 'O', 'T', 'C', '1'};
 constexpr int64_t kChunkPairs = 8192;  // line pairs one thread tokenizes at a time
 constexpr size_t kReadBlock = 1 << 20;
 
@@ -168,7 +168,7 @@ Corpus map_cache(int fd, const Header& header, const std::filesystem::path& path
 std::string check_existing(int fd, const nlohmann::json& key, Header& header) {
   struct stat info {};
   if (::fstat(fd, &info) != 0 || !read_all(fd, &header, sizeof header, 0) ||
-      std::memcmp(header.magic, kMagic, sizeof kMagic) != 0 || header.header_bytes < sizeof header ||
+      std::memcmp(header.magic, kCacheMagic, sizeof kCacheMagic) != 0 || header.header_bytes < sizeof header ||
       header.key_bytes > header.header_bytes - sizeof header || header.header_bytes % 8 != 0) {
     return "it is not a complete token cache";
   }
@@ -234,7 +234,7 @@ Header build(const std::filesystem::path& path, const std::filesystem::path& sou
   if (side.fd < 0) cannot_write(path, errno);
 
   Header header{};
-  std::memcpy(header.magic, kMagic, sizeof kMagic);
+  std::memcpy(header.magic, kCacheMagic, sizeof kCacheMagic);
   header.key_bytes = key.size();
   header.header_bytes = round_up(sizeof header + key.size(), 4096);
   const std::vector<char> zeros(header.header_bytes, 0);

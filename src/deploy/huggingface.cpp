@@ -88,9 +88,9 @@ struct Ids {
 // weight that reads the stream is permuted along its input, every one that writes it along its
 // output, and the LayerNorms along theirs (mean and variance do not depend on the order): the function
 // is unchanged, and the interleaved table becomes the halves one exactly.
-class StateDict {
+class ExportedStateDict {
  public:
-  StateDict(const checkpoint::Checkpoint& checkpoint, bool interleaved) : weights_(checkpoint.weights) {
+  ExportedStateDict(const checkpoint::Checkpoint& checkpoint, bool interleaved) : weights_(checkpoint.weights) {
     const int64_t d = checkpoint.model_config.d_model;
     if (interleaved) permutation_ = torch::cat({torch::arange(0, d, 2), torch::arange(1, d, 2)});
   }
@@ -135,7 +135,7 @@ class StateDict {
 };
 
 // An encoder or decoder layer's weights, by the table import reads too.
-void layer(StateDict& dict, const std::string& to, const std::string& from, bool decoder) {
+void export_layer(ExportedStateDict& dict, const std::string& to, const std::string& from, bool decoder) {
   for (const auto& weight : layer_weights(decoder)) {
     const auto source = from + "." + weight.trafo;
     if (weight.norm) {
@@ -152,12 +152,12 @@ void layer(StateDict& dict, const std::string& to, const std::string& from, bool
 
 std::string model_safetensors(const checkpoint::Checkpoint& checkpoint, const Ids& ids) {
   const auto& c = checkpoint.model_config;
-  StateDict dict(checkpoint, /*interleaved=*/c.positions == "sinusoidal");
+  ExportedStateDict dict(checkpoint, /*interleaved=*/c.positions == "sinusoidal");
   for (int64_t i = 0; i < c.encoder_layers; ++i) {
-    layer(dict, "model.encoder.layers." + std::to_string(i), "encoder_layers." + std::to_string(i), false);
+    export_layer(dict, "model.encoder.layers." + std::to_string(i), "encoder_layers." + std::to_string(i), false);
   }
   for (int64_t i = 0; i < c.decoder_layers; ++i) {
-    layer(dict, "model.decoder.layers." + std::to_string(i), "decoder_layers." + std::to_string(i), true);
+    export_layer(dict, "model.decoder.layers." + std::to_string(i), "decoder_layers." + std::to_string(i), true);
   }
   if (model::norm_position(c) == model::NormPosition::kPre) {  // each stack's final LayerNorm
     dict.norm("model.encoder.layer_norm", "encoder_norm");

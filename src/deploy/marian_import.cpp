@@ -41,9 +41,9 @@ T value_of(const json& config, const char* key, T fallback, const fs::path& path
 }
 
 // The MarianMT state dict, read by trafo's names.
-class StateDict {
+class ImportedStateDict {
  public:
-  StateDict(std::map<std::string, at::Tensor> weights, fs::path folder)
+  ImportedStateDict(std::map<std::string, at::Tensor> weights, fs::path folder)
       : weights_(std::move(weights)), folder_(std::move(folder)), file_(state_dict_file(folder_)) {}
 
   // `name` must have `shape` (what config.json gives): checked before any arithmetic, so that a
@@ -91,8 +91,8 @@ class StateDict {
 };
 
 // An encoder or decoder layer's weights, by the table export reads too, each checked against `c`.
-void layer(StateDict& dict, const std::string& to, const std::string& from, bool decoder,
-           const model::ModelConfig& c) {
+void import_layer(ImportedStateDict& dict, const std::string& to, const std::string& from, bool decoder,
+                  const model::ModelConfig& c) {
   for (const auto& weight : layer_weights(decoder)) {
     std::vector<std::string> parts;
     for (const auto& part : weight.marian) {
@@ -213,12 +213,12 @@ checkpoint::Checkpoint import_marian(const fs::path& folder) {
   grow(target, rows);
   c.vocab_size = static_cast<int64_t>(rows);
 
-  StateDict dict(read_state_dict(folder), folder);
+  ImportedStateDict dict(read_state_dict(folder), folder);
   for (int64_t i = 0; i < c.encoder_layers; ++i) {
-    layer(dict, "encoder_layers." + std::to_string(i), "encoder.layers." + std::to_string(i), false, c);
+    import_layer(dict, "encoder_layers." + std::to_string(i), "encoder.layers." + std::to_string(i), false, c);
   }
   for (int64_t i = 0; i < c.decoder_layers; ++i) {
-    layer(dict, "decoder_layers." + std::to_string(i), "decoder.layers." + std::to_string(i), true, c);
+    import_layer(dict, "decoder_layers." + std::to_string(i), "decoder.layers." + std::to_string(i), true, c);
   }
   // The embeddings and the output projection: each the first of its names the file holds (a tied
   // model's file may keep one of them).

@@ -13,7 +13,7 @@ namespace {
 
 // One counter per order: characters 1..char_order, then words 1..word_order. Word n-grams
 // are their words joined by a space.
-using NgramCounts = std::vector<std::unordered_map<std::u32string, long long>>;
+using CharNgramCounts = std::vector<std::unordered_map<std::u32string, long long>>;
 
 bool is_ascii_punctuation(char32_t c) {  // Python's string.punctuation
   return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) ||
@@ -40,10 +40,10 @@ std::vector<std::u32string> words_for_chrf(std::u32string_view line) {
   return words;
 }
 
-NgramCounts count_ngrams(const std::string& line, const ChrfOptions& options) {
+CharNgramCounts count_char_ngrams(const std::string& line, const ChrfOptions& options) {
   std::u32string s = text::decode(line);
   if (options.lowercase) s = text::lowercase(s);
-  NgramCounts counts(options.char_order + options.word_order);
+  CharNgramCounts counts(options.char_order + options.word_order);
   const std::u32string chars = options.whitespace ? s : text::remove_spaces(s);
   for (int n = 1; n <= options.char_order; ++n) {
     for (std::size_t i = 0; i + n <= chars.size(); ++i) ++counts[n - 1][chars.substr(i, n)];
@@ -64,7 +64,7 @@ NgramCounts count_ngrams(const std::string& line, const ChrfOptions& options) {
 
 // [hyp, ref, match] per order. Hypothesis n-grams do not count at an order where the
 // reference has none (sacreBLEU's rule).
-std::vector<long long> match_statistics(const NgramCounts& hyp, const NgramCounts& ref) {
+std::vector<long long> match_statistics(const CharNgramCounts& hyp, const CharNgramCounts& ref) {
   std::vector<long long> stats;
   stats.reserve(3 * hyp.size());
   for (std::size_t order = 0; order < hyp.size(); ++order) {
@@ -124,11 +124,11 @@ ChrfScore corpus_chrf(const std::vector<std::string>& hypotheses,
   const std::size_t orders = options.char_order + options.word_order;
   std::vector<long long> totals(3 * orders, 0);
   for (std::size_t i = 0; i < hypotheses.size(); ++i) {
-    const NgramCounts hyp = count_ngrams(hypotheses[i], options);
+    const CharNgramCounts hyp = count_char_ngrams(hypotheses[i], options);
     std::vector<long long> best;
     double best_f = -1.0;
     for (const auto& stream : references) {  // the first of equally good references wins
-      auto stats = match_statistics(hyp, count_ngrams(stream[i], options));
+      auto stats = match_statistics(hyp, count_char_ngrams(stream[i], options));
       const double f = f_score(stats, options);
       if (f > best_f) {
         best_f = f;

@@ -16,8 +16,6 @@ constexpr Gender N = Gender::kNeuter;
 constexpr uint32_t kToy = kThing | kPortable;
 constexpr uint32_t kEdible = kFood | kPortable;
 
-constexpr TenseMask bit(Tense tense) { return 1u << static_cast<int>(tense); }
-
 template <typename Entry>
 const Entry& find_entry(const std::vector<Entry>& entries, std::string_view english,
                         const char* what) {
@@ -194,14 +192,14 @@ const std::vector<std::string_view>& names() {
 const std::vector<Adverb>& adverbs() {
   static const std::vector<Adverb> table = {
       {"today", "heute",
-       bit(Tense::kPresent) | bit(Tense::kPast) | bit(Tense::kPerfect) | bit(Tense::kFuture) |
-           bit(Tense::kCan)},
-      {"now", "jetzt", bit(Tense::kPresent) | bit(Tense::kPerfect) | bit(Tense::kCan)},
-      {"often", "oft", bit(Tense::kPresent) | bit(Tense::kPast) | bit(Tense::kCan)},
-      {"sometimes", "manchmal", bit(Tense::kPresent) | bit(Tense::kPast) | bit(Tense::kCan)},
-      {"yesterday", "gestern", bit(Tense::kPast)},
-      {"tomorrow", "morgen", bit(Tense::kFuture)},
-      {"soon", "bald", bit(Tense::kFuture)},
+       tense_bit(Tense::kPresent) | tense_bit(Tense::kPast) | tense_bit(Tense::kPerfect) | tense_bit(Tense::kFuture) |
+           tense_bit(Tense::kCan)},
+      {"now", "jetzt", tense_bit(Tense::kPresent) | tense_bit(Tense::kPerfect) | tense_bit(Tense::kCan)},
+      {"often", "oft", tense_bit(Tense::kPresent) | tense_bit(Tense::kPast) | tense_bit(Tense::kCan)},
+      {"sometimes", "manchmal", tense_bit(Tense::kPresent) | tense_bit(Tense::kPast) | tense_bit(Tense::kCan)},
+      {"yesterday", "gestern", tense_bit(Tense::kPast)},
+      {"tomorrow", "morgen", tense_bit(Tense::kFuture)},
+      {"soon", "bald", tense_bit(Tense::kFuture)},
   };
   return table;
 }

@@ -92,6 +92,7 @@ struct PronounEntry {
 
 // Tense bits of TenseMask, one per trafo::data::Tense value.
 using TenseMask = uint32_t;
+constexpr TenseMask tense_bit(Tense tense) { return 1u << static_cast<int>(tense); }
 
 struct Adverb {
   std::string_view english;

@@ -9,7 +9,6 @@
 namespace trafo::data::toy {
 namespace {
 
-constexpr TenseMask bit(Tense tense) { return 1u << static_cast<int>(tense); }
 constexpr TenseMask kAllTenses = 0x1f;
 
 uint32_t tags_of(const NounPhrase& phrase) {
@@ -99,11 +98,10 @@ Sentence ToySampler::next() {
       sentence.connective = connectives[random_.weighted({2, 1, 1})];
       const bool condition = sentence.connective == Connective::kIf;
       // "If the dog sleeps, the child laughs / will laugh / can laugh."
-      sentence.main = clause(condition ? bit(Tense::kPresent) | bit(Tense::kFuture) |
-                                             bit(Tense::kCan)
-                                       : kAllTenses,
-                             true);
-      sentence.subordinate = clause(condition ? bit(Tense::kPresent) : kAllTenses, true);
+      sentence.main = clause(
+          condition ? tense_bit(Tense::kPresent) | tense_bit(Tense::kFuture) | tense_bit(Tense::kCan) : kAllTenses,
+          true);
+      sentence.subordinate = clause(condition ? tense_bit(Tense::kPresent) : kAllTenses, true);
       sentence.subordinate_first = random_.percent(40);
       break;
     }
@@ -130,8 +128,8 @@ Tense ToySampler::tense(TenseMask tenses) {
 Clause ToySampler::clause(TenseMask tenses, bool may_negate) {
   Clause clause;
   const int frame = random_.weighted({18, 27, 43, 12});  // be, intransitive, transitive, recipient
-  const bool copula = frame == 0 && (tenses & ~bit(Tense::kCan)) != 0;
-  clause.tense = tense(copula ? tenses & ~bit(Tense::kCan) : tenses);
+  const bool copula = frame == 0 && (tenses & ~tense_bit(Tense::kCan)) != 0;
+  clause.tense = tense(copula ? tenses & ~tense_bit(Tense::kCan) : tenses);
   clause.negated = may_negate && random_.percent(22);
   if (copula) {
     clause.verb = "be";
