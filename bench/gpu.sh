@@ -6,7 +6,7 @@
 #      nn.Transformer, fused Adam, bf16 autocast), transformer-base (configs/base.toml) and the
 #      default model, fp32 and bf16, 8,192-token batches, medians of 3 rounds; and trafo in bf16
 #      at --batch-tokens auto (the budget fitted to the GPU's memory), with its MFU;
-#   2. the sync-free step's CUDA test (train_step_test), when packed;
+#   2. the CUDA tests of trafo_tests (the sync-free step, the loss kernel, greedy search), when packed;
 #   3. a real run: trafo train on the packed corpus for 2 minutes, its test BLEU, and greedy and
 #      beam-5 decoding of the test set; greedy CUDA and CPU text compared;
 #   4. with the time left, torch.compile of the plain loop on base in bf16.

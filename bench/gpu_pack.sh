@@ -18,11 +18,9 @@ strip device/trafo
 ldd build/trafo | awk '$3 ~ /^\// {print $3}' | grep -v -e '/site-packages/' \
   -e '/libc\.so' -e '/libm\.so' -e '/libdl\.so' -e '/librt\.so' -e '/libpthread\.so' -e '/ld-linux' \
   -e '/libstdc++' -e '/libgcc_s' -e '/libcudart' -e '/libcuda\.so' | while read -r lib; do cp -L "$lib" device/lib/; done
-# The tests of the sync-free step, the CUDA graphs, the CUDA loss kernel and greedy search on CUDA,
-# which skip without a GPU.
-for test in train_step_test bf16_test decode_test; do
-  if [ -x "build/tests/$test" ]; then cp "build/tests/$test" device/ && strip "device/$test"; fi
-done
+# The test executable: gpu.sh runs its tests of the sync-free step, the CUDA graphs, the CUDA loss
+# kernel and greedy search on CUDA, which skip without a GPU.
+if [ -x build/tests/trafo_tests ]; then cp build/tests/trafo_tests device/ && strip device/trafo_tests; fi
 if [ -n "$corpus" ]; then
   [ -f "$corpus/train.en" ] || { echo "gpu_pack: error: $corpus holds no train.en" >&2; exit 2; }
   mkdir -p device/data && cp "$corpus"/* device/data/
