@@ -4,7 +4,9 @@ ctranslate2 wheel's own TransformerSpec writes for the same shapes: the header, 
 name, dtype and shape, and the aliases. Exit 0 when they agree; else the differences and exit 1.
 
 Usage: tests/ctranslate2_layout.py MODEL_BIN pre|post relu|gelu tied|tied-bias|untied none|int8|bfloat16 HEADS
-(tied-bias: tied, with an output bias)
+                                   [MODEL_BIN ...]
+(tied-bias: tied, with an output bias). Each group of six arguments is one check, all in one process
+(the wheel takes seconds to import); exit 0 when every one agrees.
 """
 import os
 import struct
@@ -49,17 +51,23 @@ def spec_bin(pre, act, tied, bias, L, H, d, F, V, P, q):
     spec.register_source_vocabulary(voc); spec.register_target_vocabulary(voc)
     spec.validate(); spec.optimize(quantization=q)
     t = tempfile.mkdtemp(); spec.save(t); return read_bin(os.path.join(t,'model.bin'))
-mine = read_bin(sys.argv[1]); pre = sys.argv[2]=='pre'; act = common_spec.Activation.RELU if sys.argv[3]=='relu' else common_spec.Activation.GELU
-tied = sys.argv[4] in ('tied', 'tied-bias'); bias = sys.argv[4] != 'tied'; q = None if sys.argv[5]=='none' else sys.argv[5]
-v = mine[3]
-L = (sum(1 for k in v if k.startswith('encoder/layer_') and k.endswith('ffn/linear_0/weight')), sum(1 for k in v if k.startswith('decoder/layer_') and k.endswith('ffn/linear_0/weight')))
-d = v['decoder/layer_0/ffn/linear_1/weight'][1][0]; F = v['decoder/layer_0/ffn/linear_0/weight'][1][0]
-V = v['decoder/embeddings/weight'][1][0]; P = v['decoder/position_encodings/encodings'][1][0]
-ref = spec_bin(pre, act, tied, bias, L, int(sys.argv[6]), d, F, V, P, q)
-if mine[:3] != ref[:3]: print("header", mine[:3], "expected", ref[:3])
-for k in sorted(set(mine[3]) ^ set(ref[3])): print("only in", "trafo's" if k in mine[3] else "the wheel's", k)
-for k in sorted(set(mine[3]) & set(ref[3])):
-    if mine[3][k] != ref[3][k]: print("differs", k, mine[3][k], "expected", ref[3][k])
-if mine[4] != ref[4]: print("aliases", mine[4], "expected", ref[4])
-print(len(mine[3]), "variables,", len(mine[4]), "aliases")
-sys.exit(0 if mine[1:] == ref[1:] and mine[0] == ref[0] else 1)
+def check(path, norm, activation, tying, quantization, heads):
+    """Prints how trafo's model.bin at `path` differs from the wheel's; True when it does not."""
+    mine = read_bin(path); pre = norm == 'pre'
+    act = common_spec.Activation.RELU if activation == 'relu' else common_spec.Activation.GELU
+    tied = tying in ('tied', 'tied-bias'); bias = tying != 'tied'; q = None if quantization == 'none' else quantization
+    v = mine[3]
+    L = (sum(1 for k in v if k.startswith('encoder/layer_') and k.endswith('ffn/linear_0/weight')), sum(1 for k in v if k.startswith('decoder/layer_') and k.endswith('ffn/linear_0/weight')))
+    d = v['decoder/layer_0/ffn/linear_1/weight'][1][0]; F = v['decoder/layer_0/ffn/linear_0/weight'][1][0]
+    V = v['decoder/embeddings/weight'][1][0]; P = v['decoder/position_encodings/encodings'][1][0]
+    ref = spec_bin(pre, act, tied, bias, L, int(heads), d, F, V, P, q)
+    if mine[:3] != ref[:3]: print(path, "header", mine[:3], "expected", ref[:3])
+    for k in sorted(set(mine[3]) ^ set(ref[3])): print(path, "only in", "trafo's" if k in mine[3] else "the wheel's", k)
+    for k in sorted(set(mine[3]) & set(ref[3])):
+        if mine[3][k] != ref[3][k]: print(path, "differs", k, mine[3][k], "expected", ref[3][k])
+    if mine[4] != ref[4]: print(path, "aliases", mine[4], "expected", ref[4])
+    print(path, len(mine[3]), "variables,", len(mine[4]), "aliases")
+    return mine[1:] == ref[1:] and mine[0] == ref[0]
+args = sys.argv[1:]
+assert args and len(args) % 6 == 0, __doc__
+sys.exit(0 if all([check(*args[i:i + 6]) for i in range(0, len(args), 6)]) else 1)
