@@ -16,29 +16,33 @@ class ServeCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     root_ = new std::filesystem::path(make_temp_dir("serve"));
-    ASSERT_EQ(run_trafo("toy-corpus --out '" + (*root_ / "toy").string() + "' --train 2000 --dev 50 --test 10").exit_code, 0);
+    ASSERT_EQ(run_trafo("toy-corpus --out '" + (*root_ / "toy").string() + "'" + kToyCorpus).exit_code, 0);
   }
 
-  // The checkpoint of `run`, trained on first use (each test runs in a process of its own, so a test
-  // trains only what it serves): "run", two corpora, the second tagged <bt> (the same pairs: enough
-  // to serve a tag); "multi", a model of two target languages, the same pairs under >>de<< and
-  // >>fr<< (the tag is what differs).
+  // The checkpoint of `run`: "run", two corpora, the second tagged <bt> (the same pairs: enough to
+  // serve a tag); "multi", a model of two target languages, the same pairs under >>de<< and >>fr<< (the
+  // tag is what differs). Each test runs in a process of its own: a run is trained once and kept in the
+  // build tree (kept_folder) for the binary under test.
   static std::filesystem::path checkpoint(const std::string& run) {
     const auto path = *root_ / run / "checkpoint-last.pt";
     if (std::filesystem::exists(path)) return path;
     const auto toy = *root_ / "toy";
     const std::string train = "'" + (toy / "train.en").string() + "," + (toy / "train.de").string();
-    const std::string common = "train --data-dir '" + toy.string() + "' --src-lang en --tgt-lang de --run-dir '" +
-                               (*root_ / run).string() +
-                               "' --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64 --vocab-size 400 "
-                               "--threads 1 --early-stopping 0 ";
-    const auto trained =
-        run == "multi"
-            ? run_trafo(common + "--corpus " + train + ",1,>>de<<' --corpus " + train +
-                        ",1,>>fr<<' --valid-tag '>>de<<' --max-steps 20 --valid-every 20")
-            : run_trafo(common + "--corpus " + train + "' --corpus " + train +
-                        ",1,<bt>' --max-steps 200 --valid-every 200 --lr 3e-3 --warmup-steps 30");
-    EXPECT_EQ(trained.exit_code, 0) << trained.errors;
+    const std::string options =
+        "--d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64 --vocab-size 400 --threads 1 "
+        "--early-stopping 0 " +
+        std::string(run == "multi" ? "--valid-tag '>>de<<' --max-steps 20 --valid-every 20"
+                                   : "--max-steps 200 --valid-every 200 --lr 3e-3 --warmup-steps 30");
+    const auto corpora = run == "multi" ? "--corpus " + train + ",1,>>de<<' --corpus " + train + ",1,>>fr<<'"
+                                        : "--corpus " + train + "' --corpus " + train + ",1,<bt>'";
+    const auto key = trafo_binary_stamp() + "\n" + kToyCorpus + "\n" + run + "\n" + options;
+    const auto kept = kept_folder("serve-models", key, [&](const std::filesystem::path& making) {
+      const auto trained = run_trafo("train --data-dir '" + toy.string() + "' --src-lang en --tgt-lang de --run-dir '" +
+                                     making.string() + "' " + corpora + " " + options);
+      EXPECT_EQ(trained.exit_code, 0) << trained.errors;
+      return trained.exit_code == 0;
+    });
+    if (!kept.empty()) std::filesystem::copy(kept, *root_ / run, std::filesystem::copy_options::recursive);
     return path;
   }
   static void TearDownTestSuite() {
@@ -60,6 +64,7 @@ class ServeCli : public ::testing::Test {
     EXPECT_NE(result.output.find("ok"), std::string::npos) << result.output;
   }
 
+  static constexpr const char* kToyCorpus = " --train 2000 --dev 50 --test 10";
   static std::filesystem::path* root_;
 };
 

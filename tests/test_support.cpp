@@ -108,6 +108,25 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
+std::filesystem::path kept_folder(const std::string& kind, const std::string& key,
+                                  const std::function<bool(const std::filesystem::path&)>& make) {
+  const auto kept = std::filesystem::canonical("/proc/self/exe").parent_path() / kind /
+                    std::to_string(std::hash<std::string>{}(key));
+  if (std::filesystem::exists(kept)) return kept;
+  const auto making = std::filesystem::path(kept.string() + ".making-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(kept.parent_path());
+  std::error_code taken;  // another test renamed its copy first: keep that one
+  if (make(making)) std::filesystem::rename(making, kept, taken);
+  std::filesystem::remove_all(making, taken);
+  return std::filesystem::exists(kept) ? kept : std::filesystem::path();
+}
+
+std::string trafo_binary_stamp() {
+  const std::filesystem::path binary(TRAFO_BINARY);
+  return std::to_string(std::filesystem::file_size(binary)) + " " +
+         std::to_string(std::filesystem::last_write_time(binary).time_since_epoch().count());
+}
+
 int spawn_command(const std::string& command) {
   use_test_cache_dir();
   const pid_t pid = ::fork();

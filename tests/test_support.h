@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,16 @@ std::string read_text(const std::filesystem::path& path);
 std::string quote(const std::filesystem::path& path);
 // The lines of text, without their line ends.
 std::vector<std::string> split_lines(const std::string& text);
+
+// A folder that `make` fills, kept in the build tree (build/tests/KIND/HASH) under a hash of `key`, so
+// that tests in other processes, and later runs, make it once. It is made beside its place and renamed
+// into it: a test running at the same time sees the whole folder or none. The kept folder, or an empty
+// path when `make` returned false (nothing is kept then).
+std::filesystem::path kept_folder(const std::string& kind, const std::string& key,
+                                  const std::function<bool(const std::filesystem::path&)>& make);
+
+// The size and modification time of the trafo binary under test: a key for what it made.
+std::string trafo_binary_stamp();
 
 // Whether CI=true, where a missing tool that scripts/setup.sh installs fails a test instead of skipping it.
 bool in_ci();
