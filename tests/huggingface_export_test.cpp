@@ -25,7 +25,7 @@ class HuggingFaceExport : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new fs::path(make_temp_dir("huggingface"));
-    ASSERT_EQ(run_trafo("toy-corpus --out " + quoted(*dir_ / "toy") + " --train 2000 --dev 200 --test 10").exit_code, 0);
+    ASSERT_EQ(run_trafo("toy-corpus --out " + quoted(*dir_ / "toy") + " --train 2000 --dev 100 --test 10").exit_code, 0);
   }
   static void TearDownTestSuite() { delete dir_; }
 
