@@ -68,8 +68,8 @@ class MarianImport : public ::testing::Test {
   }
 
   // trafo's greedy translation of `sources` and its score-pairs scores, as huggingface_check.py's
-  // arguments for `folder`: " FOLDER SOURCES TRANSLATIONS SCORES".
-  static std::string translated(const fs::path& checkpoint, const fs::path& sources, const fs::path& folder) {
+  // arguments after a folder's: " SOURCES TRANSLATIONS SCORES".
+  static std::string translated(const fs::path& checkpoint, const fs::path& sources) {
     const auto translations = fs::path(checkpoint.string() + ".de"), scores = fs::path(checkpoint.string() + ".scores");
     const auto translation = run_trafo("translate --checkpoint " + quoted(checkpoint) + " --input " + quoted(sources) +
                                        " --output " + quoted(translations) + kFp32);
@@ -77,7 +77,7 @@ class MarianImport : public ::testing::Test {
     const auto scored = run_trafo("score-pairs --checkpoint " + quoted(checkpoint) + " --src " + quoted(sources) +
                                   " --tgt " + quoted(translations) + kFp32 + " > " + quoted(scores));
     EXPECT_EQ(scored.exit_code, 0) << scored.errors;
-    return " " + quoted(folder) + " " + quoted(sources) + " " + quoted(translations) + " " + quoted(scores);
+    return " " + quoted(sources) + " " + quoted(translations) + " " + quoted(scores);
   }
 
   static void expect_as_transformers(const std::string& checks) {
@@ -144,10 +144,9 @@ TEST_F(MarianImport, ImportedModelsTranslateAndScoreAsTransformersAndExportBack)
     SCOPED_TRACE(name);
     const auto folder = make(name, arguments);
     const auto checkpoint = import(folder);
-    checks += translated(checkpoint, sources, folder);
+    const auto trafo = translated(checkpoint, sources);
     // Exported back, transformers loads trafo's folder and translates as trafo does.
-    const auto back = exported(checkpoint, "huggingface");
-    checks += translated(checkpoint, sources, back);
+    checks += " " + quoted(folder) + trafo + " " + quoted(exported(checkpoint, "huggingface")) + trafo;
   }
   expect_as_transformers(checks);
 }
@@ -261,7 +260,7 @@ TEST_F(MarianImport, AFineTunedImportedModelKeepsItsVocabularyAndExportsBack) {
   };
   EXPECT_NE(pieces(tuned), pieces(checkpoint));
   const auto back = exported(tuned, "huggingface");
-  expect_as_transformers(translated(tuned, *dir_ / "toy" / "dev.en", back));
+  expect_as_transformers(" " + quoted(back) + translated(tuned, *dir_ / "toy" / "dev.en"));
   // Fine-tuned tied, it exports as the folder was made: its tensors (one shared matrix, the
   // final_logits_bias trained), each of its shape (the start piece, kept twice in trafo, is one row
   // again), its vocabulary's pieces, and its tying.
