@@ -11,15 +11,27 @@ RunLogs::RunLogs(const RunFolder& folder, const ResumePoint& resume, const std::
   if (resume.replaces_old_run) folder.replace_old_run();
   if (!main_rank) return;
   std::error_code error;
-  if (std::filesystem::is_regular_file(folder.metrics(), error)) {
-    metrics_size_at_open_ = std::filesystem::file_size(folder.metrics(), error);
-    if (error) metrics_size_at_open_ = 0;
+  at_open_.metrics = folder.metrics();
+  at_open_.tensorboard = folder.path() / "tensorboard";
+  if (std::filesystem::is_regular_file(at_open_.metrics, error)) {
+    at_open_.metrics_size = std::filesystem::file_size(at_open_.metrics, error);
+    if (error) at_open_.metrics_size = 0;
   }
-  tensorboard_existed_ = std::filesystem::exists(folder.path() / "tensorboard", error);
+  at_open_.tensorboard_existed = std::filesystem::exists(at_open_.tensorboard, error);
   log_file_.emplace(folder.log());
   metrics_.emplace(folder.metrics());
   if (tensorboard) tensorboard_.emplace(folder.path() / "tensorboard");
   if (resume.path.empty()) util::write_file_atomically(folder.config(), config_text);
+}
+
+void RunLogs::AtOpen::restore() const {
+  std::error_code error;
+  if (metrics_size > 0) {
+    std::filesystem::resize_file(metrics, metrics_size, error);
+  } else {
+    std::filesystem::remove(metrics, error);
+  }
+  if (!tensorboard_existed) util::remove_tree(tensorboard);
 }
 
 void RunLogs::record(const std::string& event, int64_t step, int64_t epoch, double elapsed_s,

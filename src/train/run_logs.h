@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -33,12 +34,18 @@ class RunLogs {
 
   // What the folder held before this session wrote (a new run appends to the records of an earlier
   // one that saved no checkpoint): metrics.jsonl's size, and whether tensorboard/ was there.
-  std::uintmax_t metrics_size_at_open() const { return metrics_size_at_open_; }
-  bool tensorboard_existed() const { return tensorboard_existed_; }
+  struct AtOpen {
+    std::filesystem::path metrics, tensorboard;
+    std::uintmax_t metrics_size = 0;
+    bool tensorboard_existed = false;
+    // Puts the folder back as it was, once the session is gone (its logs closed): its records leave
+    // metrics.jsonl, and tensorboard/ goes if the session made it. train.log keeps what it said.
+    void restore() const;
+  };
+  const AtOpen& at_open() const { return at_open_; }
 
  private:
-  std::uintmax_t metrics_size_at_open_ = 0;
-  bool tensorboard_existed_ = false;
+  AtOpen at_open_;
   std::optional<LogFileCopy> log_file_;
   std::optional<MetricsLog> metrics_;
   std::optional<TensorBoardWriter> tensorboard_;

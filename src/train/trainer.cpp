@@ -10,15 +10,12 @@
 #include <torch/torch.h>
 
 #include "trafo/errors.h"
-#include "trafo/report/metrics_reader.h"
-#include "trafo/report/run_advice.h"
 #include "trafo/train/progress_line.h"
 #include "trafo/train/schedule.h"
-#include "trafo/train/step_graphs.h"
 #include "trafo/train/train_step.h"
-#include "trafo/util/files.h"
 #include "trafo/util/memory.h"
 #include "pace_check.h"
+#include "run_report.h"
 #include "session.h"
 
 namespace trafo::train {
@@ -275,21 +272,7 @@ class TrainingLoop {
       progress_.best_metric = value;
       progress_.best_step = progress_.step;
     }
-    nlohmann::json fields = {{"loss", result.loss}, {"ppl", result.ppl}, {"bleu", result.bleu}, {"chrf", result.chrf},
-                             {"repetition_loops", result.repetition_loops}, {"best", best}, {"samples", result.samples}};
-    if (!result.directions.empty()) fields["directions"] = result.directions;
-    record("valid", fields);
-    spdlog::info("valid step {} | loss {:.4f} | ppl {:.2f} | bleu {:.2f} | chrf {:.2f} | loops {}{}{}", progress_.step,
-                 result.loss, result.ppl, result.bleu, result.chrf, result.repetition_loops,
-                 result.directions.empty() ? "" : " (macro average)", best ? " | best" : "");
-    for (const auto& [name, figures] : result.directions.items()) {
-      spdlog::info("  {} | loss {:.4f} | bleu {:.2f} | chrf {:.2f}", name, figures["loss"].get<double>(),
-                   figures["bleu"].get<double>(), figures["chrf"].get<double>());
-    }
-    for (const auto& sample : result.samples) {
-      spdlog::info("  src: {}\n  ref: {}\n  hyp: {}", sample["src"].get<std::string>(),
-                   sample["ref"].get<std::string>(), sample["hyp"].get<std::string>());
-    }
+    record("valid", report_validation(progress_.step, result, best));
     const auto ckpt = make_checkpoint();
     save(ckpt, p_.folder.last(), false);
     if (best) save(ckpt, p_.folder.best(), true);
@@ -311,31 +294,8 @@ class TrainingLoop {
       validate_and_checkpoint();
     }
     nlohmann::json end = {{"reason", reason}};
-    if (main() && reason != "nan") {
-      const auto advice = advice_on_length();
-      for (const auto& sentence : advice) spdlog::info("{}", sentence);
-      if (!advice.empty()) end["advice"] = advice;
-    }
-    // Who set the pace: the host preparing and queueing steps, or the device it waited for. On a
-    // CPU a step runs while it is queued, so there the wait is near 0 and says nothing.
-    end["queue_s"] = pace_.queue_s;
-    end["device_wait_s"] = pace_.wait_s;
-    // Eager CUDA steps launch thousands of kernels, and a full launch queue blocks the host while it
-    // queues: only where most steps were replayed graphs does the split say who set the pace.
-    if (p_.place.device.is_cuda() && pace_.queue_s + pace_.wait_s > 0) {
-      const double waited = pace_.wait_s / (pace_.queue_s + pace_.wait_s);
-      const auto* graphs = step_.graphs();
-      const bool replayed = graphs != nullptr && 2 * graphs->replays() > progress_.step;
-      spdlog::info("the host spent {:.1f} s preparing and queueing steps and {:.1f} s waiting for the GPU ({:.0f}%){}",
-                   pace_.queue_s, pace_.wait_s, 100.0 * waited,
-                   !replayed ? ""
-                   : waited >= 0.5 ? ": the GPU set the pace"
-                                   : ": the host set the pace (batching and queueing, not the GPU)");
-    }
-    if (const auto* graphs = step_.graphs()) {
-      spdlog::info("CUDA graphs: {} shape buckets captured, {} steps replayed{}", graphs->captured(), graphs->replays(),
-                   graphs->failure().empty() ? "" : "; captures stopped: " + graphs->failure());
-    }
+    if (main() && reason != "nan") report_advice(p_.folder.path(), end);
+    report_pace(pace_.queue_s, pace_.wait_s, p_.place.device.is_cuda(), step_.graphs(), progress_.step, end);
     record("end", end);
     TrainResult result;
     result.reason = reason;
@@ -344,16 +304,6 @@ class TrainingLoop {
     result.best_checkpoint = std::filesystem::exists(p_.folder.best()) ? p_.folder.best().string() : "";
     result.best_metric = progress_.best_metric;
     return result;
-  }
-
-  // Whether the run ended while still improving, or went on while overfitting (report/run_advice.h),
-  // from its metrics.jsonl, earlier sessions included. Advice only: a file that cannot be read gives none.
-  std::vector<std::string> advice_on_length() const {
-    try {
-      return report::run_advice(report::read_run(p_.folder.path()));
-    } catch (const InputError&) {
-      return {};
-    }
   }
 
   void save(const checkpoint::Checkpoint& ckpt, const std::filesystem::path& path, bool best) {
@@ -415,32 +365,19 @@ Trainer::~Trainer() = default;
 
 TrainResult Trainer::run() {
   std::optional<SecondLook> again;
-  Session::Clock::time_point started;
-  std::filesystem::path metrics, tensorboard;
-  std::uintmax_t metrics_before = 0;  // what an earlier run without checkpoints left there
-  bool tensorboard_before = false;
+  std::optional<Session::Again> restart;
+  RunLogs::AtOpen before;  // what an earlier run without checkpoints left in the folder
   {
     Session s(config_);
-    started = s.started;
-    metrics = s.folder.metrics();
-    tensorboard = s.folder.path() / "tensorboard";
     auto result = train_session(s, stop_requested_, /*look_again=*/true, again);
     if (result.reason != "second-look" || (stop_requested_ != nullptr && stop_requested_->load())) return result;
-    metrics_before = s.logs.metrics_size_at_open();
-    tensorboard_before = s.logs.tensorboard_existed();
+    before = s.logs.at_open();
+    restart = Session::Again{s.started, again->why};
   }
-  // The first attempt saved no checkpoint: its records go, train.log keeps what it said.
-  std::error_code error;
-  if (metrics_before > 0) {
-    std::filesystem::resize_file(metrics, metrics_before, error);
-  } else {
-    std::filesystem::remove(metrics, error);
-  }
-  if (!tensorboard_before) util::remove_tree(tensorboard);
+  before.restore();  // the first attempt saved no checkpoint
   auto config = config_;
   config.run.preset = again->preset;
-  const Session::Again restart{started, again->why};
-  Session s(config, &restart);
+  Session s(config, &*restart);
   std::optional<SecondLook> none;
   return train_session(s, stop_requested_, /*look_again=*/false, none);
 }
