@@ -8,10 +8,12 @@
 #include <xxhash.h>
 
 #include "trafo/errors.h"
-#include "xxh3_hex.h"
+#include "trafo/util/hex.h"
 
 namespace trafo::checkpoint::detail {
 namespace {
+
+using util::hex;
 
 // XXH3-64 of a record, as 16 hex digits. A tensor's covers its dtype, shape and bytes.
 std::string checksum(const char* data, size_t size) { return hex(XXH3_64bits(data, size)); }

@@ -17,12 +17,12 @@
 #include <xxhash.h>
 
 #include "trafo/errors.h"
-#include "xxh3_hex.h"
+#include "trafo/util/hex.h"
 
 namespace trafo::checkpoint {
 namespace {
 
-using detail::hex;
+using util::hex;
 
 constexpr char kChecksumKey[] = "checksum";
 constexpr char kZeroChecksum[] = "0000000000000000";

@@ -24,6 +24,7 @@
 #include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
 #include "trafo/test_hooks.h"
+#include "trafo/util/hex.h"
 
 namespace trafo::data {
 namespace {
@@ -112,12 +113,6 @@ bool checksum_of(int fd, uint64_t offset, uint64_t size, uint64_t& hash) {
   return true;
 }
 
-std::string hex(uint64_t hash) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
-  return text;
-}
-
 // What the pieces depend on, apart from the files' contents.
 nlohmann::json identity(const std::filesystem::path& source, const std::filesystem::path& target,
                         const Tokenizer& tokenizer, const CorpusOptions& options) {
@@ -131,7 +126,7 @@ nlohmann::json identity(const std::filesystem::path& source, const std::filesyst
   nlohmann::json id = {{"format", 2},
                        {"source", absolute(source)},
                        {"target", absolute(target)},
-                       {"tokenizer", hex(XXH3_64bits(model.data(), model.size()))},
+                       {"tokenizer", util::hex(XXH3_64bits(model.data(), model.size()))},
                        {"max_length", options.max_length},
                        {"max_length_ratio", options.max_length_ratio},
                        {"tag", options.tag},
@@ -321,7 +316,7 @@ int64_t check_parallel_files_once(const std::filesystem::path& folder, const std
   check_text_file(source);
   check_text_file(target);
   const std::string stamps = "checked 1\n" + file_stamp(source) + "\n" + file_stamp(target) + "\n";
-  const auto path = folder / ("checked-" + hex(XXH3_64bits(stamps.data(), stamps.size())) + ".txt");
+  const auto path = folder / ("checked-" + util::hex(XXH3_64bits(stamps.data(), stamps.size())) + ".txt");
   {
     std::ifstream in(path);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -369,7 +364,7 @@ CachedCorpus open_token_cache(const std::filesystem::path& folder, const std::fi
   const auto id = identity(source, target, tokenizer, options);
   const nlohmann::json key = {{"identity", id}, {"source", file_stamp(source)}, {"target", file_stamp(target)}};
   CachedCorpus cached;
-  cached.file = folder / ("corpus-" + hex(XXH3_64bits(id.dump().data(), id.dump().size())) + ".tokens");
+  cached.file = folder / ("corpus-" + util::hex(XXH3_64bits(id.dump().data(), id.dump().size())) + ".tokens");
   Header header{};
   {
     Fd existing(::open(cached.file.c_str(), O_RDONLY | O_CLOEXEC));

@@ -1,11 +1,11 @@
-// XXH3-64 digests as checkpoints write them: 16 lowercase hex digits. Internal to checkpoint/.
+// A 64-bit hash as 16 lowercase hex digits, as checkpoints and token caches write their XXH3 digests.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <string>
 
-namespace trafo::checkpoint::detail {
+namespace trafo::util {
 
 inline std::string hex(uint64_t hash) {
   char text[17];
@@ -13,4 +13,4 @@ inline std::string hex(uint64_t hash) {
   return text;
 }
 
-}  // namespace trafo::checkpoint::detail
+}  // namespace trafo::util
