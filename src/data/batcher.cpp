@@ -23,9 +23,11 @@ int64_t padded_width(const Corpus& corpus, int64_t i) {
   return std::max(corpus.source_length(i), corpus.target_length(i)) + 1;
 }
 
-}  // namespace
-
-namespace {
+std::vector<Segmentations> one_segmentation_each(const std::vector<const Corpus*>& corpora) {
+  std::vector<Segmentations> each;
+  for (const Corpus* corpus : corpora) each.push_back({corpus});
+  return each;
+}
 
 constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
 
@@ -281,16 +283,6 @@ std::vector<int64_t> shard_rows(const std::vector<int64_t>& pairs, int shard, in
 
 Batcher::Batcher(const Corpus& corpus, BatcherOptions options, BatchPosition start)
     : Batcher(std::vector<const Corpus*>{&corpus}, {1.0}, options, StreamPosition{{start}, {0}, 0}) {}
-
-namespace {
-
-std::vector<Segmentations> one_segmentation_each(const std::vector<const Corpus*>& corpora) {
-  std::vector<Segmentations> each;
-  for (const Corpus* corpus : corpora) each.push_back({corpus});
-  return each;
-}
-
-}  // namespace
 
 Batcher::Batcher(std::vector<const Corpus*> corpora, std::vector<double> weights, BatcherOptions options,
                  StreamPosition start)
