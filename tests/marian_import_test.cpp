@@ -18,6 +18,7 @@
 #include "test_support.h"
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/model/transformer.h"
+#include "trafo/util/files.h"
 
 namespace trafo::testing {
 namespace {
@@ -215,7 +216,7 @@ TEST_F(MarianImport, EveryCommandThatTakesACheckpointTakesAnImportedOne) {
 
   // An older repository's pytorch_model.bin, saved before PyTorch 1.6 (no zip), imports the same.
   const auto legacy = *dir_ / "relu-codes-legacy";
-  fs::remove_all(legacy);
+  util::remove_tree(legacy);
   fs::copy(*dir_ / "relu-codes", legacy);
   const auto resaved = run_command(std::string("'") + TRAFO_PYTHON + "' -c 'import torch; p = \"" +
                                    (legacy / "pytorch_model.bin").string() +
@@ -304,7 +305,7 @@ TEST_F(MarianImport, WhatTrafoCannotReadOrExpressIsRefusedInOneLine) {
   const auto with_bin = make("relu-codes", "relu 2 bin --codes");
   const auto variant = [&](const std::string& name, const std::function<void(const fs::path&)>& change) {
     const auto folder = *dir_ / ("bad-" + name);
-    fs::remove_all(folder);
+    util::remove_tree(folder);
     fs::copy(good, folder);
     change(folder);
     return folder;
