@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include "run_support.h"
 #include "test_support.h"
 
 namespace trafo::testing {
@@ -13,7 +14,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }
 
 TEST(ArgosExport, ArgostranslateInstallsThePackageAndTranslatesAsTrafo) {
   TRAFO_REQUIRE_PYTHON_MODULE("argostranslate");

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "data_support.h"
+#include "run_support.h"
 #include "test_support.h"
 #include "trafo/errors.h"
 #include "trafo/run_config/options.h"
@@ -56,18 +57,18 @@ class InputErrors : public ::testing::Test {
   static void TearDownTestSuite() { delete dir_; }
 
   static std::string train_args(const std::filesystem::path& run) {
-    return "train --data-dir " + quote(*dir_) + " --src-lang en --tgt-lang de --run-dir " + quote(run) +
+    return "train --data-dir " + quoted(*dir_) + " --src-lang en --tgt-lang de --run-dir " + quoted(run) +
            kInputErrorsModel;
   }
   static std::string train() { return train_args(make_temp_dir("input-errors-run") / "run"); }
   // Without the tiny model's flags and --threads, for tests that give their own (an option given
   // twice is an error of its own).
   static std::string train_any_model() {
-    return "train --data-dir " + quote(*dir_) + " --src-lang en --tgt-lang de --max-steps 1 --run-dir " +
-           quote(make_temp_dir("input-errors-run") / "run");
+    return "train --data-dir " + quoted(*dir_) + " --src-lang en --tgt-lang de --max-steps 1 --run-dir " +
+           quoted(make_temp_dir("input-errors-run") / "run");
   }
-  static std::string checkpoint() { return quote(*dir_ / "model-run" / "checkpoint-last.pt"); }
-  static std::string data(const std::string& name) { return quote(*dir_ / name); }
+  static std::string checkpoint() { return quoted(*dir_ / "model-run" / "checkpoint-last.pt"); }
+  static std::string data(const std::string& name) { return quoted(*dir_ / name); }
 
   static std::filesystem::path* dir_;
 };
@@ -129,41 +130,41 @@ TEST_F(InputErrors, ConfigFileValuesAreCheckedEvenWhenTheCommandLineRepeatsThem)
   const auto dir = make_temp_dir("input-errors-config");
   write_text(dir / "broken.toml", "lr = 0.01\nd-model = \"wide\"\n");
   // train() gives --d-model on the command line.
-  expect_input_error(run_trafo(train() + " --config " + quote(dir / "broken.toml") + " --dump-config"),
+  expect_input_error(run_trafo(train() + " --config " + quoted(dir / "broken.toml") + " --dump-config"),
                      "broken.toml:2");
   write_text(dir / "bad-number.toml", "seed = -1\n");
-  expect_input_error(run_trafo(train() + " --config " + quote(dir / "bad-number.toml") + " --seed 3 --dump-config"),
+  expect_input_error(run_trafo(train() + " --config " + quoted(dir / "bad-number.toml") + " --seed 3 --dump-config"),
                      "seed");
   // trafo bench reads train configs: keys it does not take are checked all the same.
   write_text(dir / "bench.toml", "d-model = 16\nlr = \"fast\"\n");
-  expect_input_error(run_trafo("bench --config " + quote(dir / "bench.toml") + " --threads 1"), "bench.toml:2");
+  expect_input_error(run_trafo("bench --config " + quoted(dir / "bench.toml") + " --threads 1"), "bench.toml:2");
 }
 
 TEST_F(InputErrors, ConfigFilesThatAreNotConfigs) {
   const auto dir = make_temp_dir("input-errors-config");
   const std::string dump = train() + " --dump-config --config ";
-  expect_input_error(run_trafo(dump + quote(dir)), "is a directory");
-  expect_input_error(run_trafo(dump + quote(dir / "missing.toml")), "missing.toml");
+  expect_input_error(run_trafo(dump + quoted(dir)), "is a directory");
+  expect_input_error(run_trafo(dump + quoted(dir / "missing.toml")), "missing.toml");
   write_text(dir / "latin1.toml", "lr = 0.01\nrun-dir = \"caf\xE9\"\n");
-  expect_input_error(run_trafo(dump + quote(dir / "latin1.toml")), "latin1.toml:2: invalid UTF-8");
+  expect_input_error(run_trafo(dump + quoted(dir / "latin1.toml")), "latin1.toml:2: invalid UTF-8");
   write_text(dir / "prose.toml", "# a config\nthis is not toml\n");
-  expect_input_error(run_trafo(dump + quote(dir / "prose.toml")), "prose.toml:2");
+  expect_input_error(run_trafo(dump + quoted(dir / "prose.toml")), "prose.toml:2");
   write_text(dir / "short.toml", "lr = 0.01\nx\n");  // CLI11's reader skipped lines under 3 characters
-  expect_input_error(run_trafo(dump + quote(dir / "short.toml")), "short.toml:2");
+  expect_input_error(run_trafo(dump + quoted(dir / "short.toml")), "short.toml:2");
   write_text(dir / "twice.toml", "lr = 0.01\nlr = 0.02\n");
-  expect_input_error(run_trafo(dump + quote(dir / "twice.toml")), "set twice");
+  expect_input_error(run_trafo(dump + quoted(dir / "twice.toml")), "set twice");
   write_text(dir / "section.toml", "[train]\nlr = 0.01\n");
-  expect_input_error(run_trafo(dump + quote(dir / "section.toml")), "section.toml:1");
+  expect_input_error(run_trafo(dump + quoted(dir / "section.toml")), "section.toml:1");
   write_text(dir / "bare.toml", "optimizer = adamw\n");
-  expect_input_error(run_trafo(dump + quote(dir / "bare.toml")), "quoted");
+  expect_input_error(run_trafo(dump + quoted(dir / "bare.toml")), "quoted");
   write_text(dir / "trailing.toml", "lr = 0.01 0.02\n");
-  expect_input_error(run_trafo(dump + quote(dir / "trailing.toml")), "trailing.toml:1");
+  expect_input_error(run_trafo(dump + quoted(dir / "trailing.toml")), "trailing.toml:1");
   write_text(dir / "binary.toml", std::string("lr = 0.01\n\x01\x02\x03\x04", 14));
-  expect_input_error(run_trafo(dump + quote(dir / "binary.toml")), "binary.toml:2");
+  expect_input_error(run_trafo(dump + quoted(dir / "binary.toml")), "binary.toml:2");
 
   // A byte order mark (Windows editors write one) is allowed.
   write_text(dir / "bom.toml", "\xEF\xBB\xBF" "d-model = 16\n# a comment\n\nlr = 0.25  # peak\n");
-  const auto bom = run_trafo(dump + quote(dir / "bom.toml"));
+  const auto bom = run_trafo(dump + quoted(dir / "bom.toml"));
   ASSERT_EQ(bom.exit_code, 0) << bom.errors;
   EXPECT_NE(bom.output.find("lr=0.25"), std::string::npos) << bom.output;
 }
@@ -209,35 +210,35 @@ TEST_F(InputErrors, OutputsNeverDestroyInputs) {
   for (const auto& path : {model, dir / "src.en", dir / "ref.de", dir / "run" / "metrics.jsonl"}) {
     before[path] = read_text(path);
   }
-  const std::string eval = "eval --threads 1 --checkpoint " + quote(model) + " --src " + quote(dir / "src.en") +
-                           " --ref " + quote(dir / "ref.de") + " --output ";
-  expect_input_error(run_trafo(eval + quote(dir / "ref.de")), "--ref");
-  expect_input_error(run_trafo(eval + quote(dir / "alias.de")), "--ref");
-  expect_input_error(run_trafo(eval + quote(model)), "--checkpoint");
-  expect_input_error(run_trafo(eval + quote(dir / "run" / ".." / "src.en")), "--src");
-  const std::string translate = "translate --threads 1 --checkpoint " + quote(model) + " --input " +
-                                quote(dir / "src.en") + " --output ";
-  expect_input_error(run_trafo(translate + quote(dir / "src.en")), "--input");
-  expect_input_error(run_trafo(translate + quote(model)), "--checkpoint");
-  expect_input_error(run_trafo("export --checkpoint " + quote(model) + " --force --out " + quote(dir / "run")),
+  const std::string eval = "eval --threads 1 --checkpoint " + quoted(model) + " --src " + quoted(dir / "src.en") +
+                           " --ref " + quoted(dir / "ref.de") + " --output ";
+  expect_input_error(run_trafo(eval + quoted(dir / "ref.de")), "--ref");
+  expect_input_error(run_trafo(eval + quoted(dir / "alias.de")), "--ref");
+  expect_input_error(run_trafo(eval + quoted(model)), "--checkpoint");
+  expect_input_error(run_trafo(eval + quoted(dir / "run" / ".." / "src.en")), "--src");
+  const std::string translate = "translate --threads 1 --checkpoint " + quoted(model) + " --input " +
+                                quoted(dir / "src.en") + " --output ";
+  expect_input_error(run_trafo(translate + quoted(dir / "src.en")), "--input");
+  expect_input_error(run_trafo(translate + quoted(model)), "--checkpoint");
+  expect_input_error(run_trafo("export --checkpoint " + quoted(model) + " --force --out " + quoted(dir / "run")),
                      "holds the --checkpoint");
-  expect_input_error(run_trafo("export --checkpoint " + quote(model) + " --force --out " + quote(dir)),
+  expect_input_error(run_trafo("export --checkpoint " + quoted(model) + " --force --out " + quoted(dir)),
                      "holds the --checkpoint");
-  expect_input_error(run_trafo("average --force --out " + quote(model) + " " + quote(model)), "averaged");
+  expect_input_error(run_trafo("average --force --out " + quoted(model) + " " + quoted(model)), "averaged");
   // A file of a folder the command reads (import reads a MarianMT folder), with or without --force.
-  expect_input_error(run_trafo("import --from " + quote(dir / "run") + " --force --out " + quote(model)), "--from");
-  expect_input_error(run_trafo("import --from " + quote(dir / "run") + " --out " + quote(model)), "--from");
-  expect_input_error(run_trafo("report " + quote(dir / "run") + " --out " + quote(dir / "run" / "metrics.jsonl")),
+  expect_input_error(run_trafo("import --from " + quoted(dir / "run") + " --force --out " + quoted(model)), "--from");
+  expect_input_error(run_trafo("import --from " + quoted(dir / "run") + " --out " + quoted(model)), "--from");
+  expect_input_error(run_trafo("report " + quoted(dir / "run") + " --out " + quoted(dir / "run" / "metrics.jsonl")),
                      "metrics.jsonl");
   fs::copy_file(model, dir / "model.html");
-  expect_input_error(run_trafo("attention --threads 1 --src 'a b' --checkpoint " + quote(dir / "model.html") +
-                               " --out " + quote(dir / "model.html")),
+  expect_input_error(run_trafo("attention --threads 1 --src 'a b' --checkpoint " + quoted(dir / "model.html") +
+                               " --out " + quoted(dir / "model.html")),
                      "--checkpoint");
   fs::copy_file(model, dir / "run" / "checkpoint-last.pt");
   fs::copy_file(*dir_ / "model-run" / "config.toml", dir / "run" / "config.toml");
   for (const char* saved : {"checkpoint-last.pt", "config.toml"}) {
     before[dir / "run" / saved] = read_text(dir / "run" / saved);
-    expect_input_error(run_trafo("report " + quote(dir / "run") + " --out " + quote(dir / "run" / saved)), saved);
+    expect_input_error(run_trafo("report " + quoted(dir / "run") + " --out " + quoted(dir / "run" / saved)), saved);
   }
   for (const auto& [path, text] : before) EXPECT_EQ(read_text(path), text) << path;
   EXPECT_EQ(read_text(dir / "model.html"), before[model]);
@@ -246,28 +247,28 @@ TEST_F(InputErrors, OutputsNeverDestroyInputs) {
   // A link is written through: to a device it stays a device (/dev/full: exit 1, the disk is full),
   // to a file the file gets the text and the link stays.
   fs::create_symlink("/dev/full", dir / "full");
-  const auto full = run_trafo(eval + quote(dir / "full"));
+  const auto full = run_trafo(eval + quoted(dir / "full"));
   EXPECT_EQ(full.exit_code, 1) << full.errors;
   EXPECT_NE(full.errors.find("cannot write"), std::string::npos) << full.errors;
   EXPECT_TRUE(fs::is_symlink(dir / "full"));
   EXPECT_TRUE(fs::is_character_file("/dev/full"));
   write_text(dir / "old.txt", "old\n");
   fs::create_symlink(dir / "old.txt", dir / "hyp.link");
-  const auto linked = run_trafo(eval + quote(dir / "hyp.link"));
+  const auto linked = run_trafo(eval + quoted(dir / "hyp.link"));
   EXPECT_EQ(linked.exit_code, 0) << linked.errors;
   EXPECT_TRUE(fs::is_symlink(dir / "hyp.link"));
   EXPECT_NE(read_text(dir / "old.txt"), "old\n");
 
   // A folder named with a trailing slash is that folder.
-  const auto exported = run_trafo("export --checkpoint " + quote(model) + " --out " + quote(dir / "ct2") + "/");
+  const auto exported = run_trafo("export --checkpoint " + quoted(model) + " --out " + quoted(dir / "ct2") + "/");
   EXPECT_EQ(exported.exit_code, 0) << exported.errors;
   EXPECT_TRUE(fs::is_regular_file(dir / "ct2" / "model.bin"));
 
   // toy-corpus replaces a folder's train/dev/test files only when told to.
   write_text(dir / "train.en", "real data\n");
-  expect_input_error(run_trafo("toy-corpus --train 20 --dev 2 --test 2 --out " + quote(dir)), "train.en exists");
+  expect_input_error(run_trafo("toy-corpus --train 20 --dev 2 --test 2 --out " + quoted(dir)), "train.en exists");
   EXPECT_EQ(read_text(dir / "train.en"), "real data\n");
-  const auto forced = run_trafo("toy-corpus --train 20 --dev 2 --test 2 --force --out " + quote(dir));
+  const auto forced = run_trafo("toy-corpus --train 20 --dev 2 --test 2 --force --out " + quoted(dir));
   EXPECT_EQ(forced.exit_code, 0) << forced.errors;
   EXPECT_NE(read_text(dir / "train.en"), "real data\n");
 }
@@ -295,17 +296,17 @@ TEST_F(InputErrors, DataFilesThatAreNotText) {
   std::filesystem::create_directory(dir / "train.en");
   write_text(dir / "train.de", "hallo\n");
   const std::string args =
-      " --src-lang en --tgt-lang de --run-dir " + quote(dir / "run") + kInputErrorsModel + " --max-steps 1";
-  expect_input_error(run_trafo("train --data-dir " + quote(dir) + args), "train.en is a directory, not a text file");
+      " --src-lang en --tgt-lang de --run-dir " + quoted(dir / "run") + kInputErrorsModel + " --max-steps 1";
+  expect_input_error(run_trafo("train --data-dir " + quoted(dir) + args), "train.en is a directory, not a text file");
 
   const auto empty = make_temp_dir("input-errors-empty");
   write_text(empty / "train.en", "");
   write_text(empty / "train.de", "");
   write_synthetic_corpus(empty, "dev", 6, 2);
-  expect_input_error(run_trafo("train --data-dir " + quote(empty) + args), "train.en holds no text");
+  expect_input_error(run_trafo("train --data-dir " + quoted(empty) + args), "train.en holds no text");
   write_text(empty / "train.en", "\n  \n");
   write_text(empty / "train.de", "a\nb\n");
-  expect_input_error(run_trafo("train --data-dir " + quote(empty) + args), "train.en holds no text");
+  expect_input_error(run_trafo("train --data-dir " + quoted(empty) + args), "train.en holds no text");
 }
 
 TEST_F(InputErrors, VocabularyErrorsPointTheRightWay) {
@@ -325,18 +326,18 @@ TEST_F(InputErrors, VocabularyErrorsPointTheRightWay) {
   write_text(dir / "train.de", text);
   write_text(dir / "dev.en", "a\n");
   write_text(dir / "dev.de", "b\n");
-  const auto result = run_trafo("train --data-dir " + quote(dir) + " --src-lang en --tgt-lang de --run-dir " +
-                                quote(dir / "run") + kInputErrorsModel + " --max-steps 1");
+  const auto result = run_trafo("train --data-dir " + quoted(dir) + " --src-lang en --tgt-lang de --run-dir " +
+                                quoted(dir / "run") + kInputErrorsModel + " --max-steps 1");
   expect_input_error(result, "larger --vocab-size", /*only_line=*/false);
   EXPECT_EQ(result.errors.find("smaller --vocab-size"), std::string::npos) << result.errors;
 }
 
 TEST(InputErrorsSmallCorpus, TrainsASmallerVocabularyThanTheDefault) {
   const auto dir = make_temp_dir("input-errors-toy");
-  const auto toy = run_trafo("toy-corpus --out " + quote(dir) + " --train 3000 --dev 20 --test 20");
+  const auto toy = run_trafo("toy-corpus --out " + quoted(dir) + " --train 3000 --dev 20 --test 20");
   ASSERT_EQ(toy.exit_code, 0) << toy.errors;
-  const auto result = run_trafo("train --data-dir " + quote(dir) + " --src-lang en --tgt-lang de --run-dir " +
-                                quote(dir / "run") +
+  const auto result = run_trafo("train --data-dir " + quoted(dir) + " --src-lang en --tgt-lang de --run-dir " +
+                                quoted(dir / "run") +
                                 " --d-model 16 --heads 2 --d-ff 32 --encoder-layers 1 --decoder-layers 1"
                                 " --batch-tokens 200 --threads 1 --valid-max-sentences 2 --max-steps 1");
   ASSERT_EQ(result.exit_code, 0) << result.errors;

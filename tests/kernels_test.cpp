@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "run_support.h"
 #include "test_support.h"
 #include "trafo/model/attention.h"
 #include "trafo/model/dropout.h"
@@ -359,8 +360,8 @@ TEST(CpuKernels, EnvironmentForcesEachVariantThroughTheBinary) {
     const auto hypotheses = dir / (name + ".txt");
     const auto result =
         run_command("TRAFO_CPU_KERNELS=" + name + " '" + TRAFO_BINARY + "' eval --checkpoint " +
-                    quote(fixtures / "toy-format2.pt") + " --src " + quote(fixtures / "src.txt") + " --ref " +
-                    quote(fixtures / "src.txt") + " --precision fp32 --threads 1 --json --output " + quote(hypotheses));
+                    quoted(fixtures / "toy-format2.pt") + " --src " + quoted(fixtures / "src.txt") + " --ref " +
+                    quoted(fixtures / "src.txt") + " --precision fp32 --threads 1 --json --output " + quoted(hypotheses));
     ASSERT_EQ(result.exit_code, 0) << result.errors;
     const auto json = nlohmann::json::parse(result.output);
     EXPECT_EQ(json["cpu_kernels"], ops::isa_name(expected_isa(isa)));
@@ -370,8 +371,8 @@ TEST(CpuKernels, EnvironmentForcesEachVariantThroughTheBinary) {
     EXPECT_EQ(read_text(hypotheses), expected) << name;
   }
   const auto bad = run_command("TRAFO_CPU_KERNELS=avx1024 '" + std::string(TRAFO_BINARY) + "' eval --checkpoint " +
-                               quote(fixtures / "toy-format2.pt") + " --src " + quote(fixtures / "src.txt") +
-                               " --ref " + quote(fixtures / "src.txt"));
+                               quoted(fixtures / "toy-format2.pt") + " --src " + quoted(fixtures / "src.txt") +
+                               " --ref " + quoted(fixtures / "src.txt"));
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(bad.errors, "trafo: error: TRAFO_CPU_KERNELS=avx1024: expected none, avx2 or avx512\n");
 }

@@ -12,6 +12,7 @@
 
 #include "data_support.h"
 #include "model_support.h"
+#include "run_support.h"
 #include "test_support.h"
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/data/tokenizer.h"
@@ -53,10 +54,10 @@ class OutputContract : public ::testing::Test {
   static void TearDownTestSuite() { delete dir_; }
 
   static std::string translate(const std::string& arguments) {
-    return "translate --checkpoint " + quote(*dir_ / "model.pt") + " --threads 1 --input " +
-           quote(*dir_ / "test.en") + " " + arguments;
+    return "translate --checkpoint " + quoted(*dir_ / "model.pt") + " --threads 1 --input " +
+           quoted(*dir_ / "test.en") + " " + arguments;
   }
-  static std::vector<std::string> inputs() { return split_lines(read_text(*dir_ / "test.en")); }
+  static std::vector<std::string> inputs() { return lines_of(read_text(*dir_ / "test.en")); }
 
   static std::filesystem::path* dir_;
 };
@@ -81,7 +82,7 @@ TEST_F(OutputContract, SampledTranslationsKeepOneLinePerInputLine) {
                                     "--sampling-topk 0 --sampling-temperature 8 --seed 5 --buffer-lines 1"}) {
     const auto result = run_trafo(translate(options));
     ASSERT_EQ(result.exit_code, 0) << options << ": " << result.errors;
-    const auto lines = split_lines(result.output);
+    const auto lines = lines_of(result.output);
     EXPECT_EQ(lines.size(), expected) << options;
     for (const auto& line : lines) EXPECT_FALSE(has_control_byte(line)) << options << ": " << line;
   }
@@ -105,7 +106,7 @@ TEST_F(OutputContract, SampledTranslationsKeepOneLinePerInputLine) {
 TEST_F(OutputContract, NBestLinesStayOneLineEach) {
   const auto result = run_trafo(translate("--beam 3 --n-best 3"));
   ASSERT_EQ(result.exit_code, 0) << result.errors;
-  const auto lines = split_lines(result.output);
+  const auto lines = lines_of(result.output);
   EXPECT_EQ(lines.size(), 3 * inputs().size());
   const std::regex format(R"(^\d+ \|\|\| [^\x00-\x1f\x7f]* \|\|\| -?\d+\.\d{4}$)");
   for (const auto& line : lines) EXPECT_TRUE(std::regex_match(line, format)) << line;
@@ -118,7 +119,7 @@ TEST_F(OutputContract, EveryAlignmentLinkPointsAtAPrintedWord) {
                                     "--alignment --max-length-a 0 --max-length-b 0", "--alignment"}) {
     const auto result = run_trafo(translate(options));
     ASSERT_EQ(result.exit_code, 0) << options << ": " << result.errors;
-    const auto lines = split_lines(result.output);
+    const auto lines = lines_of(result.output);
     ASSERT_EQ(lines.size(), sources.size()) << options;
     for (size_t i = 0; i < lines.size(); ++i) {
       const auto bar = lines[i].rfind(" ||| ");
@@ -145,7 +146,7 @@ TEST_F(OutputContract, DecodingOptionsThatWouldDoNothingAreRefused) {
         "--tag bt", "--tag '<xx>'"}) {
     const auto result = run_trafo(translate(options));
     EXPECT_EQ(result.exit_code, 2) << options << ": " << result.errors;
-    const auto errors = split_lines(result.errors);
+    const auto errors = lines_of(result.errors);
     ASSERT_FALSE(errors.empty()) << options;
     EXPECT_EQ(errors.back().rfind("trafo: error: ", 0), 0u) << options << ": " << result.errors;
     EXPECT_EQ(result.errors.find("error"), result.errors.rfind("error")) << options << ": " << result.errors;
@@ -153,8 +154,8 @@ TEST_F(OutputContract, DecodingOptionsThatWouldDoNothingAreRefused) {
   }
   const auto tag = run_trafo(translate("--tag e"));
   EXPECT_NE(tag.errors.find("its tags: <bt>"), std::string::npos) << tag.errors;
-  const auto eval = run_trafo("eval --checkpoint " + quote(*dir_ / "model.pt") + " --threads 1 --src " +
-                              quote(*dir_ / "test.en") + " --ref " + quote(*dir_ / "test.de") + " --tag e");
+  const auto eval = run_trafo("eval --checkpoint " + quoted(*dir_ / "model.pt") + " --threads 1 --src " +
+                              quoted(*dir_ / "test.en") + " --ref " + quoted(*dir_ / "test.de") + " --tag e");
   EXPECT_EQ(eval.exit_code, 2) << eval.errors;
   // The sampling options with --sampling-topk, and the model's own tag, are taken.
   EXPECT_EQ(run_trafo(translate("--sampling-topk 5 --sampling-topp 0.5 --sampling-temperature 2 --seed 3"))

@@ -69,8 +69,8 @@ struct PageCheck {
 PageCheck load_in_chromium(const std::filesystem::path& page) {
   const auto profile = make_temp_dir("chromium-profile");
   const auto result = run_command("timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage "
-                                  "--enable-logging=stderr --v=0 --user-data-dir=" + quote(profile) +
-                                  " --dump-dom " + quote("file://" + std::filesystem::absolute(page).string()));
+                                  "--enable-logging=stderr --v=0 --user-data-dir=" + quoted(profile) +
+                                  " --dump-dom " + quoted(std::filesystem::path("file://" + std::filesystem::absolute(page).string())));
   EXPECT_EQ(result.exit_code, 0) << result.errors;
   return {result.output, result.errors};
 }
@@ -94,7 +94,7 @@ TEST(Report, TinyRunLoadsInChromium) {
   const auto dir = make_temp_dir("report");
   std::filesystem::create_directories(dir / "tiny");
   write_text(dir / "tiny" / "metrics.jsonl", tiny_run(1.5));
-  const auto result = run_trafo("report " + quote(dir / "tiny") + " --out " + quote(dir / "report.html"));
+  const auto result = run_trafo("report " + quoted(dir / "tiny") + " --out " + quoted(dir / "report.html"));
   ASSERT_EQ(result.exit_code, 0) << result.errors;
   const std::string page = read_text(dir / "report.html");
   // Self-contained: nothing fetched; samples and config escaped; the best checkpoint shown.
@@ -116,7 +116,7 @@ TEST(Report, SeveralRunsOverlayAndMalformedLinesAreLeftOut) {
   std::string second = tiny_run(2.0);
   second.insert(second.find('\n') + 1, "{\"event\": \"train\", \"step\": 5, \"loss\n[1, 2]\n");
   write_text(dir / "b" / "metrics.jsonl", second);
-  const auto result = run_trafo("report " + quote(dir / "a") + " " + quote(dir / "b") + " -o " + quote(dir / "r.html"));
+  const auto result = run_trafo("report " + quoted(dir / "a") + " " + quoted(dir / "b") + " -o " + quoted(dir / "r.html"));
   ASSERT_EQ(result.exit_code, 0) << result.errors;
   EXPECT_NE(result.errors.find("metrics.jsonl line 2: not valid JSON"), std::string::npos) << result.errors;
   EXPECT_NE(result.errors.find("metrics.jsonl line 3: not a JSON object"), std::string::npos) << result.errors;
@@ -145,7 +145,7 @@ TEST(Report, EachDirectionHasItsOwnDevCurves) {
   const auto dir = make_temp_dir("report");
   std::filesystem::create_directories(dir / "multi");
   write_text(dir / "multi" / "metrics.jsonl", text);
-  const auto result = run_trafo("report " + quote(dir / "multi") + " --out " + quote(dir / "report.html"));
+  const auto result = run_trafo("report " + quoted(dir / "multi") + " --out " + quoted(dir / "report.html"));
   ASSERT_EQ(result.exit_code, 0) << result.errors;
   const std::string page = read_text(dir / "report.html");
   const std::string opening = "<script type=\"application/json\" id=\"trafo-data\">";
@@ -186,7 +186,7 @@ TEST(Report, NothingToDrawIsExitCode2) {
       {"garbage", "line 1: not valid JSON"},
       {"blank", "holds no usable events"}};
   for (const auto& [name, message] : cases) {
-    const auto result = run_trafo("report " + quote(dir / name) + " --out " + quote(dir / "r.html"));
+    const auto result = run_trafo("report " + quoted(dir / name) + " --out " + quoted(dir / "r.html"));
     EXPECT_EQ(result.exit_code, 2) << name;
     EXPECT_NE(result.errors.find(message), std::string::npos) << result.errors;
     EXPECT_TRUE(ends_in_one_error_line(result.errors)) << result.errors;
@@ -243,8 +243,8 @@ TEST(RunAdvice, TrainLogTheEndEventAndReportSayIt) {
   write_synthetic_corpus(dir / "data", "train", 120, 1);
   write_synthetic_corpus(dir / "data", "dev", 8, 2);
   const auto run = dir / "run";
-  const auto trained = run_trafo("train --data-dir " + quote(dir / "data") + " --src-lang en --tgt-lang de --run-dir " +
-                                 quote(run) +
+  const auto trained = run_trafo("train --data-dir " + quoted(dir / "data") + " --src-lang en --tgt-lang de --run-dir " +
+                                 quoted(run) +
                                  " --vocab-size 300 --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1"
                                  " --d-ff 64 --batch-tokens 200 --threads 1 --lr 3e-3 --warmup-steps 5 --max-steps 6"
                                  " --valid-every 2 --valid-max-sentences 4 --early-stopping-metric loss --precision fp32");
@@ -255,7 +255,7 @@ TEST(RunAdvice, TrainLogTheEndEventAndReportSayIt) {
   const std::string sentence = end["advice"][0];
   EXPECT_NE(sentence.find("ended while still improving: its last validation (step 6"), std::string::npos) << sentence;
   EXPECT_NE(read_text(run / "train.log").find(sentence), std::string::npos);
-  const auto reported = run_trafo("report " + quote(run) + " --out " + quote(dir / "report.html"));
+  const auto reported = run_trafo("report " + quoted(run) + " --out " + quoted(dir / "report.html"));
   ASSERT_EQ(reported.exit_code, 0) << reported.errors;
   EXPECT_NE(reported.errors.find(sentence), std::string::npos) << reported.errors;
   EXPECT_NE(read_text(dir / "report.html").find("ended while still improving"), std::string::npos);
@@ -282,8 +282,8 @@ TEST(TensorBoard, ItsPythonReaderReadsTheScalarsBack) {
              "acc = EventAccumulator(sys.argv[1]); acc.Reload()\n"
              "tags = acc.Tags()['scalars']\n"
              "print(json.dumps({t: [[e.step, e.value, e.wall_time] for e in acc.Scalars(t)] for t in tags}))\n");
-  const auto result = run_command(std::string("'") + TRAFO_PYTHON + "' " + quote(dir / "read.py") + " " +
-                                  quote(dir / "tensorboard"));
+  const auto result = run_command(std::string("'") + TRAFO_PYTHON + "' " + quoted(dir / "read.py") + " " +
+                                  quoted(dir / "tensorboard"));
   ASSERT_EQ(result.exit_code, 0) << result.errors;
   const auto scalars = nlohmann::json::parse(result.output);
   ASSERT_EQ(scalars.size(), 3u) << result.output;  // train/loss, train/lr, valid/bleu
@@ -323,7 +323,7 @@ class AttentionPicture : public ::testing::Test {
     delete dir_;
   }
   static std::string attention(const std::string& arguments) {
-    return "attention --checkpoint " + quote(*dir_ / "model.pt") + " --threads 1 " + arguments;
+    return "attention --checkpoint " + quoted(*dir_ / "model.pt") + " --threads 1 " + arguments;
   }
 
   static std::filesystem::path* dir_;
@@ -392,7 +392,7 @@ TEST_F(AttentionPicture, CommandWritesPicturesAndJson) {
     }
   }
   for (const std::string out : {"a.svg", "a.html"}) {
-    const auto drawn = run_trafo(attention("--src 'red bird' --tgt 'birden reden' --out " + quote(*dir_ / out)));
+    const auto drawn = run_trafo(attention("--src 'red bird' --tgt 'birden reden' --out " + quoted(*dir_ / out)));
     ASSERT_EQ(drawn.exit_code, 0) << drawn.errors;
     const auto picture = read_text(*dir_ / out);
     EXPECT_NE(picture.find("<svg"), std::string::npos);

@@ -99,15 +99,6 @@ std::string read_text(const std::filesystem::path& path) {
   return buffer.str();
 }
 
-std::string quote(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
-
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 std::filesystem::path kept_folder(const std::string& kind, const std::string& key,
                                   const std::function<bool(const std::filesystem::path&)>& make) {
   const auto kept = std::filesystem::canonical("/proc/self/exe").parent_path() / kind /

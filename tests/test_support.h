@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <functional>
 #include <string>
-#include <vector>
 
 namespace trafo::testing {
 
@@ -35,11 +34,6 @@ int free_port();
 
 void write_text(const std::filesystem::path& path, const std::string& text);
 std::string read_text(const std::filesystem::path& path);
-
-// The path in single quotes, for a shell command line.
-std::string quote(const std::filesystem::path& path);
-// The lines of text, without their line ends.
-std::vector<std::string> split_lines(const std::string& text);
 
 // A folder that `make` fills, kept in the build tree (build/tests/KIND/HASH) under a hash of `key`, so
 // that tests in other processes, and later runs, make it once. It is made beside its place and renamed

@@ -14,6 +14,7 @@
 
 #include "data_support.h"
 #include "model_support.h"
+#include "run_support.h"
 #include "test_support.h"
 #include "trafo/checkpoint/checkpoint.h"
 #include "trafo/data/corpus.h"
@@ -27,7 +28,7 @@ namespace {
 void expect_one_error(const CommandResult& result, const std::string& words) {
   EXPECT_EQ(result.exit_code, 2) << result.errors;
   size_t errors = 0;
-  for (const auto& line : split_lines(result.errors)) errors += line.rfind("trafo: error:", 0) == 0;
+  for (const auto& line : lines_of(result.errors)) errors += line.rfind("trafo: error:", 0) == 0;
   EXPECT_EQ(errors, 1u) << result.errors;
   EXPECT_NE(result.errors.find(words), std::string::npos) << result.errors;
 }
@@ -55,7 +56,7 @@ class TranslateCli : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete dir_; }
 
-  static std::string path(const std::string& name) { return quote(*dir_ / name); }
+  static std::string path(const std::string& name) { return quoted(*dir_ / name); }
   static std::string translate(const std::string& arguments) {
     return "translate --checkpoint " + path("model.pt") + " --threads 1 " + arguments;
   }
@@ -69,7 +70,7 @@ TEST_F(TranslateCli, KeepsLineCountAndEmptyLines) {
   for (const std::string& how : {" < " + path("input.txt"), " --input " + path("input.txt")}) {
     const auto result = run_trafo(translate("--max-length-b 3" + how));
     ASSERT_EQ(result.exit_code, 0) << result.errors;
-    const auto lines = split_lines(result.output);
+    const auto lines = lines_of(result.output);
     ASSERT_EQ(lines.size(), 5u) << result.output;
     EXPECT_EQ(lines[1], "");
     EXPECT_EQ(lines[3], "");
@@ -82,7 +83,7 @@ TEST_F(TranslateCli, KeepsLineCountAndEmptyLines) {
   const auto piped = run_command("printf 'a dog\\n\\nthe sun' | '" + std::string(TRAFO_BINARY) + "' " +
                                  translate("--output " + path("out.txt")));
   ASSERT_EQ(piped.exit_code, 0) << piped.errors;
-  EXPECT_EQ(split_lines(read_text(*dir_ / "out.txt")).size(), 3u);
+  EXPECT_EQ(lines_of(read_text(*dir_ / "out.txt")).size(), 3u);
 }
 
 // --glossary: where a source term occurs, the translation holds its target term, greedy or beam
@@ -90,11 +91,11 @@ TEST_F(TranslateCli, KeepsLineCountAndEmptyLines) {
 // glossary; a malformed glossary, or one with sampling, is a one-line input error.
 TEST_F(TranslateCli, GlossaryTermsAppearWhereTheirSourcesOccur) {
   const auto input = *dir_ / "test.en";
-  const auto sources = split_lines(read_text(input));
+  const auto sources = lines_of(read_text(input));
   ASSERT_GE(sources.size(), 4u);
   // A source word of the first line, and two German words of a training line as its term.
   const std::string word = sources.front().substr(0, sources.front().find(' '));
-  const auto german = split_lines(read_text(*dir_ / "train.de")).front();
+  const auto german = lines_of(read_text(*dir_ / "train.de")).front();
   const std::string term = german.substr(0, german.find(' ', german.find(' ') + 1));
   ASSERT_FALSE(word.empty());
   ASSERT_FALSE(term.empty());
@@ -109,12 +110,12 @@ TEST_F(TranslateCli, GlossaryTermsAppearWhereTheirSourcesOccur) {
   size_t with_term = 0;
   for (const std::string beam : {"1", "4"}) {
     SCOPED_TRACE("beam " + beam);
-    const auto plain = run_trafo(translate("--beam " + beam + " --input " + quote(input)));
-    const auto glossed = run_trafo(translate("--beam " + beam + " --input " + quote(input) + " --glossary " +
+    const auto plain = run_trafo(translate("--beam " + beam + " --input " + quoted(input)));
+    const auto glossed = run_trafo(translate("--beam " + beam + " --input " + quoted(input) + " --glossary " +
                                              path("glossary.tsv")));
     ASSERT_EQ(plain.exit_code, 0) << plain.errors;
     ASSERT_EQ(glossed.exit_code, 0) << glossed.errors;
-    const auto free = split_lines(plain.output), lines = split_lines(glossed.output);
+    const auto free = lines_of(plain.output), lines = lines_of(glossed.output);
     ASSERT_EQ(lines.size(), sources.size());
     ASSERT_EQ(free.size(), sources.size());
     with_term = 0;
@@ -133,14 +134,14 @@ TEST_F(TranslateCli, GlossaryTermsAppearWhereTheirSourcesOccur) {
   write_text(*dir_ / "punctuated.en", word + ", " + word + ".\n" + word + "x\n");
   const auto punctuated = run_trafo(translate("--input " + path("punctuated.en") + " --glossary " + path("glossary.tsv")));
   ASSERT_EQ(punctuated.exit_code, 0) << punctuated.errors;
-  const auto marked = split_lines(punctuated.output);
+  const auto marked = lines_of(punctuated.output);
   ASSERT_EQ(marked.size(), 2u);
   EXPECT_NE(marked[0].find(term), std::string::npos) << marked[0];
   EXPECT_EQ(marked[1].find(term), std::string::npos) << marked[1];
   write_text(*dir_ / "bad-glossary.tsv", word + "\t" + term + "\n" + word + " without a tab\n");
-  expect_one_error(run_trafo(translate("--input " + quote(input) + " --glossary " + path("bad-glossary.tsv"))),
+  expect_one_error(run_trafo(translate("--input " + quoted(input) + " --glossary " + path("bad-glossary.tsv"))),
             "bad-glossary.tsv:2");
-  expect_one_error(run_trafo(translate("--input " + quote(input) + " --glossary " + path("glossary.tsv") +
+  expect_one_error(run_trafo(translate("--input " + quoted(input) + " --glossary " + path("glossary.tsv") +
                                 " --sampling-topk 5")),
             "--glossary and --sampling-topk");
 }
@@ -149,7 +150,7 @@ TEST_F(TranslateCli, GlossaryTermsAppearWhereTheirSourcesOccur) {
 // once and what is not translated as it was, and each run of text reads as the plain translation
 // of the run's words; input that is not a page, or options that need lines, are one-line errors.
 TEST_F(TranslateCli, HtmlPagesKeepEveryTagAndTranslateEachRunAsALine) {
-  const auto s = split_lines(read_text(*dir_ / "test.en"));
+  const auto s = lines_of(read_text(*dir_ / "test.en"));
   ASSERT_GE(s.size(), 9u);
   const auto first_space = s[2].find(' ');
   ASSERT_NE(first_space, std::string::npos);
@@ -186,12 +187,12 @@ TEST_F(TranslateCli, HtmlPagesKeepEveryTagAndTranslateEachRunAsALine) {
 // leaves its translation as it was; a file of another length is a one-line input error.
 TEST_F(TranslateCli, TargetPrefixesBeginTheirTranslations) {
   const auto input = *dir_ / "test.en";
-  const auto plain = run_trafo(translate("--max-length-b 6 --input " + quote(input)));
+  const auto plain = run_trafo(translate("--max-length-b 6 --input " + quoted(input)));
   ASSERT_EQ(plain.exit_code, 0) << plain.errors;
-  const auto free = split_lines(plain.output);
+  const auto free = lines_of(plain.output);
   ASSERT_GE(free.size(), 4u);
   // Target text the tokenizer knows: the first two words of a German training line.
-  const auto german = split_lines(read_text(*dir_ / "train.de")).front();
+  const auto german = lines_of(read_text(*dir_ / "train.de")).front();
   const auto second_space = german.find(' ', german.find(' ') + 1);
   const std::string words = german.substr(0, second_space);
   ASSERT_FALSE(words.empty());
@@ -199,10 +200,10 @@ TEST_F(TranslateCli, TargetPrefixesBeginTheirTranslations) {
   for (size_t i = 0; i < free.size(); ++i) prefix_text += (i == 0 || i == 2 ? words : "") + "\n";
   write_text(*dir_ / "prefix.txt", prefix_text);
   for (const std::string beam : {"1", "3"}) {
-    const auto prefixed = run_trafo(translate("--max-length-b 6 --beam " + beam + " --input " + quote(input) +
+    const auto prefixed = run_trafo(translate("--max-length-b 6 --beam " + beam + " --input " + quoted(input) +
                                               " --target-prefix " + path("prefix.txt")));
     ASSERT_EQ(prefixed.exit_code, 0) << prefixed.errors;
-    const auto lines = split_lines(prefixed.output);
+    const auto lines = lines_of(prefixed.output);
     ASSERT_EQ(lines.size(), free.size());
     for (const size_t i : {size_t{0}, size_t{2}}) {
       EXPECT_EQ(lines[i].rfind(words, 0), 0u) << "'" << lines[i] << "' begins with '" << words << "'? beam " << beam;
@@ -215,16 +216,16 @@ TEST_F(TranslateCli, TargetPrefixesBeginTheirTranslations) {
   }
   const auto error_lines = [](const std::string& errors) {
     size_t count = 0;
-    for (const auto& line : split_lines(errors)) count += line.rfind("trafo: error:", 0) == 0;
+    for (const auto& line : lines_of(errors)) count += line.rfind("trafo: error:", 0) == 0;
     return count;
   };
   write_text(*dir_ / "short-prefix.txt", "\n\n");
-  const auto short_file = run_trafo(translate("--input " + quote(input) + " --target-prefix " + path("short-prefix.txt")));
+  const auto short_file = run_trafo(translate("--input " + quoted(input) + " --target-prefix " + path("short-prefix.txt")));
   EXPECT_EQ(short_file.exit_code, 2) << short_file.errors;
   EXPECT_EQ(error_lines(short_file.errors), 1u) << short_file.errors;
   EXPECT_NE(short_file.errors.find("--target-prefix"), std::string::npos) << short_file.errors;
   write_text(*dir_ / "long-prefix.txt", prefix_text + "one more\n");
-  const auto long_file = run_trafo(translate("--input " + quote(input) + " --target-prefix " + path("long-prefix.txt") +
+  const auto long_file = run_trafo(translate("--input " + quoted(input) + " --target-prefix " + path("long-prefix.txt") +
                                              " --output " + path("long-prefix.out")));
   EXPECT_EQ(long_file.exit_code, 2) << long_file.errors;
   EXPECT_EQ(error_lines(long_file.errors), 1u) << long_file.errors;
@@ -236,7 +237,7 @@ TEST_F(TranslateCli, NBestLinesHaveIndexTextAndScore) {
   write_text(*dir_ / "nbest.txt", "the cat\n\nbig green tree\n");
   const auto result = run_trafo(translate("--beam 4 --n-best 3 --input " + path("nbest.txt")));
   ASSERT_EQ(result.exit_code, 0) << result.errors;
-  const auto lines = split_lines(result.output);
+  const auto lines = lines_of(result.output);
   ASSERT_EQ(lines.size(), 7u) << result.output;  // 3 + the empty line's one + 3
   const std::regex format(R"(^(\d+) \|\|\| (.*) \|\|\| (-?\d+\.\d{4})$)");
   std::vector<int> indices;
@@ -276,7 +277,7 @@ TEST_F(TranslateCli, InvalidUtf8IsAnErrorUnlessSkipped) {
   EXPECT_NE(failed.errors.find("bad.txt:2"), std::string::npos) << failed.errors;
   const auto skipped = run_trafo(translate("--skip-invalid --input " + path("bad.txt")));
   ASSERT_EQ(skipped.exit_code, 0) << skipped.errors;
-  const auto lines = split_lines(skipped.output);
+  const auto lines = lines_of(skipped.output);
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[1], "");
 }
@@ -291,14 +292,14 @@ TEST_F(TranslateCli, EvalJsonHasTheScoresAndTheLoss) {
     EXPECT_TRUE(json.contains(field)) << field;
   }
   EXPECT_EQ(json["sentences"], 12);
-  EXPECT_EQ(split_lines(read_text(*dir_ / "hyps.txt")).size(), 12u);
+  EXPECT_EQ(lines_of(read_text(*dir_ / "hyps.txt")).size(), 12u);
   EXPECT_NEAR(json["ppl"].get<double>(), std::exp(json["loss"].get<double>()), 1e-6 * json["ppl"].get<double>());
 
   // The loss is the mean NLL per target token (eos included), here summed pair by pair.
   const auto loaded = checkpoint::load(*dir_ / "model.pt", false);
   auto model = checkpoint::make_model(loaded, torch::kCPU);
   const auto tokenizer = data::Tokenizer::from_bytes(loaded.tokenizer);
-  const auto sources = split_lines(read_text(*dir_ / "test.en")), targets = split_lines(read_text(*dir_ / "test.de"));
+  const auto sources = lines_of(read_text(*dir_ / "test.en")), targets = lines_of(read_text(*dir_ / "test.de"));
   torch::NoGradGuard no_grad;
   double sum = 0.0;
   int64_t count = 0;
@@ -340,7 +341,7 @@ TEST_F(TranslateCli, SamplingGivesTheSameLinesWhateverTheBatchAndOthersForAnothe
       " --precision fp32 --sampling-topk 0 --sampling-temperature 1.5 --input " + path("sample.txt");
   const auto whole = run_trafo(translate("--seed 1" + sampling));
   ASSERT_EQ(whole.exit_code, 0) << whole.errors;
-  ASSERT_EQ(split_lines(whole.output).size(), 6u);
+  ASSERT_EQ(lines_of(whole.output).size(), 6u);
   const auto one_by_one = run_trafo("translate --checkpoint " + path("model.pt") +
                                     " --threads 2 --seed 1 --buffer-lines 1 --batch-tokens 8" + sampling);
   ASSERT_EQ(one_by_one.exit_code, 0) << one_by_one.errors;
