@@ -19,8 +19,8 @@ RunLogs::RunLogs(const RunFolder& folder, const ResumePoint& resume, const std::
   }
   at_open_.tensorboard_existed = std::filesystem::exists(at_open_.tensorboard, error);
   log_file_.emplace(folder.log());
-  metrics_.emplace(folder.metrics());
-  if (tensorboard) tensorboard_.emplace(folder.path() / "tensorboard");
+  metrics_.emplace(at_open_.metrics);
+  if (tensorboard) tensorboard_.emplace(at_open_.tensorboard);
   if (resume.path.empty()) util::write_file_atomically(folder.config(), config_text);
 }
 
