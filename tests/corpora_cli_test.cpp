@@ -15,6 +15,7 @@
 #include "data_support.h"
 #include "run_support.h"
 #include "trafo/checkpoint/checkpoint.h"
+#include "trafo/metrics/language_id.h"
 
 namespace trafo::testing {
 namespace {
@@ -232,10 +233,11 @@ TEST_F(CorporaCli, CorporaOfTwoTargetLanguagesTrainAModelOfBoth) {
               (directions["en-de"]["loss"].get<double>() + directions["en-fr"]["loss"].get<double>()) / 2, 1e-9);
   for (const std::string target : {"de", "fr"}) {
     const auto reference = data_ / (target == "de" ? "dev.de" : "dev.en-fr.fr");
-    const auto evaluate = [&](const std::filesystem::path& source, const std::filesystem::path& ref) {
+    const auto evaluate = [&](const std::filesystem::path& source, const std::filesystem::path& ref,
+                              const std::string& more = "") {
       const auto evaluated = run_trafo("eval -c " + quoted(root_ / "two" / "checkpoint-3.pt") + " --tgt-lang " + target +
                                        " --src " + quoted(source) + " --ref " + quoted(ref) +
-                                       " --threads 1 --json --precision fp32");
+                                       " --threads 1 --json --precision fp32" + more);
       EXPECT_EQ(evaluated.exit_code, 0) << evaluated.errors;
       return nlohmann::json::parse(evaluated.output);
     };
@@ -253,12 +255,21 @@ TEST_F(CorporaCli, CorporaOfTwoTargetLanguagesTrainAModelOfBoth) {
     EXPECT_NEAR(evaluate(root_ / "five.en", root_ / ("five." + target))["bleu"].get<double>(),
                 directions["en-" + target]["bleu"].get<double>(), 1e-6) << target;
     // The off-target rate: the checkpoint's identifier, learned from the corpora's target sides,
-    // labels every reference as its language.
-    const auto off = evaluate(data_ / "dev.en", reference)["off_target"];
+    // labels every reference as its language, and eval's counts are its labels of eval's own
+    // translations.
+    const auto translations = root_ / ("dev.out." + target);
+    const auto off = evaluate(data_ / "dev.en", reference, " -o " + quoted(translations))["off_target"];
     ASSERT_TRUE(off.is_object()) << target;
     EXPECT_EQ(off["references_identified"].get<double>(), 1.0) << target;
-    EXPECT_EQ(off["judged"].get<int64_t>() >= 0 && off["rate"].get<double>() >= 0.0 && off["rate"].get<double>() <= 1.0,
-              true);
+    const auto identifier =
+        metrics::LanguageId::from_json(checkpoint::load(root_ / "two" / "checkpoint-3.pt", false).inference.language_id);
+    const auto counts = metrics::OffTarget::count(identifier, std::vector<std::string>(lines.size(), target), lines,
+                                                  lines_of(read_text(translations)));
+    EXPECT_EQ(off["judged"].get<int64_t>(), counts.judged) << target;
+    EXPECT_EQ(off["lines"].get<int64_t>(), counts.off) << target;
+    EXPECT_EQ(off["labelled"].get<int64_t>(), counts.labelled) << target;
+    EXPECT_EQ(off["labelled_lines"].get<int64_t>(), counts.labelled_off) << target;
+    EXPECT_EQ(counts.references, static_cast<int64_t>(lines.size())) << target;
   }
   const auto start = start_event("two");
   ASSERT_EQ(start["corpora"].size(), 2u);

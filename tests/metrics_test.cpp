@@ -535,6 +535,29 @@ TEST(LanguageId, ALineTwoLanguagesWriteAlikeIsNotLabelled) {
   EXPECT_EQ(id.identify("sol mar"), "xb");
 }
 
+// The off-target count judges a translation only where the identifier labels its reference as the
+// language asked; the counts over every labelled translation and the references' come along.
+TEST(LanguageId, OffTargetJudgesLinesWhoseReferenceItKnows) {
+  const auto id = metrics::LanguageId::learn({{"xa", {"sol luz"}}, {"xb", {"sol mar"}}});
+  const std::vector<std::string> asked = {"xa", "xa", "xa", "xb", "", "xa"};
+  const std::vector<std::string> references = {"luz", "luz", "sol", "mar", "mar", "mar"};
+  const std::vector<std::string> translations = {"luz", "mar", "mar", "mar", "luz", "luz"};
+  const auto counts = metrics::OffTarget::count(id, asked, references, translations);
+  // line 0 right, 1 off, 3 right; 2's reference is unlabelled, 5's labelled xb; 4 asks nothing
+  EXPECT_EQ(counts.judged, 3);
+  EXPECT_EQ(counts.off, 1);
+  EXPECT_EQ(counts.labelled, 5);
+  EXPECT_EQ(counts.labelled_off, 2);
+  EXPECT_EQ(counts.references, 4);
+  EXPECT_EQ(counts.references_right, 3);
+  EXPECT_DOUBLE_EQ(counts.rate(), 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(counts.labelled_rate(), 0.4);
+  EXPECT_DOUBLE_EQ(counts.references_identified(), 0.75);
+  const auto none = metrics::OffTarget::count(id, {}, {}, {});
+  EXPECT_EQ(none.rate(), 0.0);
+  EXPECT_EQ(none.references_identified(), 0.0);
+}
+
 // An identifier in the first format trafo wrote (1-3-grams, log-probabilities; checkpoints of
 // 2026-11-28) still loads, identifies as it did, and is written back in today's format.
 TEST(LanguageId, ReadsTheFirstFormat) {

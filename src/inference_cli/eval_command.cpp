@@ -44,8 +44,8 @@ struct EvalOptions {
 
 // A model of several target languages whose checkpoint holds a language identifier: the share of the
 // translations it labels another language than the one asked (--tgt-lang's, or the line's own code),
-// and, to say how far to trust that, the share of the references it labels the asked language. Lines
-// it leaves unlabelled (blank, or as likely one language as another) are not judged. Null otherwise.
+// over those whose reference it labels as asked (metrics::OffTarget), the same share over every
+// translation it labels, and the share of the references it labels as asked. Null otherwise.
 nlohmann::json off_target(const inference::LoadedModel& loaded, const eval::EvalSet& set,
                           const std::vector<std::string>& hypotheses) {
   const auto codes = loaded.inference.target_languages();
@@ -55,31 +55,23 @@ nlohmann::json off_target(const inference::LoadedModel& loaded, const eval::Eval
   for (const auto& [tag, id] : inference::corpus_tag_ids(loaded.inference, loaded.tokenizer)) {
     if (id == loaded.tag && !util::tag_language(tag).empty()) chosen = util::tag_language(tag);
   }
-  int64_t judged = 0, off = 0, references = 0, references_right = 0;
-  for (size_t i = 0; i < hypotheses.size() && i < set.sources.size(); ++i) {
-    auto asked = chosen;
-    if (asked.empty()) asked = util::tag_language(util::leading_tag(set.sources[i]));
-    if (asked.empty()) continue;
-    if (const auto label = identifier.identify(set.references[i]); !label.empty()) {
-      ++references;
-      references_right += label == asked ? 1 : 0;
-    }
-    if (const auto label = identifier.identify(hypotheses[i]); !label.empty()) {
-      ++judged;
-      off += label != asked ? 1 : 0;
-    }
+  std::vector<std::string> asked;
+  for (const auto& source : set.sources) {
+    asked.push_back(chosen.empty() ? std::string(util::tag_language(util::leading_tag(source))) : chosen);
   }
-  const double share = judged > 0 ? static_cast<double>(off) / static_cast<double>(judged) : 0.0;
-  const double identified = references > 0 ? static_cast<double>(references_right) / static_cast<double>(references) : 0.0;
-  if (references > 0 && identified < 0.98) {
+  const auto counts = metrics::OffTarget::count(identifier, asked, set.references, hypotheses);
+  if (counts.references > 0 && counts.references_identified() < 0.98) {
     spdlog::warn("the language identifier labels {:.1f}% of the references as the language asked (under 98%): "
-                 "the off-target rate says little", 100.0 * identified);
+                 "the off-target rate says little", 100.0 * counts.references_identified());
   }
-  return {{"rate", share},
-          {"lines", off},
-          {"judged", judged},
-          {"references_identified", identified},
-          {"references_judged", references}};
+  return {{"rate", counts.rate()},
+          {"lines", counts.off},
+          {"judged", counts.judged},
+          {"labelled_rate", counts.labelled_rate()},
+          {"labelled_lines", counts.labelled_off},
+          {"labelled", counts.labelled},
+          {"references_identified", counts.references_identified()},
+          {"references_judged", counts.references}};
 }
 
 int run_eval(const EvalOptions& options) {
@@ -151,9 +143,11 @@ int run_eval(const EvalOptions& options) {
                 static_cast<long long>(loss.tokens), static_cast<long long>(loss.pairs));
     std::cout << metrics::format(bleu, 2, bleu_signature) << '\n' << metrics::format(chrf, 2, chrf_signature) << '\n';
     if (!off.is_null()) {
-      std::printf("off-target: %.1f%% of %lld translations in another language than asked (the identifier labels "
-                  "%.1f%% of the references as asked)\n",
+      std::printf("off-target: %.1f%% of %lld translations in another language than asked, of those whose reference "
+                  "the identifier labels as asked (%.1f%% of all %lld it labels; it labels %.1f%% of the references "
+                  "as asked)\n",
                   100.0 * off["rate"].get<double>(), static_cast<long long>(off["judged"].get<int64_t>()),
+                  100.0 * off["labelled_rate"].get<double>(), static_cast<long long>(off["labelled"].get<int64_t>()),
                   100.0 * off["references_identified"].get<double>());
     }
     std::printf("repetition loops: %lld of %lld translations repeat an n-gram 4 or more times in a row\n",

@@ -149,4 +149,25 @@ std::string LanguageId::identify(const std::string& line) const {
   return (best_score - second_score) / static_cast<double>(features) < kLeast ? "" : best;
 }
 
+OffTarget OffTarget::count(const LanguageId& identifier, const std::vector<std::string>& asked,
+                           const std::vector<std::string>& references, const std::vector<std::string>& translations) {
+  OffTarget counts;
+  const size_t lines = std::min({asked.size(), references.size(), translations.size()});
+  for (size_t i = 0; i < lines; ++i) {
+    if (asked[i].empty()) continue;
+    const auto reference = identifier.identify(references[i]);
+    const auto translation = identifier.identify(translations[i]);
+    counts.references += reference.empty() ? 0 : 1;
+    counts.references_right += reference == asked[i] ? 1 : 0;
+    if (translation.empty()) continue;
+    const int64_t off = translation != asked[i] ? 1 : 0;
+    ++counts.labelled;
+    counts.labelled_off += off;
+    if (reference != asked[i]) continue;
+    ++counts.judged;
+    counts.off += off;
+  }
+  return counts;
+}
+
 }  // namespace trafo::metrics

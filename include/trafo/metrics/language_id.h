@@ -48,4 +48,29 @@ class LanguageId {
   std::map<std::string, Profile> profiles_;
 };
 
+// How many translations are in another language than the one asked, as `identifier` labels them. A
+// translation is judged only where the identifier labels its reference as the language asked: where
+// it cannot tell the reference's language (a name, "audio Speex", a word close languages share),
+// its label of the translation says nothing either. The counts over every labelled translation,
+// whatever its reference, come along; so do the references labelled as asked, to say how far to
+// trust the identifier. `asked[i]` "": line i is not counted.
+struct OffTarget {
+  int64_t judged = 0;            // translations labelled, whose reference is labelled as asked
+  int64_t off = 0;               // of them, labelled another language
+  int64_t labelled = 0;          // translations labelled, whatever their reference
+  int64_t labelled_off = 0;      // of them, labelled another language
+  int64_t references = 0;        // references labelled
+  int64_t references_right = 0;  // of them, labelled as asked
+
+  static OffTarget count(const LanguageId& identifier, const std::vector<std::string>& asked,
+                         const std::vector<std::string>& references, const std::vector<std::string>& translations);
+  double rate() const { return judged > 0 ? static_cast<double>(off) / static_cast<double>(judged) : 0.0; }
+  double labelled_rate() const {
+    return labelled > 0 ? static_cast<double>(labelled_off) / static_cast<double>(labelled) : 0.0;
+  }
+  double references_identified() const {
+    return references > 0 ? static_cast<double>(references_right) / static_cast<double>(references) : 0.0;
+  }
+};
+
 }  // namespace trafo::metrics
