@@ -47,10 +47,13 @@ for lang in "${targets[@]}"; do
     --cache-dir "$work/cache" --no-resume --overwrite > "$work/en-$lang.out" 2>&1
 done
 
-scores() {  # CHECKPOINT LANG [OPTIONS]: "BLEU CHRF OFF-TARGET%" on the test set ("-": no identifier)
+# CHECKPOINT LANG [OPTIONS]: "BLEU CHRF OFF-TARGET" on the test set ("-": no identifier). The
+# off-target rate is over the lines whose reference the identifier labels as asked, then over every
+# line it labels, then the share of references it labels right.
+scores() {
   "$trafo" eval --checkpoint "$1" --src "$data/test.en" --ref "$data/test.$2" --threads "$threads" --json "${@:3}" \
     2> /dev/null | "$python" -c "import json, sys; d = json.load(sys.stdin); o = d.get('off_target')
-print(f\"{d['bleu']:.2f} {d['chrf']:.2f} \" + (f\"{100 * o['rate']:.1f}%_(refs_{100 * o['references_identified']:.1f}%)\" if o else '-'))"
+print(f\"{d['bleu']:.2f} {d['chrf']:.2f} \" + (f\"{100 * o['rate']:.1f}%_of_{o['judged']}_({100 * o['labelled_rate']:.1f}%_of_all_{o['labelled']};_refs_{100 * o['references_identified']:.1f}%)\" if o else '-'))"
 }
 echo "| direction | bilingual (${share} min) BLEU / chrF | multilingual (${minutes} min) BLEU / chrF | difference (BLEU) | multilingual off-target |"
 echo "|---|---|---|---|---|"
