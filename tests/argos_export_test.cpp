@@ -14,7 +14,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-
 TEST(ArgosExport, ArgostranslateInstallsThePackageAndTranslatesAsTrafo) {
   TRAFO_REQUIRE_PYTHON_MODULE("argostranslate");
   const auto dir = make_temp_dir("argos");

@@ -231,6 +231,8 @@ TEST_F(CorporaCli, CorporaOfTwoTargetLanguagesTrainAModelOfBoth) {
               (directions["en-de"]["bleu"].get<double>() + directions["en-fr"]["bleu"].get<double>()) / 2, 1e-9);
   EXPECT_NEAR(valid["loss"].get<double>(),
               (directions["en-de"]["loss"].get<double>() + directions["en-fr"]["loss"].get<double>()) / 2, 1e-9);
+  const auto identifier =
+      metrics::LanguageId::from_json(checkpoint::load(root_ / "two" / "checkpoint-3.pt", false).inference.language_id);
   for (const std::string target : {"de", "fr"}) {
     const auto reference = data_ / (target == "de" ? "dev.de" : "dev.en-fr.fr");
     const auto evaluate = [&](const std::filesystem::path& source, const std::filesystem::path& ref,
@@ -261,8 +263,6 @@ TEST_F(CorporaCli, CorporaOfTwoTargetLanguagesTrainAModelOfBoth) {
     const auto off = evaluate(data_ / "dev.en", reference, " -o " + quoted(translations))["off_target"];
     ASSERT_TRUE(off.is_object()) << target;
     EXPECT_EQ(off["references_identified"].get<double>(), 1.0) << target;
-    const auto identifier =
-        metrics::LanguageId::from_json(checkpoint::load(root_ / "two" / "checkpoint-3.pt", false).inference.language_id);
     const auto counts = metrics::OffTarget::count(identifier, std::vector<std::string>(lines.size(), target), lines,
                                                   lines_of(read_text(translations)));
     EXPECT_EQ(off["judged"].get<int64_t>(), counts.judged) << target;
