@@ -127,6 +127,42 @@ TEST(Presets, OptionsGivenKeepTheirValuesAndAResumeOnlyTakesTrainingKnobs) {
   EXPECT_TRUE(apply_preset(in_code, PresetChoice{&small, ""}).empty());
 }
 
+// A preset's vocabulary is for a pair of languages: corpora of more languages get as many pieces for
+// each (English into French, Spanish and Italian: four languages, twice the pieces), up to a ceiling.
+TEST(Presets, TheVocabularyGrowsWithTheLanguagesTheCorporaCover) {
+  auto c = asked({});
+  EXPECT_EQ(corpus_languages(c), 2) << "the run's --src-lang and --tgt-lang";
+  for (const std::string target : {"fr", "es", "it"})
+    c.data.corpora.push_back({"a.en", "a." + target, 1.0, "", "", "en", target});
+  c.data.corpora.push_back({"b.en", "b.fr", 1.0, "<bt>", "", "", "fr"});  // no source language: the run's (en)
+  EXPECT_EQ(corpus_languages(c), 4);
+  EXPECT_EQ(preset_vocab_size(4000, 2), 4000);
+  EXPECT_EQ(preset_vocab_size(4000, 3), 6000);
+  EXPECT_EQ(preset_vocab_size(4000, 4), 8000);
+  EXPECT_EQ(preset_vocab_size(4000, 40), kMostPresetPieces);
+  EXPECT_EQ(preset_vocab_size(20000, 4), 20000) << "never fewer than a pair's";
+
+  c.run.preset = "small-short";
+  const auto choice = choose_preset(c, kGettext);
+  EXPECT_EQ(choice.languages, 4);
+  EXPECT_NE(choice.why.find("cover 4 languages"), std::string::npos) << choice.why;
+  const auto set = apply_preset(c, choice);
+  EXPECT_EQ(c.vocab.vocab_size, 8000);
+  EXPECT_NE(std::find(set.begin(), set.end(), "vocab-size"), set.end());
+  EXPECT_EQ(c.optim.batch_tokens, 2048) << "the other values as the preset has them";
+
+  auto given = c;
+  given.given = {"vocab-size"};
+  given.vocab.vocab_size = 3000;
+  apply_preset(given, choice);
+  EXPECT_EQ(given.vocab.vocab_size, 3000) << "given";
+  auto one_pair = asked({});
+  one_pair.run.preset = "small-short";
+  apply_preset(one_pair, choose_preset(one_pair, kGettext));
+  EXPECT_EQ(one_pair.vocab.vocab_size, 4000);
+  EXPECT_EQ(choose_preset(one_pair, kGettext).why.find("languages"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace trafo::run_config
 
@@ -185,6 +221,31 @@ TEST(PresetsCli, ARunSaysWhichPresetAndWhyAndAResumeKeepsIt) {
   EXPECT_EQ(bad.exit_code, 2) << bad.errors;
   EXPECT_EQ(lines_of(bad.errors).size(), 1u) << bad.errors;
   EXPECT_NE(bad.errors.find("preset must be auto, standard"), std::string::npos) << bad.errors;
+}
+
+// Through the binary: a run of two target languages (three in all) gets small-short's vocabulary for
+// three, and says why.
+TEST(PresetsCli, ARunOfMoreLanguagesGetsMorePiecesFromThePreset) {
+  const auto data = make_temp_dir("preset-languages");
+  write_synthetic_corpus(data, "train", 40, 1);
+  write_synthetic_corpus(data, "dev", 4, 2);
+  for (const std::string split : {"train", "dev"})
+    std::filesystem::copy_file(data / (split + ".de"), data / (split + ".fr"));
+  const auto run = data / "run";
+  const auto trained = run_trafo(
+      "train --data-dir " + quoted(data) + " --src-lang en --tgt-lang de --run-dir " + quoted(run) + " --cache-dir " +
+      quoted(data / "cache") + " --corpus " + quoted(data / "train.en") + "," + quoted(data / "train.de") +
+      ",1,,,en,de --corpus " + quoted(data / "train.en") + "," + quoted(data / "train.fr") +
+      ",1,,,en,fr --preset small-short --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64"
+      " --threads 1 --valid-every 1 --valid-max-sentences 2 --max-steps 1 --precision fp32");
+  ASSERT_EQ(trained.exit_code, 0) << trained.errors;
+  const auto start = read_jsonl(run / "metrics.jsonl").front();
+  EXPECT_NE(start["preset_reason"].get<std::string>().find("cover 3 languages"), std::string::npos) << start;
+  const auto set = start["preset_set"].get<std::vector<std::string>>();
+  EXPECT_NE(std::find(set.begin(), set.end(), "vocab-size"), set.end()) << start;
+  EXPECT_NE(read_text(run / "config.toml").find("vocab-size=6000"), std::string::npos)
+      << read_text(run / "config.toml");
+  EXPECT_NE(read_text(run / "train.log").find("vocab-size 6000"), std::string::npos);
 }
 
 // Through the binary, the run's own pace (posed) against the probe's (posed): where they disagree

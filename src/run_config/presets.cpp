@@ -1,6 +1,7 @@
 #include "trafo/run_config/presets.h"
 
 #include <algorithm>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -64,6 +65,20 @@ Budget budget_of(const TrainConfig& c, const CorpusSize& corpus, const DefaultsS
   return {"no limit given (early stopping, or --max-steps " + std::to_string(c.stop.max_steps) + ")", false};
 }
 
+PresetChoice choose_by_facts(const TrainConfig& c, const CorpusSize& corpus, const DefaultsSpeed& speed) {
+  if (c.run.preset != "auto") return {&named(c.run.preset), "asked for (--preset " + c.run.preset + ")"};
+  if (!c.init_from.empty()) {
+    return {&named("standard"), "--preset auto: fine-tuning from --init-from, whose checkpoint fixes the model"};
+  }
+  if (corpus.pairs >= kSmallCorpusPairs) {
+    return {&named("standard"), fmt::format("--preset auto: {} training pairs (200,000 or more)", corpus.pairs)};
+  }
+  const auto budget = budget_of(c, corpus, speed);
+  return {&named(budget.short_budget ? "small-short" : "small-long"),
+          fmt::format("--preset auto: {} training pairs (under 200,000) and {}", corpus.pairs, budget.words),
+          budget.timed};
+}
+
 }  // namespace
 
 const std::vector<Preset>& presets() {
@@ -71,8 +86,9 @@ const std::vector<Preset>& presets() {
       {"standard", "the built-in defaults: corpora of 200,000 pairs or more, fine-tuning", {}},
       {"small-short",
        "a corpus under 200,000 pairs and a budget in which the built-in defaults would train under 40 epochs "
-       "(timed on this machine), or of 100 epochs or less: smaller batches and vocabulary, for more updates in "
-       "the time, and a higher peak learning rate, for more learning in each",
+       "(timed on this machine), or of 100 epochs or less: smaller batches and vocabulary (4,000 pieces for two "
+       "languages, 2,000 more for each further one), for more updates in the time, and a higher peak learning "
+       "rate, for more learning in each",
        {{"batch-tokens", "2048"}, {"vocab-size", "4000"}, {"lr", "0.002"}}},
       {"small-long",
        "a corpus under 200,000 pairs and a longer budget (a --max-time of 40 epochs or more of the built-in "
@@ -96,18 +112,29 @@ std::string preset_names() {
   return names;
 }
 
+int corpus_languages(const TrainConfig& c) {
+  std::set<std::string> languages;
+  for (const auto& corpus : data_files(c).train) {
+    languages.insert(corpus.src_lang.empty() ? c.data.src_lang : corpus.src_lang);
+    languages.insert(corpus.tgt_lang.empty() ? c.data.tgt_lang : corpus.tgt_lang);
+  }
+  return static_cast<int>(languages.size());
+}
+
+int64_t preset_vocab_size(int64_t pair_pieces, int languages) {
+  if (languages <= 2) return pair_pieces;
+  return std::max(pair_pieces, std::min(kMostPresetPieces, pair_pieces * languages / 2));
+}
+
 PresetChoice choose_preset(const TrainConfig& c, const CorpusSize& corpus, const DefaultsSpeed& speed) {
-  if (c.run.preset != "auto") return {&named(c.run.preset), "asked for (--preset " + c.run.preset + ")"};
-  if (!c.init_from.empty()) {
-    return {&named("standard"), "--preset auto: fine-tuning from --init-from, whose checkpoint fixes the model"};
+  auto choice = choose_by_facts(c, corpus, speed);
+  choice.languages = corpus_languages(c);
+  for (const auto& [name, value] : choice.preset->values) {
+    if (name != "vocab-size" || choice.languages <= 2 || was_given(c, name)) continue;
+    choice.why +=
+        fmt::format("; its corpora cover {} languages: {} vocabulary pieces for every two", choice.languages, value);
   }
-  if (corpus.pairs >= kSmallCorpusPairs) {
-    return {&named("standard"), fmt::format("--preset auto: {} training pairs (200,000 or more)", corpus.pairs)};
-  }
-  const auto budget = budget_of(c, corpus, speed);
-  return {&named(budget.short_budget ? "small-short" : "small-long"),
-          fmt::format("--preset auto: {} training pairs (under 200,000) and {}", corpus.pairs, budget.words),
-          budget.timed};
+  return choice;
 }
 
 const Preset* second_look(const std::string& chosen, double epochs) {
@@ -122,7 +149,8 @@ std::vector<std::string> apply_preset(TrainConfig& c, const PresetChoice& choice
     if (was_given(c, name) || (resuming && defines_run(name))) continue;
     const ConfigKey* key = find_config_key(name);
     if (key == nullptr) throw std::logic_error("preset " + choice.preset->name + " names no key " + name);
-    parse_value(*key, value, c);
+    parse_value(
+        *key, name == "vocab-size" ? std::to_string(preset_vocab_size(std::stoll(value), choice.languages)) : value, c);
     set.push_back(name);
   }
   c.run.preset = choice.preset->name;

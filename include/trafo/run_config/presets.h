@@ -33,7 +33,19 @@ struct PresetChoice {
   const Preset* preset = nullptr;
   std::string why;     // one sentence: the facts it was chosen from
   bool timed = false;  // auto chose by the epochs a --max-time budget buys, timed: second_look may revise it
+  int languages = 2;   // the languages the training corpora cover (preset_vocab_size)
 };
+
+// The languages the training corpora cover, sources and targets together (a corpus without its own
+// languages has the run's --src-lang and --tgt-lang): 2 for one direction, 4 for English into French,
+// Spanish and Italian.
+int corpus_languages(const TrainConfig& config);
+
+// A preset's vocabulary is for one pair of languages, shared by their two sides; corpora that cover more
+// languages get as many pieces per language (4,000 for two gives 8,000 for four), up to kMostPresetPieces.
+// docs/design.md "Presets" has the measurement.
+int64_t preset_vocab_size(int64_t pair_pieces, int languages);
+inline constexpr int64_t kMostPresetPieces = 16000;
 
 // What auto knows of the training corpora (all of them): pairs, and the bytes of their target sides.
 struct CorpusSize {
@@ -62,7 +74,8 @@ inline constexpr double kComputeStarvedEpochs = 40.0;
 const Preset* second_look(const std::string& chosen, double epochs);
 inline constexpr double kSecondLookMargin = 1.25;
 
-// Sets each value of `choice` that `config` was not given (was_given), and config.run.preset to its name;
+// Sets each value of `choice` that `config` was not given (was_given), the vocabulary as many pieces a
+// language as the preset gives a pair (preset_vocab_size), and config.run.preset to its name;
 // `resuming`: only the training knobs, as the run's model, tokenizer and data are its own. Returns the
 // keys it set.
 std::vector<std::string> apply_preset(TrainConfig& config, const PresetChoice& choice, bool resuming = false);
