@@ -116,7 +116,7 @@ void check_corpus(const CorpusSpec& corpus, size_t number) {
 std::vector<std::string> target_languages(const TrainConfig& c) {
   std::vector<std::string> targets;
   for (const auto& corpus : c.data.corpora) {
-    const auto& target = corpus.tgt_lang.empty() ? c.data.tgt_lang : corpus.tgt_lang;
+    const auto& target = target_language(corpus, c.data);
     if (std::find(targets.begin(), targets.end(), target) == targets.end()) targets.push_back(target);
   }
   if (targets.empty()) targets.push_back(c.data.tgt_lang);
@@ -128,7 +128,7 @@ void tag_targets(TrainConfig& c) {
   if (targets.size() < 2) return;
   for (size_t i = 0; i < c.data.corpora.size(); ++i) {
     auto& corpus = c.data.corpora[i];
-    const auto tag = util::language_tag(corpus.tgt_lang.empty() ? c.data.tgt_lang : corpus.tgt_lang);
+    const auto tag = util::language_tag(target_language(corpus, c.data));
     if (corpus.tag.empty()) corpus.tag = tag;
     if (corpus.tag != tag) {
       throw InputError("corpus " + std::to_string(i + 1) + " has the tag " + corpus.tag +

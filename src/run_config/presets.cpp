@@ -115,8 +115,8 @@ std::string preset_names() {
 int corpus_languages(const TrainConfig& c) {
   std::set<std::string> languages;
   for (const auto& corpus : data_files(c).train) {
-    languages.insert(corpus.src_lang.empty() ? c.data.src_lang : corpus.src_lang);
-    languages.insert(corpus.tgt_lang.empty() ? c.data.tgt_lang : corpus.tgt_lang);
+    languages.insert(source_language(corpus, c.data));
+    languages.insert(target_language(corpus, c.data));
   }
   return static_cast<int>(languages.size());
 }

@@ -123,10 +123,8 @@ std::vector<std::string> run_differences(const TrainConfig& a, const TrainConfig
       if (!same_file(x.tgt, y.tgt)) out.push_back(name + "tgt " + quoted(x.tgt) + " vs " + quoted(y.tgt));
       if (x.weight != y.weight) out.push_back(name + fmt::format("weight {} vs {}", x.weight, y.weight));
       if (x.tag != y.tag) out.push_back(name + "tag " + quoted(x.tag) + " vs " + quoted(y.tag));
-      // a corpus's languages as they take effect: its own, else the run's
       const auto languages = [](const CorpusSpec& corpus, const TrainConfig& run) {
-        return (corpus.src_lang.empty() ? run.data.src_lang : corpus.src_lang) + "-" +
-               (corpus.tgt_lang.empty() ? run.data.tgt_lang : corpus.tgt_lang);
+        return source_language(corpus, run.data) + "-" + target_language(corpus, run.data);
       };
       if (languages(x, a) != languages(y, b)) {
         out.push_back(name + "languages " + quoted(languages(x, a)) + " vs " + quoted(languages(y, b)));

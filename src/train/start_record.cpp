@@ -28,8 +28,8 @@ void describe_data(const Session& s, nlohmann::json& start) {
     const auto& cached = s.data.corpora[i];
     const double share = weights[i] / total_weight;
     corpora.push_back({{"src", spec.src}, {"tgt", spec.tgt}, {"pairs", cached.corpus.size()}, {"weight", spec.weight},
-                       {"share", share}, {"tag", spec.tag}, {"src_lang", spec.src_lang.empty() ? s.config.data.src_lang : spec.src_lang},
-                       {"tgt_lang", spec.tgt_lang.empty() ? s.config.data.tgt_lang : spec.tgt_lang},
+                       {"share", share}, {"tag", spec.tag}, {"src_lang", source_language(spec, s.config.data)},
+                       {"tgt_lang", target_language(spec, s.config.data)},
                        {"token_cache", cached.file.string()},
                        {"token_cache_built", cached.built}});
     spdlog::info("corpus {}: {} / {}: {} pairs, weight {}{} ({:.1f}% of the pairs served){}; token cache {} ({} in {:.1f} s)",

@@ -46,6 +46,14 @@ struct DataOptions {
   int64_t guided_alignment_layer = 0; // decoder layer (1-based) whose cross-attention head learns them; 0: the last
 };
 
+// A corpus's languages as they take effect: its own, else the run's --src-lang, --tgt-lang.
+inline const std::string& source_language(const CorpusSpec& corpus, const DataOptions& data) {
+  return corpus.src_lang.empty() ? data.src_lang : corpus.src_lang;
+}
+inline const std::string& target_language(const CorpusSpec& corpus, const DataOptions& data) {
+  return corpus.tgt_lang.empty() ? data.tgt_lang : corpus.tgt_lang;
+}
+
 // Optimisation: the optimizer, its learning-rate schedule, the loss and the batches of an update.
 struct OptimOptions {
   std::string optimizer = "adam";     // adam | adamw
