@@ -411,5 +411,22 @@ TEST(LeakCheck, CountsDevSourcesThatAreTrainingSourcesUpToNormalisation) {
   EXPECT_EQ(overlap.in_training, (std::vector<int64_t>{2, 4}));
 }
 
+// An epoch of several corpora is the first's: batches_per_epoch() counts every corpus's batches served
+// while the first goes round once, so that --max-epochs and the progress line's ETA agree.
+TEST(Corpora, BatchesPerEpochCountsEveryCorpusWhileTheFirstGoesRoundOnce) {
+  const auto big = corpus_of_lengths(3000, 4), small = corpus_of_lengths(800, 9);
+  BatcherOptions options;
+  options.batch_tokens = 400;
+  Batcher batcher(std::vector<const Corpus*>{&big, &small}, {1.0, 2.0}, options);
+  int64_t served = 0, first = 0;  // until the first corpus's second epoch begins
+  for (Batch batch = batcher.next(); batch.corpus != 0 || batch.position.epoch == 0; batch = batcher.next()) {
+    ++served;
+    first += batch.corpus == 0 ? 1 : 0;
+  }
+  EXPECT_EQ(batcher.first_corpus_batches_per_epoch(), first);
+  EXPECT_NEAR(static_cast<double>(batcher.batches_per_epoch()), static_cast<double>(served), 0.03 * served);
+  EXPECT_GT(batcher.batches_per_epoch(), 2 * first) << "the second corpus serves two pairs for each of the first's";
+}
+
 }  // namespace
 }  // namespace trafo::data

@@ -1,6 +1,7 @@
 #include "trafo/data/batcher.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <numeric>
 #include <random>
@@ -307,8 +308,18 @@ Batcher::Batcher(std::vector<Segmentations> corpora, std::vector<double> weights
     streams_.emplace_back(std::move(corpora[i]), options_, static_cast<int>(i), cursor_.corpora[i]);
     cursor_.corpora[i] = streams_.back().position();
   }
-  const auto& first = streams_.front();
-  batches_per_epoch_ = first.batches_in_first_window() * first.windows();
+  const auto batches = [](const CorpusStream& stream) {
+    return static_cast<double>(stream.batches_in_first_window() * stream.windows());
+  };
+  first_batches_per_epoch_ = static_cast<int64_t>(batches(streams_.front()));
+  // corpus i serves weight_i / weight_0 pairs for each of the first's, size_i / batches_i to a batch
+  const double first_pairs = static_cast<double>(streams_.front().corpus(0).size());
+  double in_all = 0.0;
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    const double pairs = static_cast<double>(streams_[i].corpus(0).size());
+    if (pairs > 0) in_all += first_pairs * weights_[i] / weights_[0] * batches(streams_[i]) / pairs;
+  }
+  batches_per_epoch_ = std::llround(in_all);
   if (options_.prefetch > 0) worker_ = std::thread([this] { produce(); });
 }
 

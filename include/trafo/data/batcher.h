@@ -136,8 +136,12 @@ class Batcher {
   Batcher& operator=(const Batcher&) = delete;
 
   Batch next();  // endless: epochs follow each other; rethrows what stopped the background thread
-  // Of the first corpus: exact when it plans its epoch in one window, else estimated from the first.
+  // The batches served while the first corpus goes through one epoch (an epoch of a run of several
+  // corpora is the first's), each corpus serving its share of the pairs in batches of its own size;
+  // the first corpus's own batches in it. Exact for one corpus planned in one window, else estimated
+  // from each corpus's first window.
   int64_t batches_per_epoch() const { return batches_per_epoch_; }
+  int64_t first_corpus_batches_per_epoch() const { return first_batches_per_epoch_; }
   int64_t skipped_too_long() const;  // pairs over the budget alone, all corpora
 
  private:
@@ -148,7 +152,7 @@ class Batcher {
   std::vector<double> weights_;
   std::vector<CorpusStream> streams_;  // the background thread's once it runs
   StreamPosition cursor_;
-  int64_t batches_per_epoch_ = 0;
+  int64_t batches_per_epoch_ = 0, first_batches_per_epoch_ = 0;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Batch> ready_;
