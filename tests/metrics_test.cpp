@@ -546,6 +546,7 @@ TEST(LanguageId, OffTargetJudgesLinesWhoseReferenceItKnows) {
   // line 0 right, 1 off, 3 right; 2's reference is unlabelled, 5's labelled xb; 4 asks nothing
   EXPECT_EQ(counts.judged, 3);
   EXPECT_EQ(counts.off, 1);
+  EXPECT_EQ(counts.off_lines, (std::vector<int64_t>{1}));
   EXPECT_EQ(counts.labelled, 5);
   EXPECT_EQ(counts.labelled_off, 2);
   EXPECT_EQ(counts.references, 4);

@@ -64,8 +64,11 @@ nlohmann::json off_target(const inference::LoadedModel& loaded, const eval::Eval
     spdlog::warn("the language identifier labels {:.1f}% of the references as the language asked (under 98%): "
                  "the off-target rate says little", 100.0 * counts.references_identified());
   }
+  std::vector<int64_t> line_numbers;
+  for (const int64_t i : counts.off_lines) line_numbers.push_back(i + 1);
   return {{"rate", counts.rate()},
           {"lines", counts.off},
+          {"line_numbers", line_numbers},
           {"judged", counts.judged},
           {"labelled_rate", counts.labelled_rate()},
           {"labelled_lines", counts.labelled_off},

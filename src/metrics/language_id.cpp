@@ -166,6 +166,7 @@ OffTarget OffTarget::count(const LanguageId& identifier, const std::vector<std::
     if (reference != asked[i]) continue;
     ++counts.judged;
     counts.off += off;
+    if (off != 0) counts.off_lines.push_back(static_cast<int64_t>(i));
   }
   return counts;
 }

@@ -127,19 +127,28 @@ Session::Session(const TrainConfig& given, const Again* again)
 
 namespace {
 
-// A model of several target languages: a language identifier learned from up to 20,000 target lines of
-// each language's corpora (as the token caches hold them, decoded), for eval's off-target rate.
+// A model of several target languages: a language identifier learned from up to 20,000 lines of each
+// language its corpora hold (as the token caches hold them, decoded; a source without its tag), for
+// eval's off-target rate. The source languages are among them: a source copied through untranslated
+// is off target too.
 std::string learn_language_id(const Session& s) {
   if (run_config::target_languages(s.config).size() < 2) return "";
   constexpr int64_t kLines = 20000;
   std::map<std::string, std::vector<std::string>> lines;
+  const auto learn = [&](const std::string& language, const int32_t* ids, int64_t length) {
+    auto& into = lines[language];
+    if (static_cast<int64_t>(into.size()) < kLines) {
+      into.push_back(s.data.tokenizer.decode(std::vector<int>(ids, ids + length)));
+    }
+  };
   for (size_t i = 0; i < s.data.corpora.size(); ++i) {
     const auto& spec = s.files.paths.train[i];
-    auto& into = lines[spec.tgt_lang.empty() ? s.config.data.tgt_lang : spec.tgt_lang];
     const auto& corpus = s.data.corpora[i].corpus;
-    for (int64_t pair = 0; pair < corpus.size() && static_cast<int64_t>(into.size()) < kLines; ++pair) {
-      const int32_t* ids = corpus.target(pair);
-      into.push_back(s.data.tokenizer.decode(std::vector<int>(ids, ids + corpus.target_length(pair))));
+    const int64_t tag = spec.tag.empty() ? 0 : 1;
+    for (int64_t pair = 0; pair < corpus.size() && pair < kLines; ++pair) {
+      learn(run_config::target_language(spec, s.config.data), corpus.target(pair), corpus.target_length(pair));
+      learn(run_config::source_language(spec, s.config.data), corpus.source(pair) + tag,
+            corpus.source_length(pair) - tag);
     }
   }
   return metrics::LanguageId::learn(lines).to_json();

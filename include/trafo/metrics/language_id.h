@@ -1,6 +1,6 @@
 // Which language a line is in, for the off-target rate of a model of several target languages
 // (`trafo eval`): a character n-gram classifier learned from text of each language, as the
-// corpora's target sides give it, and kept in the checkpoint. Offline, small and fast: n-grams of
+// corpora's two sides give it, and kept in the checkpoint. Offline, small and fast: n-grams of
 // 1 to 5 characters (code points, lowercased; each word padded with a space) and whole words, with
 // their counts per language, the most frequent `kept` of each; a line is the language whose n-grams
 // make it most likely (naive Bayes; an n-gram a language did not keep counts as half of one seen
@@ -61,6 +61,7 @@ struct OffTarget {
   int64_t labelled_off = 0;      // of them, labelled another language
   int64_t references = 0;        // references labelled
   int64_t references_right = 0;  // of them, labelled as asked
+  std::vector<int64_t> off_lines;  // the `off` lines' indices (0-based), to look at
 
   static OffTarget count(const LanguageId& identifier, const std::vector<std::string>& asked,
                          const std::vector<std::string>& references, const std::vector<std::string>& translations);
