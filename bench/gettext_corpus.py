@@ -3,9 +3,11 @@
 Every program translated into LANG ships /usr/share/locale/LANG/LC_MESSAGES/*.mo: its English
 messages (msgid) with their translations (msgstr). This reads them all, keeps each English message
 once (the first catalogue's translation, catalogues in name order), joins white space, leaves out
-plural forms, untranslated messages (translation equal to the message) and pairs of more than
-MAX_WORDS words on a side, shuffles with a fixed seed and writes OUT/{train,dev,test}.{en,LANG}
-(dev and test 1,000 pairs each). What it makes depends on the packages installed: it prints the
+plural forms, untranslated messages (translation equal to the message but for case: French
+catalogues write the names of thousands of languages lowercased, `Tsotso` -> `tsotso`, and pairs
+that copy their source teach a model to copy) and pairs of more than MAX_WORDS words on a side,
+shuffles with a fixed seed and writes OUT/{train,dev,test}.{en,LANG} (dev and test 1,000 pairs
+each). What it makes depends on the packages installed: it prints the
 counts and a hash of the files, to say which corpus a figure comes from.
 
     .venv/bin/python bench/gettext_corpus.py --lang de --out /tmp/gettext-ende
@@ -40,7 +42,7 @@ def pairs_of(lang):
                 continue  # plural forms, and the catalogue's header (the empty message)
             message = " ".join(message.split("\x04")[-1].split())  # context ("ctx\x04msg") left out
             translation = " ".join(translation.split())
-            if not message or not translation or message == translation or message in pairs:
+            if not message or not translation or message.casefold() == translation.casefold() or message in pairs:
                 continue
             if len(message.split()) > MAX_WORDS or len(translation.split()) > MAX_WORDS:
                 continue
