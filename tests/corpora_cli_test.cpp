@@ -266,7 +266,7 @@ TEST_F(CorporaCli, CorporaOfTwoTargetLanguagesTrainAModelOfBoth) {
     const auto counts = metrics::OffTarget::count(identifier, std::vector<std::string>(lines.size(), target), lines,
                                                   lines_of(read_text(translations)));
     EXPECT_EQ(off["judged"].get<int64_t>(), counts.judged) << target;
-    EXPECT_EQ(off["lines"].get<int64_t>(), counts.off) << target;
+    EXPECT_EQ(off["lines"].get<int64_t>(), counts.off()) << target;
     std::vector<int64_t> numbers;  // 1-based, to look at
     for (const int64_t i : counts.off_lines) numbers.push_back(i + 1);
     EXPECT_EQ(off["line_numbers"].get<std::vector<int64_t>>(), numbers) << target;
@@ -277,7 +277,7 @@ TEST_F(CorporaCli, CorporaOfTwoTargetLanguagesTrainAModelOfBoth) {
     const auto copied = metrics::OffTarget::count(identifier, std::vector<std::string>(lines.size(), target), lines,
                                                   sources);
     EXPECT_GT(copied.judged, static_cast<int64_t>(lines.size()) * 9 / 10) << target;
-    EXPECT_EQ(copied.off, copied.judged) << target;
+    EXPECT_EQ(copied.off(), copied.judged) << target;
   }
   EXPECT_EQ(identifier.languages(), (std::vector<std::string>{"de", "en", "fr"}));
   const auto start = start_event("two");

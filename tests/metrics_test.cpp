@@ -545,7 +545,7 @@ TEST(LanguageId, OffTargetJudgesLinesWhoseReferenceItKnows) {
   const auto counts = metrics::OffTarget::count(id, asked, references, translations);
   // line 0 right, 1 off, 3 right; 2's reference is unlabelled, 5's labelled xb; 4 asks nothing
   EXPECT_EQ(counts.judged, 3);
-  EXPECT_EQ(counts.off, 1);
+  EXPECT_EQ(counts.off(), 1);
   EXPECT_EQ(counts.off_lines, (std::vector<int64_t>{1}));
   EXPECT_EQ(counts.labelled, 5);
   EXPECT_EQ(counts.labelled_off, 2);

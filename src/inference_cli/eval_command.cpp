@@ -67,7 +67,7 @@ nlohmann::json off_target(const inference::LoadedModel& loaded, const eval::Eval
   std::vector<int64_t> line_numbers;
   for (const int64_t i : counts.off_lines) line_numbers.push_back(i + 1);
   return {{"rate", counts.rate()},
-          {"lines", counts.off},
+          {"lines", counts.off()},
           {"line_numbers", line_numbers},
           {"judged", counts.judged},
           {"labelled_rate", counts.labelled_rate()},

@@ -165,7 +165,6 @@ OffTarget OffTarget::count(const LanguageId& identifier, const std::vector<std::
     counts.labelled_off += off;
     if (reference != asked[i]) continue;
     ++counts.judged;
-    counts.off += off;
     if (off != 0) counts.off_lines.push_back(static_cast<int64_t>(i));
   }
   return counts;

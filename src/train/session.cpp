@@ -144,11 +144,12 @@ std::string learn_language_id(const Session& s) {
   for (size_t i = 0; i < s.data.corpora.size(); ++i) {
     const auto& spec = s.files.paths.train[i];
     const auto& corpus = s.data.corpora[i].corpus;
+    const auto& source = run_config::source_language(spec, s.config.data);
+    const auto& target = run_config::target_language(spec, s.config.data);
     const int64_t tag = spec.tag.empty() ? 0 : 1;
     for (int64_t pair = 0; pair < corpus.size() && pair < kLines; ++pair) {
-      learn(run_config::target_language(spec, s.config.data), corpus.target(pair), corpus.target_length(pair));
-      learn(run_config::source_language(spec, s.config.data), corpus.source(pair) + tag,
-            corpus.source_length(pair) - tag);
+      learn(target, corpus.target(pair), corpus.target_length(pair));
+      learn(source, corpus.source(pair) + tag, corpus.source_length(pair) - tag);
     }
   }
   return metrics::LanguageId::learn(lines).to_json();

@@ -205,8 +205,8 @@ class TrainingLoop {
   void look_at_pace() {
     if (second_look_) return;
     const auto at = progress_.first_corpus();
-    const double epochs = static_cast<double>(at.epoch) + static_cast<double>(at.index) /
-                                                              static_cast<double>(std::max<int64_t>(1, p_.batcher.first_corpus_batches_per_epoch()));
+    const auto batches = std::max<int64_t>(1, p_.batcher.first_corpus_batches_per_epoch());
+    const double epochs = static_cast<double>(at.epoch) + static_cast<double>(at.index) / static_cast<double>(batches);
     second_look_ = p_.pace.observe(progress_.step, epochs, p_.clock.elapsed());
   }
 

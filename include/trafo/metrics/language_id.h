@@ -56,16 +56,16 @@ class LanguageId {
 // trust the identifier. `asked[i]` "": line i is not counted.
 struct OffTarget {
   int64_t judged = 0;            // translations labelled, whose reference is labelled as asked
-  int64_t off = 0;               // of them, labelled another language
+  std::vector<int64_t> off_lines;  // of them, those labelled another language (0-based indices)
   int64_t labelled = 0;          // translations labelled, whatever their reference
   int64_t labelled_off = 0;      // of them, labelled another language
   int64_t references = 0;        // references labelled
   int64_t references_right = 0;  // of them, labelled as asked
-  std::vector<int64_t> off_lines;  // the `off` lines' indices (0-based), to look at
 
   static OffTarget count(const LanguageId& identifier, const std::vector<std::string>& asked,
                          const std::vector<std::string>& references, const std::vector<std::string>& translations);
-  double rate() const { return judged > 0 ? static_cast<double>(off) / static_cast<double>(judged) : 0.0; }
+  int64_t off() const { return static_cast<int64_t>(off_lines.size()); }
+  double rate() const { return judged > 0 ? static_cast<double>(off()) / static_cast<double>(judged) : 0.0; }
   double labelled_rate() const {
     return labelled > 0 ? static_cast<double>(labelled_off) / static_cast<double>(labelled) : 0.0;
   }
