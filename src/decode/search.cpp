@@ -7,6 +7,8 @@
 #include <cmath>
 #include <utility>
 
+#include "trafo/util/mix.h"
+
 namespace trafo::decode {
 
 std::tuple<at::Tensor, at::Tensor> BestTokens::select(const at::Tensor& log_probs, int64_t k,
@@ -22,17 +24,6 @@ std::unique_ptr<SearchStrategy> make_search(const DecodeOptions& options) {
   if (options.beam == 1) return std::make_unique<GreedySearch>();
   return std::make_unique<BeamSearch>();
 }
-
-namespace {
-
-uint64_t mix(uint64_t value) {  // splitmix64's finaliser
-  value += 0x9E3779B97F4A7C15ULL;
-  value = (value ^ (value >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  value = (value ^ (value >> 27)) * 0x94D049BB133111EBULL;
-  return value ^ (value >> 31);
-}
-
-}  // namespace
 
 SampledTokens::SampledTokens(const DecodeOptions& options)
     : topk_(options.sampling_topk),
@@ -117,8 +108,8 @@ std::tuple<at::Tensor, at::Tensor> SampledTokens::select_on_host(const at::Tenso
 
 double SampledTokens::draw(const SelectionContext& context, int64_t row) const {
   const int64_t sentence = context.sentences != nullptr ? (*context.sentences)[static_cast<size_t>(row)] : row;
-  const uint64_t bits =
-      mix(seed_ ^ mix(static_cast<uint64_t>(sentence) * 0x632BE59BD9B4E019ULL + static_cast<uint64_t>(context.step)));
+  const uint64_t bits = util::mix(
+      seed_ ^ util::mix(static_cast<uint64_t>(sentence) * 0x632BE59BD9B4E019ULL + static_cast<uint64_t>(context.step)));
   return static_cast<double>(bits >> 11) * 0x1.0p-53;
 }
 
