@@ -1,7 +1,7 @@
 // The corpus reader on arbitrary bytes: data::check_parallel_files, data::Corpus::load, and the token
 // cache built from the same files on two threads, which must hold exactly what Corpus::load read.
-// Input: one option byte, then the source file's bytes, a 0xFF byte (never part of UTF-8),
-// and the target file's bytes.
+// Input: one option byte (length filters and case variants), then the source file's bytes, a 0xFF
+// byte (never part of UTF-8), and the target file's bytes.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -29,6 +29,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   data::CorpusOptions options;
   options.max_length = kMaxLengths[data[0] & 3];
   options.max_length_ratio = kRatios[(data[0] >> 2) & 3];
+  options.all_caps_every = (data[0] >> 4) & 1 ? 2 : 0;
+  options.title_case_every = (data[0] >> 5) & 1 ? 3 : 0;
+  const bool variants = options.all_caps_every > 0 || options.title_case_every > 0;
   const auto [source, target] =
       fuzz::split_once(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1), '\xff');
   const auto source_path = fuzz::write_scratch("train.src", source);
@@ -44,14 +47,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto& counts = corpus.counts();
     fuzz::check(counts.lines_read == lines, "Corpus::load read " + std::to_string(counts.lines_read) +
                                                 " lines, check_parallel_files counted " + std::to_string(lines));
-    fuzz::check(corpus.size() + counts.skipped_empty + counts.skipped_too_long + counts.skipped_ratio == lines,
+    fuzz::check(counts.kept() + counts.skipped_empty + counts.skipped_too_long + counts.skipped_ratio == lines,
                 "kept and skipped pairs do not add up to the lines read");
+    // Case variants come beside their pair, two at most, with its line number.
+    fuzz::check(variants ? corpus.size() >= counts.kept() && corpus.size() <= 3 * counts.kept()
+                         : corpus.size() == counts.kept(),
+                "case variants beyond the options' count");
     int64_t previous_line = 0;
     for (int64_t i = 0; i < corpus.size(); ++i) {
       const int64_t longest = std::max(corpus.source_length(i), corpus.target_length(i));
       fuzz::check(corpus.source_length(i) > 0 && corpus.target_length(i) > 0, "an empty side was kept");
       fuzz::check(options.max_length == 0 || longest <= options.max_length, "a pair over max_length was kept");
-      fuzz::check(corpus.line_number(i) > previous_line && corpus.line_number(i) <= lines, "line numbers out of order");
+      const bool variant = i > 0 && corpus.line_number(i) == previous_line;
+      fuzz::check((corpus.line_number(i) > previous_line || (variants && variant)) && corpus.line_number(i) <= lines,
+                  "line numbers out of order");
       previous_line = corpus.line_number(i);
       for (int64_t j = 0; j < corpus.source_length(i); ++j) {
         fuzz::check(corpus.source(i)[j] >= 0 && corpus.source(i)[j] < fuzz::small_tokenizer().vocab_size(),

@@ -1,20 +1,20 @@
 // `trafo train` on data at scale, through the binary: the cache folder reused by a new run, several
 // corpora with weights and tags (resumed exactly), [[corpus]] tables, `translate --tag`, the leak
 // check, and bad input in one line with exit 2 and nothing saved lost.
+#include <gtest/gtest.h>
 #include <signal.h>
+#include <torch/torch.h>
 
 #include <chrono>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-#include <torch/torch.h>
 
 #include "data_support.h"
 #include "run_support.h"
 #include "trafo/checkpoint/checkpoint.h"
+#include "trafo/data/case_variants.h"
 #include "trafo/metrics/language_id.h"
 
 namespace trafo::testing {
@@ -337,6 +337,42 @@ TEST_F(CorporaCli, SamplingTemperatureDrawsByWeightAndSize) {
   const auto bad = run_trafo(base("t3") + corpora + " --max-steps 2 --sampling-temperature -1");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.errors.find("sampling-temperature must be finite and not negative"), std::string::npos) << bad.errors;
+}
+
+// --all-caps-every and --title-case-every: the variants join the token cache (one of their own, named
+// by the options), the start record and train.log count them, and they are the run's at a resume.
+TEST_F(CorporaCli, CaseVariantsJoinTheTokenCacheAndAreCounted) {
+  int64_t variants = 0;
+  const auto sources = lines_of(read_text(data_ / "train.en")), targets = lines_of(read_text(data_ / "train.de"));
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const auto line = static_cast<int64_t>(i + 1);
+    // a variant that reads otherwise on either side
+    variants += line % 4 == 0 && (data::all_caps(sources[i]) != sources[i] || data::all_caps(targets[i]) != targets[i]);
+    variants += line % 5 == 0 && (data::english_title_case(sources[i]) != sources[i] ||
+                                  data::sentence_case(targets[i]) != targets[i]);
+  }
+  ASSERT_GT(variants, 20);
+  const auto plain = run_trafo(base("plain") + " --max-steps 1 --valid-every 1");
+  ASSERT_EQ(plain.exit_code, 0) << plain.errors;
+  const auto cased =
+      run_trafo(base("cased") + " --max-steps 1 --valid-every 1 --all-caps-every 4 --title-case-every 5");
+  ASSERT_EQ(cased.exit_code, 0) << cased.errors;
+  const auto corpus = start_event("cased")["corpora"][0];
+  EXPECT_EQ(corpus["pairs"].get<int64_t>(), 80 + variants);
+  EXPECT_EQ(corpus["case_variants"].get<int64_t>(), variants);
+  EXPECT_TRUE(corpus["token_cache_built"].get<bool>());
+  EXPECT_NE(corpus["token_cache"], start_event("plain")["corpora"][0]["token_cache"]);
+  EXPECT_FALSE(start_event("plain")["corpora"][0].contains("case_variants"));
+  EXPECT_NE(
+      read_text(root_ / "cased" / "train.log")
+          .find(std::to_string(80 + variants) + " pairs (" + std::to_string(variants) + " of them case variants)"),
+      std::string::npos);
+  const auto changed = run_trafo(base("cased") + " --max-steps 2 --all-caps-every 3 --title-case-every 5");
+  EXPECT_EQ(changed.exit_code, 2);
+  EXPECT_NE(changed.errors.find("all-caps-every 4 vs 3"), std::string::npos) << changed.errors;
+  const auto bad = run_trafo(base("bad") + " --max-steps 1 --title-case-every -2");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.errors.find("must not be negative"), std::string::npos) << bad.errors;
 }
 
 TEST_F(CorporaCli, CorpusTablesInAConfigFile) {

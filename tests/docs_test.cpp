@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "run_support.h"
 #include "test_support.h"
 
 namespace trafo::testing {
@@ -22,13 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kSource = TRAFO_SOURCE_DIR;
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
 

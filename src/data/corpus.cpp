@@ -11,6 +11,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "trafo/data/case_variants.h"
 #include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
 
@@ -167,59 +168,96 @@ std::vector<int> sampled(const std::string& text, const std::vector<int>& best, 
   return ids.empty() || too_long ? best : ids;
 }
 
+// Why a pair is left out, or kKept.
+enum class Verdict { kKept, kEmpty, kTooLong, kRatio };
+
+// Appends the pair of `source_text` / `target_text` (pieces `src_ids` / `tgt_ids`) from line `line` to
+// `chunk` unless the length filters refuse it.
+Verdict add_pair(const std::string& source_text, const std::string& target_text, const std::vector<int>& src_ids,
+                 const std::vector<int>& tgt_ids, int64_t line, const Tokenizer& tokenizer,
+                 const CorpusOptions& options, EncodedChunk& chunk) {
+  if (src_ids.empty() || tgt_ids.empty()) return Verdict::kEmpty;
+  const int64_t tag = options.tag >= 0 ? 1 : 0;
+  const auto source_length = static_cast<int64_t>(src_ids.size()) + tag;
+  const auto target_length = static_cast<int64_t>(tgt_ids.size());
+  const auto longer = std::max(source_length, target_length);
+  const auto shorter = std::min(source_length, target_length);
+  if (options.max_length > 0 && longer > options.max_length) return Verdict::kTooLong;
+  if (options.max_length_ratio > 0 && static_cast<double>(longer) / shorter > options.max_length_ratio) {
+    return Verdict::kRatio;
+  }
+  PairRecord record;
+  record.line = line;
+  record.source_hash = source_hash(src_ids.data(), src_ids.size());
+  std::vector<int> src_sample, tgt_sample;
+  if (options.sample > 0) {
+    src_sample = sampled(source_text, src_ids, line, 0, tag, tokenizer, options);
+    tgt_sample = sampled(target_text, tgt_ids, line, 1, 0, tokenizer, options);
+  }
+  const auto& source = options.sample > 0 ? src_sample : src_ids;
+  const auto& target = options.sample > 0 ? tgt_sample : tgt_ids;
+  record.source_start = static_cast<int64_t>(chunk.tokens.size());
+  record.source_length = static_cast<int32_t>(source.size() + static_cast<size_t>(tag));
+  record.target_start = record.source_start + record.source_length;
+  record.target_length = static_cast<int32_t>(target.size());
+  if (tag) chunk.tokens.push_back(options.tag);
+  chunk.tokens.insert(chunk.tokens.end(), source.begin(), source.end());
+  chunk.tokens.insert(chunk.tokens.end(), target.begin(), target.end());
+  chunk.records.push_back(record);
+  return Verdict::kKept;
+}
+
+// The case variants (data/case_variants.h) that `options` asks of line `line`'s pair (pieces `src_ids`,
+// `tgt_ids`), each beside it where its pieces differ from the pair's and the length filters keep it.
+void add_case_variants(const std::string& source, const std::string& target, const std::vector<int>& src_ids,
+                       const std::vector<int>& tgt_ids, int64_t line, const Tokenizer& tokenizer,
+                       const CorpusOptions& options, EncodedChunk& chunk) {
+  auto add = [&](const std::string& new_source, const std::string& new_target) {
+    if (new_source == source && new_target == target) return;
+    auto new_src_ids = tokenizer.encode(new_source);
+    auto new_tgt_ids = tokenizer.encode_target(new_target);
+    if (new_src_ids == src_ids && new_tgt_ids == tgt_ids) return;  // a vocabulary that folds case (nmt_nfkc_cf)
+    add_pair(new_source, new_target, new_src_ids, new_tgt_ids, line, tokenizer, options, chunk);
+  };
+  if (options.all_caps_every > 0 && line % options.all_caps_every == 0) add(all_caps(source), all_caps(target));
+  if (options.title_case_every > 0 && line % options.title_case_every == 0) {
+    add(english_title_case(source), sentence_case(target));
+  }
+}
+
 }  // namespace
 
 EncodedChunk encode_pairs(const std::vector<std::string>& sources, const std::vector<std::string>& targets,
                           int64_t first_line, const Tokenizer& tokenizer, const CorpusOptions& options) {
   EncodedChunk chunk;
   chunk.counts.lines_read = static_cast<int64_t>(sources.size());
-  const int64_t tag = options.tag >= 0 ? 1 : 0;
   for (size_t i = 0; i < sources.size(); ++i) {
+    const int64_t line = first_line + static_cast<int64_t>(i);
     const auto src_ids = tokenizer.encode(sources[i]);
     const auto tgt_ids = tokenizer.encode_target(targets[i]);
     if (!options.tag_pieces.empty() && chunk.tag_in_text_line == 0) {
       for (const auto* ids : {&src_ids, &tgt_ids}) {
         for (const int id : *ids) {
           if (std::find(options.tag_pieces.begin(), options.tag_pieces.end(), id) == options.tag_pieces.end()) continue;
-          chunk.tag_in_text_line = first_line + static_cast<int64_t>(i);
+          chunk.tag_in_text_line = line;
           chunk.tag_in_text = id;
         }
       }
     }
-    if (src_ids.empty() || tgt_ids.empty()) {
-      ++chunk.counts.skipped_empty;
-      continue;
+    switch (add_pair(sources[i], targets[i], src_ids, tgt_ids, line, tokenizer, options, chunk)) {
+      case Verdict::kKept:
+        add_case_variants(sources[i], targets[i], src_ids, tgt_ids, line, tokenizer, options, chunk);
+        break;
+      case Verdict::kEmpty:
+        ++chunk.counts.skipped_empty;
+        break;
+      case Verdict::kTooLong:
+        ++chunk.counts.skipped_too_long;
+        break;
+      case Verdict::kRatio:
+        ++chunk.counts.skipped_ratio;
+        break;
     }
-    const auto source_length = static_cast<int64_t>(src_ids.size()) + tag;
-    const auto target_length = static_cast<int64_t>(tgt_ids.size());
-    const auto longer = std::max(source_length, target_length);
-    const auto shorter = std::min(source_length, target_length);
-    if (options.max_length > 0 && longer > options.max_length) {
-      ++chunk.counts.skipped_too_long;
-      continue;
-    }
-    if (options.max_length_ratio > 0 && static_cast<double>(longer) / shorter > options.max_length_ratio) {
-      ++chunk.counts.skipped_ratio;
-      continue;
-    }
-    PairRecord record;
-    record.line = first_line + static_cast<int64_t>(i);
-    record.source_hash = source_hash(src_ids.data(), src_ids.size());
-    std::vector<int> src_sample, tgt_sample;
-    if (options.sample > 0) {
-      src_sample = sampled(sources[i], src_ids, record.line, 0, tag, tokenizer, options);
-      tgt_sample = sampled(targets[i], tgt_ids, record.line, 1, 0, tokenizer, options);
-    }
-    const auto& source = options.sample > 0 ? src_sample : src_ids;
-    const auto& target = options.sample > 0 ? tgt_sample : tgt_ids;
-    record.source_start = static_cast<int64_t>(chunk.tokens.size());
-    record.source_length = static_cast<int32_t>(source.size() + static_cast<size_t>(tag));
-    record.target_start = record.source_start + record.source_length;
-    record.target_length = static_cast<int32_t>(target.size());
-    if (tag) chunk.tokens.push_back(options.tag);
-    chunk.tokens.insert(chunk.tokens.end(), source.begin(), source.end());
-    chunk.tokens.insert(chunk.tokens.end(), target.begin(), target.end());
-    chunk.records.push_back(record);
   }
   return chunk;
 }
@@ -295,9 +333,9 @@ void check_no_tag_in_text(const EncodedChunk& chunk, const std::filesystem::path
 
 void report_counts(const std::filesystem::path& source, const std::filesystem::path& target, int64_t kept,
                    const CorpusCounts& counts, const CorpusOptions& options) {
-  if (counts.skipped_empty + counts.skipped_too_long + counts.skipped_ratio > 0) {
+  if (counts.kept() < counts.lines_read) {  // `kept` counts case variants too: the line pairs are counts.kept()
     spdlog::warn("{} / {}: kept {} of {} pairs; skipped {} empty, {} longer than {} tokens, {} over length ratio {}",
-                 source.string(), target.string(), kept, counts.lines_read, counts.skipped_empty,
+                 source.string(), target.string(), counts.kept(), counts.lines_read, counts.skipped_empty,
                  counts.skipped_too_long, options.max_length, counts.skipped_ratio, options.max_length_ratio);
   }
   if (kept == 0) throw InputError("no usable sentence pairs in " + source.string() + " / " + target.string());

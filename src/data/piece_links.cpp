@@ -173,42 +173,45 @@ PieceLinks map_word_links(const Corpus& corpus, const Tokenizer& tokenizer, cons
   std::vector<PieceLinks::Link> links;
   while (std::getline(in, line)) {
     ++number;
-    if (pair >= corpus.size() || corpus.line_number(pair) != number) continue;  // a pair the corpus left out
-    const auto* source = corpus.source(pair);
-    const int64_t skip = tag >= 0 && corpus.source_length(pair) > 0 && source[0] == tag ? 1 : 0;
-    const auto source_words = piece_words(source, corpus.source_length(pair), skip, source_starts);
-    const auto target_words = piece_words(corpus.target(pair), corpus.target_length(pair), 0, target_starts);
-    const int source_count = source_words.empty() ? 0 : source_words.back() + 1;
-    const int target_count = target_words.empty() ? 0 : target_words.back() + 1;
-    links.clear();
-    auto word_links = read_word_links(line, file, number);
-    std::sort(word_links.begin(), word_links.end());
-    word_links.erase(std::unique(word_links.begin(), word_links.end()), word_links.end());
-    const auto past = std::find_if(word_links.begin(), word_links.end(), [&](const std::pair<int, int>& link) {
-      return link.first >= source_count || link.second >= target_count;
-    });
-    if (past != word_links.end()) {
-      // A line whose words SentencePiece's normalisation counts otherwise (a zero-width or odd space)
-      // loses its links; more than a few such lines is the wrong file.
-      if (first_past.empty()) {
-        first_past = file + ":" + std::to_string(number) + ": link " + std::to_string(past->first) + "-" +
-                     std::to_string(past->second) + " points past the pair's " + std::to_string(source_count) +
-                     " source and " + std::to_string(target_count) +
-                     " target words (words as SentencePiece splits the lines: at white space)";
+    // The pair of this line, if the corpus kept it, and its case variants (data/case_variants.h),
+    // which keep its words and so its links.
+    while (pair < corpus.size() && corpus.line_number(pair) == number) {
+      const auto* source = corpus.source(pair);
+      const int64_t skip = tag >= 0 && corpus.source_length(pair) > 0 && source[0] == tag ? 1 : 0;
+      const auto source_words = piece_words(source, corpus.source_length(pair), skip, source_starts);
+      const auto target_words = piece_words(corpus.target(pair), corpus.target_length(pair), 0, target_starts);
+      const int source_count = source_words.empty() ? 0 : source_words.back() + 1;
+      const int target_count = target_words.empty() ? 0 : target_words.back() + 1;
+      links.clear();
+      auto word_links = read_word_links(line, file, number);
+      std::sort(word_links.begin(), word_links.end());
+      word_links.erase(std::unique(word_links.begin(), word_links.end()), word_links.end());
+      const auto past = std::find_if(word_links.begin(), word_links.end(), [&](const std::pair<int, int>& link) {
+        return link.first >= source_count || link.second >= target_count;
+      });
+      if (past != word_links.end()) {
+        // A line whose words SentencePiece's normalisation counts otherwise (a zero-width or odd space)
+        // loses its links; more than a few such lines is the wrong file.
+        if (first_past.empty()) {
+          first_past = file + ":" + std::to_string(number) + ": link " + std::to_string(past->first) + "-" +
+                       std::to_string(past->second) + " points past the pair's " + std::to_string(source_count) +
+                       " source and " + std::to_string(target_count) +
+                       " target words (words as SentencePiece splits the lines: at white space)";
+        }
+        ++pairs_past;
+        word_links.clear();
       }
-      ++pairs_past;
-      word_links.clear();
-    }
-    for (const auto& [i, j] : word_links) {
-      for (size_t p = 0; p < source_words.size(); ++p) {
-        if (source_words[p] != i) continue;
-        for (size_t q = 0; q < target_words.size(); ++q) {
-          if (target_words[q] == j) links.push_back({static_cast<uint16_t>(p), static_cast<uint16_t>(q)});
+      for (const auto& [i, j] : word_links) {
+        for (size_t p = 0; p < source_words.size(); ++p) {
+          if (source_words[p] != i) continue;
+          for (size_t q = 0; q < target_words.size(); ++q) {
+            if (target_words[q] == j) links.push_back({static_cast<uint16_t>(p), static_cast<uint16_t>(q)});
+          }
         }
       }
+      table.add_pair(links);
+      ++pair;
     }
-    table.add_pair(links);
-    ++pair;
   }
   if (number != lines) {
     throw InputError("alignment file " + file + " has " + std::to_string(number) + " lines, its corpus " +

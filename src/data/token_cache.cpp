@@ -132,6 +132,9 @@ nlohmann::json identity(const std::filesystem::path& source, const std::filesyst
                        {"tag", options.tag},
                        {"tag_pieces", options.tag_pieces}};
   if (options.sample > 0) id["sample"] = {{"number", options.sample}, {"alpha", options.sample_alpha}};
+  if (options.all_caps_every > 0 || options.title_case_every > 0) {
+    id["case_variants"] = {{"all_caps_every", options.all_caps_every}, {"title_case_every", options.title_case_every}};
+  }
   return id;
 }
 

@@ -16,14 +16,16 @@ namespace {
 #define TRAFO_MEMBER(member) [](TrainConfig& c) -> Field { return &c.member; }
 
 const std::vector<ConfigKey> kKeys = {
-    {"data-dir", "Data", "folder holding train.SRC, train.TGT, dev.SRC, dev.TGT", TRAFO_MEMBER(data.data_dir), false, false},
+    {"data-dir", "Data", "folder holding train.SRC, train.TGT, dev.SRC, dev.TGT", TRAFO_MEMBER(data.data_dir), false,
+     false},
     {"src-lang", "Data", "source language suffix", TRAFO_MEMBER(data.src_lang)},
     {"tgt-lang", "Data", "target language suffix", TRAFO_MEMBER(data.tgt_lang)},
     {"train-src", "Data", "training source file (instead of --data-dir)", TRAFO_MEMBER(data.train_src), false, false},
     {"train-tgt", "Data", "training target file", TRAFO_MEMBER(data.train_tgt), false, false},
     {"dev-src", "Data", "dev source file", TRAFO_MEMBER(data.dev_src), false, false},
     {"dev-tgt", "Data", "dev target file", TRAFO_MEMBER(data.dev_tgt), false, false},
-    {"test-src", "Data", "test source file, checked for pairs also in training (default DATA_DIR/test.SRC where it exists)",
+    {"test-src", "Data",
+     "test source file, checked for pairs also in training (default DATA_DIR/test.SRC where it exists)",
      TRAFO_MEMBER(data.test_src), false, false},
     {"test-tgt", "Data", "test target file", TRAFO_MEMBER(data.test_tgt), false, false},
     {"cache-dir", "Data",
@@ -31,7 +33,18 @@ const std::vector<ConfigKey> kKeys = {
      "$XDG_CACHE_HOME/trafo or ~/.cache/trafo)",
      TRAFO_MEMBER(data.cache_dir), false, false},
     {"max-length", "Data", "skip pairs longer than this many pieces (0: no limit)", TRAFO_MEMBER(data.max_length)},
-    {"max-length-ratio", "Data", "skip pairs whose length ratio exceeds this (0: off)", TRAFO_MEMBER(data.max_length_ratio)},
+    {"max-length-ratio", "Data", "skip pairs whose length ratio exceeds this (0: off)",
+     TRAFO_MEMBER(data.max_length_ratio)},
+    {"all-caps-every", "Data",
+     "case augmentation: the pair of every Nth line is trained on a second time in capitals, both sides, so "
+     "that the model translates text in capitals rather than copying it (plain words only: placeholders, "
+     "options and identifiers stay as written; 0: off)",
+     TRAFO_MEMBER(data.all_caps_every)},
+    {"title-case-every", "Data",
+     "case augmentation: the pair of every Nth line is trained on a second time with its source as an English "
+     "title (Owner of the File) and its target's first word capitalised, for the capitalised labels of user "
+     "interfaces (0: off)",
+     TRAFO_MEMBER(data.title_case_every)},
     {"sampling-temperature", "Data",
      "with several corpora: temperature sampling, each corpus drawn in proportion to its weight x its pairs^(1/T) "
      "(1: by size; 5: the usual multilingual recipe, small corpora drawn more often than their size; 0: by weight "
@@ -74,29 +87,49 @@ const std::vector<ConfigKey> kKeys = {
     {"encoder-layers", "Model", "encoder layers", TRAFO_MEMBER(model.encoder_layers)},
     {"decoder-layers", "Model", "decoder layers", TRAFO_MEMBER(model.decoder_layers)},
     {"d-ff", "Model", "feed-forward inner width", TRAFO_MEMBER(model.d_ff)},
-    {"dropout", "Model", "dropout rate of embeddings and sublayer outputs, and of attention weights and feed-forward activations unless set below", TRAFO_MEMBER(model.dropout)},
-    {"attention-dropout", "Model", "dropout rate of attention weights; -1: --dropout's", TRAFO_MEMBER(model.attention_dropout)},
-    {"activation-dropout", "Model", "dropout rate of the feed-forward inner activations; -1: --dropout's", TRAFO_MEMBER(model.activation_dropout)},
-    {"encoder-layerdrop", "Model", "share of encoder layers skipped at each training step (LayerDrop; 0: off)", TRAFO_MEMBER(model.encoder_layerdrop)},
-    {"decoder-layerdrop", "Model", "share of decoder layers skipped at each training step (LayerDrop; 0: off)", TRAFO_MEMBER(model.decoder_layerdrop)},
-    {"activation", "Model", "feed-forward activation: relu, gelu or swish (SiLU, x * sigmoid(x), as OPUS-MT's MarianMT models)", TRAFO_MEMBER(model.activation)},
+    {"dropout", "Model",
+     "dropout rate of embeddings and sublayer outputs, and of attention weights and feed-forward activations unless "
+     "set below",
+     TRAFO_MEMBER(model.dropout)},
+    {"attention-dropout", "Model", "dropout rate of attention weights; -1: --dropout's",
+     TRAFO_MEMBER(model.attention_dropout)},
+    {"activation-dropout", "Model", "dropout rate of the feed-forward inner activations; -1: --dropout's",
+     TRAFO_MEMBER(model.activation_dropout)},
+    {"encoder-layerdrop", "Model", "share of encoder layers skipped at each training step (LayerDrop; 0: off)",
+     TRAFO_MEMBER(model.encoder_layerdrop)},
+    {"decoder-layerdrop", "Model", "share of decoder layers skipped at each training step (LayerDrop; 0: off)",
+     TRAFO_MEMBER(model.decoder_layerdrop)},
+    {"activation", "Model",
+     "feed-forward activation: relu, gelu or swish (SiLU, x * sigmoid(x), as OPUS-MT's MarianMT models)",
+     TRAFO_MEMBER(model.activation)},
     {"norm", "Model", "pre or post (LayerNorm position)", TRAFO_MEMBER(model.norm)},
     {"tie-embeddings", "Model", "share source, target and output embeddings", TRAFO_MEMBER(model.tie_embeddings)},
-    {"output-bias", "Model", "with tied embeddings: a trained bias on the output logits (MarianMT's final_logits_bias; trafo import keeps OPUS-MT's)", TRAFO_MEMBER(model.output_bias)},
+    {"output-bias", "Model",
+     "with tied embeddings: a trained bias on the output logits (MarianMT's final_logits_bias; trafo import keeps "
+     "OPUS-MT's)",
+     TRAFO_MEMBER(model.output_bias)},
     {"max-positions", "Model", "longest sequence in pieces", TRAFO_MEMBER(model.max_positions)},
-    {"positions", "Model", "position encoding: sinusoidal (sines and cosines interleaved) or sinusoidal-halves (sines in the first half, cosines in the second, as MarianMT)", TRAFO_MEMBER(model.positions)},
+    {"positions", "Model",
+     "position encoding: sinusoidal (sines and cosines interleaved) or sinusoidal-halves (sines in the first half, "
+     "cosines in the second, as MarianMT)",
+     TRAFO_MEMBER(model.positions)},
 
     {"optimizer", "Optimisation", "adam or adamw", TRAFO_MEMBER(optim.optimizer)},
     {"lr", "Optimisation", "peak learning rate", TRAFO_MEMBER(optim.lr)},
-    {"warmup-steps", "Optimisation", "linear warmup steps, then inverse square root decay", TRAFO_MEMBER(optim.warmup_steps)},
+    {"warmup-steps", "Optimisation", "linear warmup steps, then inverse square root decay",
+     TRAFO_MEMBER(optim.warmup_steps)},
     {"adam-beta1", "Optimisation", "Adam beta1", TRAFO_MEMBER(optim.adam_beta1)},
     {"adam-beta2", "Optimisation", "Adam beta2", TRAFO_MEMBER(optim.adam_beta2)},
     {"adam-eps", "Optimisation", "Adam epsilon", TRAFO_MEMBER(optim.adam_eps)},
     {"weight-decay", "Optimisation", "weight decay", TRAFO_MEMBER(optim.weight_decay)},
     {"clip-norm", "Optimisation", "gradient norm clip (0: off)", TRAFO_MEMBER(optim.clip_norm)},
     {"label-smoothing", "Optimisation", "label smoothing", TRAFO_MEMBER(optim.label_smoothing)},
-    {"src-word-dropout", "Optimisation", "share of source pieces replaced by <unk> at each training step (0: off)", TRAFO_MEMBER(optim.src_word_dropout)},
-    {"tgt-word-dropout", "Optimisation", "share of the decoder's input pieces replaced by <unk> at each training step; the pieces it learns to predict stay (0: off)", TRAFO_MEMBER(optim.tgt_word_dropout)},
+    {"src-word-dropout", "Optimisation", "share of source pieces replaced by <unk> at each training step (0: off)",
+     TRAFO_MEMBER(optim.src_word_dropout)},
+    {"tgt-word-dropout", "Optimisation",
+     "share of the decoder's input pieces replaced by <unk> at each training step; the pieces it learns to predict "
+     "stay (0: off)",
+     TRAFO_MEMBER(optim.tgt_word_dropout)},
     {"batch-tokens", "Optimisation",
      "token budget per batch, padding included; with several ranks, of the global batch they share; auto (0): "
      "the largest that fits the GPU's memory (on CUDA, where no budget is given), 4096 on a CPU",
@@ -114,20 +147,23 @@ const std::vector<ConfigKey> kKeys = {
     {"max-steps", "Stopping", "stop after this many updates (0: no limit)", TRAFO_MEMBER(stop.max_steps)},
     {"max-epochs", "Stopping", "stop after this many epochs (0: no limit)", TRAFO_MEMBER(stop.max_epochs)},
     {"max-time", "Stopping", "wall-clock budget, e.g. 90s, 20m, 1h30m", TRAFO_MEMBER(stop.max_time), false, false},
-    {"early-stopping", "Stopping", "stop after this many validations without the mean of the last three improving (0: off)",
+    {"early-stopping", "Stopping",
+     "stop after this many validations without the mean of the last three improving (0: off)",
      TRAFO_MEMBER(stop.early_stopping)},
     {"early-stopping-metric", "Stopping", "bleu, chrf or loss", TRAFO_MEMBER(stop.early_stopping_metric)},
 
     {"preset", "Run",
      "defaults for the options left out, fit to the corpus and the budget: auto (chosen from the training pairs "
-     "and the epochs the budget buys on this machine; train.log says which and why), standard (the built-in defaults), small-short or small-long; "
+     "and the epochs the budget buys on this machine; train.log says which and why), standard (the built-in defaults), "
+     "small-short or small-long; "
      "a resume keeps the run's unless given",
      TRAFO_MEMBER(run.preset)},
     {"valid-every", "Run", "steps between validations", TRAFO_MEMBER(run.valid_every)},
-    {"valid-max-sentences", "Run", "dev sentences decoded per validation (0: all)", TRAFO_MEMBER(run.valid_max_sentences)},
+    {"valid-max-sentences", "Run", "dev sentences decoded per validation (0: all)",
+     TRAFO_MEMBER(run.valid_max_sentences)},
     {"valid-samples", "Run", "sample translations logged per validation", TRAFO_MEMBER(run.valid_samples)},
-    {"valid-tag", "Run", "a corpus tag put before every dev source, as eval --tag (\"\": none)", TRAFO_MEMBER(run.valid_tag),
-     false, false},
+    {"valid-tag", "Run", "a corpus tag put before every dev source, as eval --tag (\"\": none)",
+     TRAFO_MEMBER(run.valid_tag), false, false},
     {"checkpoint-every", "Run", "steps between numbered checkpoints (0: at validations)",
      TRAFO_MEMBER(run.checkpoint_every)},
     {"keep-checkpoints", "Run", "numbered checkpoints kept", TRAFO_MEMBER(run.keep_checkpoints)},
@@ -142,7 +178,11 @@ const std::vector<ConfigKey> kKeys = {
     {"device", "Machine", "cpu, cuda or auto", TRAFO_MEMBER(machine.device)},
     {"threads", "Machine", "intra-op threads (0: the cores other processes leave free, followed during the run)",
      TRAFO_MEMBER(machine.threads)},
-    {"precision", "Machine", "fp32, bf16 (autocast, fp32 master weights) or auto: bf16 where the device runs it natively and faster (CUDA >= 8.0; a CPU with amx_bf16 or avx512_bf16 whose bf16 matmuls time >= 1.2x fp32 at start), else fp32; validation decodes as trafo eval picks: fp32 on a CPU, on CUDA bf16 where the model's decoding steps time >= 1.1x fp32", TRAFO_MEMBER(machine.precision)},
+    {"precision", "Machine",
+     "fp32, bf16 (autocast, fp32 master weights) or auto: bf16 where the device runs it natively and faster (CUDA >= "
+     "8.0; a CPU with amx_bf16 or avx512_bf16 whose bf16 matmuls time >= 1.2x fp32 at start), else fp32; validation "
+     "decodes as trafo eval picks: fp32 on a CPU, on CUDA bf16 where the model's decoding steps time >= 1.1x fp32",
+     TRAFO_MEMBER(machine.precision)},
     {"cuda-graphs", "Machine",
      "auto, on or off: on CUDA, each batch is padded to its shape bucket and the training step of a bucket is "
      "captured as a CUDA graph and replayed (one process, --accumulate 1, no LayerDrop); auto: where the model's "

@@ -229,6 +229,8 @@ void validate(const TrainConfig& c) {
   require(c.run.keep_checkpoints >= 0, "keep-checkpoints must not be negative");
   require(c.data.max_length >= 0, "max-length must not be negative");
   require_range(c.data.max_length_ratio, 0.0, HUGE_VAL, "max-length-ratio must be finite and not negative");
+  require(c.data.all_caps_every >= 0 && c.data.title_case_every >= 0,
+          "all-caps-every and title-case-every must not be negative (0: off)");
   require_range(c.data.sampling_temperature, 0.0, HUGE_VAL,
                 "sampling-temperature must be finite and not negative (0: off)");
   require(c.run.preset == "auto" || find_preset(c.run.preset) != nullptr,

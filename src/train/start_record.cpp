@@ -32,11 +32,16 @@ void describe_data(const Session& s, nlohmann::json& start) {
                        {"tgt_lang", target_language(spec, s.config.data)},
                        {"token_cache", cached.file.string()},
                        {"token_cache_built", cached.built}});
-    spdlog::info("corpus {}: {} / {}: {} pairs, weight {}{} ({:.1f}% of the pairs served){}; token cache {} ({} in {:.1f} s)",
-                 i + 1, spec.src, spec.tgt, cached.corpus.size(), spec.weight,
-                 temperature > 0 ? fmt::format(" x pairs^(1/{})", temperature) : "", 100.0 * share,
-                 spec.tag.empty() ? "" : ", tag " + spec.tag, cached.file.string(),
-                 cached.built ? "built" : "mapped", cached.seconds);
+    // pairs added by --all-caps-every and --title-case-every
+    const int64_t variants = cached.corpus.size() - cached.corpus.counts().kept();
+    if (variants > 0) corpora.back()["case_variants"] = variants;
+    spdlog::info(
+        "corpus {}: {} / {}: {} pairs{}, weight {}{} ({:.1f}% of the pairs served){}; token cache {} ({} in {:.1f} s)",
+        i + 1, spec.src, spec.tgt, cached.corpus.size(),
+        variants > 0 ? fmt::format(" ({} of them case variants)", variants) : "", spec.weight,
+        temperature > 0 ? fmt::format(" x pairs^(1/{})", temperature) : "", 100.0 * share,
+        spec.tag.empty() ? "" : ", tag " + spec.tag, cached.file.string(), cached.built ? "built" : "mapped",
+        cached.seconds);
   }
   if (!s.data.samples.empty()) {
     // What subword regularisation costs: its token caches, their size and the time to build them.

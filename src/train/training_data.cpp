@@ -134,8 +134,14 @@ std::vector<data::CachedCorpus> load_corpora(const TrainConfig& c, const DataFil
   std::vector<data::CachedCorpus> corpora;
   auto open_all = [&] {
     for (size_t i = 0; i < paths.train.size(); ++i) {
-      const data::CorpusOptions options{longest, c.data.max_length_ratio, tags[i], tag_pieces, sample,
-                                        sample > 0 ? c.data.subword_alpha : 0.0};
+      const data::CorpusOptions options{longest,
+                                        c.data.max_length_ratio,
+                                        tags[i],
+                                        tag_pieces,
+                                        sample,
+                                        sample > 0 ? c.data.subword_alpha : 0.0,
+                                        c.data.all_caps_every,
+                                        c.data.title_case_every};
       const auto& files = paths.train[i];
       corpora.push_back(data::open_token_cache(cache, files.src, files.tgt, tokenizer, options, threads));
       if (files.alignment.empty() || !run_config::guided(c)) continue;

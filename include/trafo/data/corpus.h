@@ -25,6 +25,13 @@ struct CorpusOptions {
   // corpus holds the same pairs; a side whose sample is longer than max_length keeps its best.
   int64_t sample = 0;
   double sample_alpha = 0.0;
+  // Case augmentation (data/case_variants.h): the pair of every line whose number is a multiple of
+  // `all_caps_every` is kept a second time in capitals, both sides; that of a multiple of
+  // `title_case_every`, with its source as an English title and its target in sentence case (0: off).
+  // A variant follows its pair, with its line number; one that reads as the pair does, or that the
+  // length filters refuse, is left out (and not counted as skipped).
+  int64_t all_caps_every = 0;
+  int64_t title_case_every = 0;
 };
 
 // Line counts of both files; throws InputError for a file check_text_file refuses, different line
@@ -62,6 +69,7 @@ struct CorpusCounts {
   int64_t skipped_empty = 0;
   int64_t skipped_too_long = 0;
   int64_t skipped_ratio = 0;
+  int64_t kept() const { return lines_read - skipped_empty - skipped_too_long - skipped_ratio; }  // line pairs
 };
 
 // Line pairs read from two files with the checks of check_parallel_files: invalid UTF-8, CR-only line

@@ -2,8 +2,8 @@
 // same files map instead of tokenizing again (docs/design.md "Token cache").
 //
 // One file per corpus, FOLDER/corpus-IDENTITY.tokens, where IDENTITY hashes what the pieces depend on:
-// the two files' paths, the tokenizer, the length filters, the tag and, for a sampled segmentation
-// (subword regularisation), its number and alpha. Its header also holds the files'
+// the two files' paths, the tokenizer, the length filters, the tag, the case variants asked for and,
+// for a sampled segmentation (subword regularisation), its number and alpha. Its header also holds the files'
 // sizes and modification times: a file changed since is a stale cache, rebuilt, as is one whose
 // checksum (XXH3 of its tokens and of its records) does not match.
 #pragma once

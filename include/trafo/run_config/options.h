@@ -39,6 +39,8 @@ struct DataOptions {
   std::string cache_dir;              // token caches and vocabularies ("": $TRAFO_CACHE_DIR or ~/.cache/trafo)
   int64_t max_length = 250;           // skip training pairs longer than this many pieces
   double max_length_ratio = 0.0;      // skip pairs whose piece-length ratio exceeds this (0: off)
+  int64_t all_caps_every = 0;         // case variants (data/case_variants.h): every Nth pair also in capitals
+  int64_t title_case_every = 0;       // and every Nth also as an English title (0: off)
   double sampling_temperature = 0.0;  // corpora drawn by weight × pairs^(1/T) (0: by weight alone)
   double subword_alpha = 0.0;         // subword regularisation, SentencePiece's alpha (0: off; Tokenizer::sample)
   int64_t subword_samples = 4;        // sampled segmentations per pair, built once, one per epoch in turn
