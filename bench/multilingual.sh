@@ -4,15 +4,17 @@
 # (bench/gettext_corpus.py --langs), its multi-way dev and test sets, the multilingual model trained
 # for MINUTES and each bilingual model for MINUTES / 3, one after the other. Then every model is
 # scored on the test set of each of its directions (`eval --tgt-lang` for the multilingual one), and
-# the table gives test BLEU and chrF per direction, the macro averages, and the differences.
-# Run it on an idle machine.
+# the table gives test BLEU and chrF per direction, the macro averages, and the differences. With
+# --retry N, a second look at the multilingual model's test translations: decoded with
+# `--retry-off-target N`, their BLEU and off-target rate. Run it on an idle machine.
 #
 #   bench/multilingual.sh [--minutes 60] [--work /tmp/multilingual] [--threads 2] [--langs fr,es,it]
 #                         [--multi "OPTIONS"]   # more options for the multilingual run
+#                         [--retry N]           # also score the multilingual model with --retry-off-target N
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-minutes=60 work=/tmp/multilingual threads=2 langs=fr,es,it multi_options=""
+minutes=60 work=/tmp/multilingual threads=2 langs=fr,es,it multi_options="" retry=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --minutes) minutes="$2"; shift 2 ;;
@@ -20,7 +22,8 @@ while [[ $# -gt 0 ]]; do
     --threads) threads="$2"; shift 2 ;;
     --langs) langs="$2"; shift 2 ;;
     --multi) multi_options="$2"; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --retry) retry="$2"; shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "multilingual.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -67,3 +70,13 @@ for lang in "${targets[@]}"; do
   sum_multi=$("$python" -c "print($sum_multi + $multi_bleu)")
 done
 "$python" -c "n = ${#targets[@]}; b = $sum_bi / n; m = $sum_multi / n; print(f'| macro | {b:.2f} | {m:.2f} | {m - b:+.2f} | |')"
+if [[ "$retry" -gt 0 ]]; then
+  echo
+  echo "| direction | multilingual, --retry-off-target $retry: BLEU / chrF | off-target |"
+  echo "|---|---|---|"
+  for lang in "${targets[@]}"; do
+    read -r multi_bleu multi_chrf off < <(scores "$work/multi/checkpoint-best.pt" "$lang" --tgt-lang "$lang" \
+      --retry-off-target "$retry")
+    echo "| en-$lang | $multi_bleu / $multi_chrf | ${off//_/ } |"
+  done
+fi

@@ -310,6 +310,75 @@ TEST_F(CorporaCli, CorporaOfTwoTargetLanguagesTrainAModelOfBoth) {
   EXPECT_EQ(run_trafo(base("bad") + " --corpus a,b,1,,,en --max-steps 1").exit_code, 2);
 }
 
+// --retry-off-target: a translation the model's identifier labels as another language than asked is
+// decoded again, and one of the beam's in the language asked replaces it; the others keep their
+// pieces. Here an identifier that takes the model's own French for German finds every translation off
+// target, so every sentence is decoded again.
+TEST_F(CorporaCli, RetryOffTargetReplacesOnlyTranslationsInAnotherLanguage) {
+  const auto french = [](const std::string& german) { return std::regex_replace(german, std::regex("en\\b"), "ou"); };
+  write_text(data_ / "extra.fr", french(read_text(data_ / "extra.de")));
+  const auto corpora = " --corpus " + quoted(data_ / "train.en") + "," + quoted(data_ / "train.de") + ",1,,,en,de --corpus " +
+                       quoted(data_ / "extra.en") + "," + quoted(data_ / "extra.fr") + ",1,,,en,fr";
+  const auto trained = run_trafo(base("two") + corpora +
+                                 " --max-steps 150 --valid-every 150 --lr 3e-3 --warmup-steps 20 --precision fp32");
+  ASSERT_EQ(trained.exit_code, 0) << trained.errors;
+  const auto checkpoint_path = root_ / "two" / "checkpoint-last.pt";
+  const auto translate = [&](const std::filesystem::path& model, const std::string& more) {
+    const auto translated = run_trafo("translate -c " + quoted(model) + " --tgt-lang fr --threads 1 --precision fp32 -i " +
+                                      quoted(data_ / "dev.en") + more);
+    EXPECT_EQ(translated.exit_code, 0) << translated.errors;
+    return lines_of(translated.output);
+  };
+  const auto plain = translate(checkpoint_path, "");
+  const auto sources = lines_of(read_text(data_ / "dev.en"));
+  ASSERT_EQ(plain.size(), sources.size());
+
+  auto swapped = checkpoint::load(checkpoint_path, false);
+  const auto identifier = metrics::LanguageId::learn(
+      {{"de", plain}, {"fr", lines_of(read_text(data_ / "extra.fr"))}, {"en", lines_of(read_text(data_ / "train.en"))}});
+  swapped.inference.language_id = identifier.to_json();
+  checkpoint::save(root_ / "swapped.pt", swapped);
+  const auto retried = translate(root_ / "swapped.pt", " --retry-off-target 4");
+  ASSERT_EQ(retried.size(), plain.size());
+  int changed = 0;
+  for (size_t i = 0; i < plain.size(); ++i) {
+    const auto label = identifier.identify(plain[i]);
+    if (label.empty() || label == "fr") {
+      EXPECT_EQ(retried[i], plain[i]) << i;
+    } else if (retried[i] != plain[i]) {
+      EXPECT_EQ(identifier.identify(retried[i]), "fr") << i << ": " << retried[i];
+      ++changed;
+    }
+  }
+  EXPECT_GT(changed, 0);
+  // eval takes the same translations, and finds fewer off target.
+  write_text(data_ / "dev.fr", french(read_text(data_ / "dev.de")));
+  const auto evaluate = [&](const std::string& more) {
+    const auto evaluated = run_trafo("eval -c " + quoted(root_ / "swapped.pt") + " --tgt-lang fr --src " +
+                                     quoted(data_ / "dev.en") + " --ref " + quoted(data_ / "dev.fr") +
+                                     " --threads 1 --precision fp32 --json -o " + quoted(root_ / "eval.out") + more);
+    EXPECT_EQ(evaluated.exit_code, 0) << evaluated.errors;
+    return nlohmann::json::parse(evaluated.output)["off_target"];
+  };
+  const auto before = evaluate("")["lines"].get<int64_t>();
+  EXPECT_EQ(lines_of(read_text(root_ / "eval.out")), plain);
+  EXPECT_LT(evaluate(" --retry-off-target 4")["lines"].get<int64_t>(), before);
+  EXPECT_EQ(lines_of(read_text(root_ / "eval.out")), retried);
+
+  // On a model of one target language the option does nothing, and says so.
+  const auto single = run_trafo(base("one") + " --max-steps 1 --valid-every 1 --precision fp32");
+  ASSERT_EQ(single.exit_code, 0) << single.errors;
+  const auto one = run_trafo("translate -c " + quoted(root_ / "one" / "checkpoint-last.pt") +
+                             " --threads 1 --precision fp32 --retry-off-target 4 -i " + quoted(data_ / "dev.en"));
+  EXPECT_EQ(one.exit_code, 0) << one.errors;
+  EXPECT_NE(one.errors.find("--retry-off-target does nothing here"), std::string::npos) << one.errors;
+  const auto bad = run_trafo("translate -c " + quoted(checkpoint_path) + " --tgt-lang fr --retry-off-target -1 -i " +
+                             quoted(data_ / "dev.en"));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.errors.find("retry-off-target must be 0 (off) or a beam between 2 and"), std::string::npos)
+      << bad.errors;
+}
+
 // --sampling-temperature T draws each corpus by its weight x its pairs^(1/T): T = 1 by size, T = 2
 // nearer even; the start record and train.log give each share, and a negative T is a one-line error.
 TEST_F(CorporaCli, SamplingTemperatureDrawsByWeightAndSize) {

@@ -42,7 +42,9 @@ struct ContinuousDecoder::State {
 };
 
 bool ContinuousDecoder::supports(const DecodeOptions& options) {
-  return options.beam == 1 && options.n_best == 1 && !options.sampling() && options.use_cache;
+  // A language check decodes some sentences again, by beam search: Translator does that.
+  const bool checked = options.language_check && options.retry_off_target > 0;
+  return options.beam == 1 && options.n_best == 1 && !options.sampling() && options.use_cache && !checked;
 }
 
 ContinuousDecoder::ContinuousDecoder(model::Transformer model, const Tokenizer& tokenizer, const DecodeOptions& options)

@@ -1,8 +1,8 @@
 #include "trafo/decode/translator.h"
 
-#include "trafo/decode/search.h"
-
+#include "trafo/decode/language_check.h"
 #include "trafo/decode/output_text.h"
+#include "trafo/decode/search.h"
 
 #include <algorithm>
 #include <cmath>
@@ -49,6 +49,14 @@ void validate(const DecodeOptions& options) {
   if (!std::isfinite(options.sampling_temperature) || options.sampling_temperature <= 0.0) {
     throw InputError("sampling-temperature must be positive and finite, not " +
                      std::to_string(options.sampling_temperature));
+  }
+  if (options.retry_off_target != 0 && (options.retry_off_target < 2 || options.retry_off_target > kMaxBeam)) {
+    throw InputError("retry-off-target must be 0 (off) or a beam between 2 and " + std::to_string(kMaxBeam) +
+                     ", not " + std::to_string(options.retry_off_target));
+  }
+  if (options.sampling() && options.retry_off_target != 0) {
+    throw InputError("--retry-off-target decodes again by beam search, not by sampling: it and --sampling-topk "
+                     "exclude each other");
   }
   if (options.batch_tokens < 1 || options.batch_tokens > kMaxBatchTokens) {
     throw InputError("batch tokens must be between 1 and " + std::to_string(kMaxBatchTokens) + ", not " +
@@ -160,8 +168,45 @@ std::vector<std::vector<Hypothesis>> Translator::translate_ids(const std::vector
     for (auto& hypotheses : results) {
       for (auto& hypothesis : hypotheses) hypothesis.text = one_line(tokenizer_->decode(hypothesis.tokens));
     }
+    if (options_.language_check && options_.retry_off_target > 0) {
+      retry_off_target(sources, results, first_sentence, prefixes, constraints);
+    }
   }
   return results;
+}
+
+void Translator::retry_off_target(const std::vector<std::vector<int>>& sources,
+                                  std::vector<std::vector<Hypothesis>>& results, int64_t first_sentence,
+                                  const std::vector<std::vector<int>>& prefixes,
+                                  const std::vector<Constraints>& constraints) {
+  const auto& check = *options_.language_check;
+  std::vector<size_t> again;
+  std::vector<std::string> asked(sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (sources[i].empty() || (!constraints.empty() && !constraints[i].empty())) continue;
+    asked[i] = check.asked(sources[i]);
+    if (!asked[i].empty() && check.off_target(results[i].front().text, asked[i])) again.push_back(i);
+  }
+  if (again.empty()) return;
+  std::stable_sort(again.begin(), again.end(),
+                   [&](size_t a, size_t b) { return sources[a].size() > sources[b].size(); });
+  auto options = options_;
+  options.beam = std::max(options_.beam, options_.retry_off_target);
+  options.n_best = options.beam;
+  const BeamSearch beam_search;
+  std::vector<std::vector<Hypothesis>> second(sources.size());
+  translate_in_batches(sources, again, second, first_sentence, prefixes, Decoding{options, beam_search, {}});
+  for (const size_t i : again) {
+    // The hypotheses in the language asked first, best first; none: the first translation stays.
+    auto& hypotheses = second[i];
+    for (auto& hypothesis : hypotheses) hypothesis.text = one_line(tokenizer_->decode(hypothesis.tokens));
+    const auto on_target = std::stable_partition(hypotheses.begin(), hypotheses.end(), [&](const Hypothesis& h) {
+      return check.on_target(h.text, asked[i]);
+    });
+    if (on_target == hypotheses.begin()) continue;
+    hypotheses.resize(std::min(hypotheses.size(), static_cast<size_t>(options_.n_best)));
+    results[i] = std::move(hypotheses);
+  }
 }
 
 void Translator::translate_in_batches(const std::vector<std::vector<int>>& sources, const std::vector<size_t>& order,

@@ -5,8 +5,10 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "trafo/decode/language_check.h"
 #include "trafo/decode/precision_probe.h"
 #include "trafo/errors.h"
+#include "trafo/metrics/language_id.h"
 #include "trafo/ops/eligibility.h"
 #include "trafo/runtime/precision.h"
 #include "trafo/util/device.h"
@@ -142,6 +144,24 @@ std::vector<model::Transformer> LoadedModel::models() const {
   std::vector<model::Transformer> all{model};
   all.insert(all.end(), ensemble.begin(), ensemble.end());
   return all;
+}
+
+decode::DecodeOptions decoding_for(decode::DecodeOptions options, const LoadedModel& loaded) {
+  options.bf16 = loaded.bf16;
+  options.source_tag = loaded.tag;
+  if (options.retry_off_target == 0) return options;
+  std::map<int, std::string> targets;
+  for (const auto& [tag, id] : corpus_tag_ids(loaded.inference, loaded.tokenizer)) {
+    if (const auto code = util::tag_language(tag); !code.empty()) targets[id] = std::string(code);
+  }
+  if (targets.size() < 2 || loaded.inference.language_id.empty()) {
+    spdlog::warn("--retry-off-target does nothing here: the model translates into one language, or its checkpoint "
+                 "has no language identifier (one of several target languages trained by trafo has)");
+    return options;
+  }
+  options.language_check = std::make_shared<const decode::LanguageCheck>(
+      metrics::LanguageId::from_json(loaded.inference.language_id), std::move(targets));
+  return options;
 }
 
 }  // namespace trafo::inference

@@ -33,6 +33,16 @@ void add_decode_flags(CLI::App& command, decode::DecodeOptions& options, bool wi
       ->capture_default_str();
 }
 
+void add_language_check_flag(CLI::App& command, decode::DecodeOptions& options) {
+  command
+      .add_option("--retry-off-target", options.retry_off_target,
+                  "on a model of several target languages: a translation that the model's language identifier "
+                  "labels as another language than asked (the source copied, or another target) is decoded again "
+                  "by beam search of N hypotheses, and the best of them in the language asked replaces it; where "
+                  "none is, it stays (0: off)")
+      ->capture_default_str();
+}
+
 void add_sampling_flags(CLI::App& command, decode::DecodeOptions& options) {
   CLI::Option* topk =
       command

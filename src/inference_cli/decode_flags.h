@@ -18,6 +18,8 @@ namespace trafo::cli {
 
 // --beam, --length-penalty, [--n-best,] --max-length-a, --max-length-b, --batch-tokens.
 void add_decode_flags(CLI::App& command, decode::DecodeOptions& options, bool with_n_best);
+// --retry-off-target (translate, eval, serve): the language check of a model of several targets.
+void add_language_check_flag(CLI::App& command, decode::DecodeOptions& options);
 // --sampling-topk, --sampling-topp, --sampling-temperature, --seed (translate: back-translation).
 void add_sampling_flags(CLI::App& command, decode::DecodeOptions& options);
 // --checkpoint, --device, --threads and, `with_precision`, --precision and --tag.

@@ -89,7 +89,7 @@ int run_eval(const EvalOptions& options) {
   // The glossary's form is checked before the model loads; its terms are cut by the model's tokenizer.
   const auto glossary_file = options.glossary.empty() ? decode::Glossary::File{} : decode::Glossary::read(options.glossary);
   auto loaded = inference::load_for_translation(options.runtime);
-  auto decoding = inference::with_precision(options.decode, loaded);
+  auto decoding = inference::decoding_for(options.decode, loaded);
   if (!options.glossary.empty()) {
     decoding.glossary = std::make_shared<const decode::Glossary>(
         decode::Glossary::from_pairs(glossary_file.pairs, loaded.tokenizer, glossary_file.places));
@@ -140,6 +140,7 @@ int run_eval(const EvalOptions& options) {
                                    {"bleu_verbose", metrics::format(bleu)},
                                    {"checkpoint", options.runtime.checkpoint}};
     if (!off.is_null()) result["off_target"] = off;
+    if (decoding.language_check) result["retry_off_target"] = decoding.retry_off_target;
     std::cout << result.dump() << '\n';
   } else {
     std::printf("loss %.4f  ppl %.2f  (%lld target tokens in %lld pairs)\n", mean_loss, std::exp(mean_loss),
@@ -178,6 +179,7 @@ CommandRunner add_eval_command(CLI::App& app) {
   command->add_option("--output,-o", options->output, "also write the translations to this file");
   command->add_flag("--json", options->json, "print one JSON object on one line");
   add_decode_flags(*command, options->decode, /*with_n_best=*/false);
+  add_language_check_flag(*command, options->decode);
   command->add_option("--glossary", options->glossary,
                       "a file of terms, 'source term<TAB>target term' a line, that the translations must use, as "
                       "translate --glossary");

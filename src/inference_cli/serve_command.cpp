@@ -85,8 +85,8 @@ std::vector<serve::Direction> load_directions(const ServeOptions& o) {
     serve::Direction direction;
     direction.source = info.src_lang;
     direction.model = loaded.model;
+    direction.defaults = inference::decoding_for(o.decode, loaded);  // reads the tokenizer, moved next
     direction.tokenizer = std::make_shared<const data::Tokenizer>(std::move(loaded.tokenizer));
-    direction.defaults = inference::with_precision(o.decode, loaded);
     if (!o.glossary.empty()) {
       direction.defaults.glossary =
           std::make_shared<const decode::Glossary>(decode::Glossary::load(o.glossary, *direction.tokenizer));
@@ -200,6 +200,7 @@ CommandRunner add_serve_command(CLI::App& app) {
       ->check(CLI::IsMember({"fp32", "bf16", "auto"}))
       ->capture_default_str();
   add_decode_flags(*command, options->decode, /*with_n_best=*/false);
+  add_language_check_flag(*command, options->decode);
   auto& limits = options->server.limits;
   command->add_option("--max-request-bytes", limits.max_request_bytes, "a larger request body is answered 413")
       ->capture_default_str();

@@ -232,7 +232,7 @@ int run_translate(const TranslateOptions& options) {
   // A page is read and parsed whole before the model loads, so that bad HTML fails at once.
   const auto page = html ? std::optional<markup::HtmlPage>(read_html(fd, input_name)) : std::nullopt;
   auto loaded = inference::load_for_translation(options.runtime);
-  auto decoding = inference::with_precision(options.decode, loaded);
+  auto decoding = inference::decoding_for(options.decode, loaded);
   if (!options.glossary.empty()) {
     decoding.glossary = std::make_shared<const decode::Glossary>(
         decode::Glossary::from_pairs(glossary_file.pairs, loaded.tokenizer, glossary_file.places));
@@ -318,6 +318,7 @@ CommandRunner add_translate_command(CLI::App& app) {
   command->add_option("--input,-i", options->input, "source sentences; - is standard input")->capture_default_str();
   command->add_option("--output,-o", options->output, "translations; - is standard output")->capture_default_str();
   add_decode_flags(*command, options->decode, /*with_n_best=*/true);
+  add_language_check_flag(*command, options->decode);
   add_sampling_flags(*command, options->decode);
   command->add_flag("--alignment", options->alignment,
                     "after each translation, ' ||| ' and its word alignment in Pharaoh format (SRC-TGT word "

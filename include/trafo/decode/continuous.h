@@ -35,7 +35,7 @@ class ContinuousDecoder {
   ContinuousDecoder(const ContinuousDecoder&) = delete;
   ContinuousDecoder& operator=(const ContinuousDecoder&) = delete;
 
-  // Greedy search of the best pieces with the KV cache (no beam, no sampling).
+  // Greedy search of the best pieces with the KV cache (no beam, no sampling, no language check).
   static bool supports(const DecodeOptions& options);
 
   // Tokenizes `sources` (source_ids) and adds them (add_ids).

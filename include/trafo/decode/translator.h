@@ -28,6 +28,7 @@
 namespace trafo::decode {
 
 class Glossary;
+class LanguageCheck;
 class SearchStrategy;
 class TokenSelector;
 
@@ -53,6 +54,12 @@ struct DecodeOptions {
   // Terms the output must use (--glossary; glossary.h): a sentence a term occurs in is decoded by
   // the constrained beam search, at the beam constrained_beam gives it. Null: none.
   std::shared_ptr<const Glossary> glossary;
+  // A model of several target languages (language_check.h): a translation its identifier labels as
+  // another language than asked is decoded again by beam search of `retry_off_target` hypotheses
+  // (0: off), and the best of them in the language asked replaces it. `language_check` is made from
+  // the model (inference::decoding_for); null: no check (a model of one target language).
+  int retry_off_target = 0;
+  std::shared_ptr<const LanguageCheck> language_check;
   bool sampling() const { return sampling_topk >= 0; }
 };
 
@@ -123,6 +130,11 @@ class Translator {
   void translate_in_batches(const std::vector<std::vector<int>>& sources, const std::vector<size_t>& order,
                             std::vector<std::vector<Hypothesis>>& results, int64_t first_sentence,
                             const std::vector<std::vector<int>>& prefixes, const Decoding& decoding);
+  // The language check's second decoding of the translations found off target (language_check.h);
+  // sentences with constraints (`constraints[i]` not empty) keep theirs.
+  void retry_off_target(const std::vector<std::vector<int>>& sources, std::vector<std::vector<Hypothesis>>& results,
+                        int64_t first_sentence, const std::vector<std::vector<int>>& prefixes,
+                        const std::vector<std::vector<std::vector<int>>>& constraints);
   // Decodes sentences `rows` of `sources` (sorted by length, one batch) into `results`.
   void translate_batch(const std::vector<std::vector<int>>& sources, const std::vector<size_t>& rows,
                        std::vector<std::vector<Hypothesis>>& results, int64_t first_sentence,

@@ -54,11 +54,9 @@ void require_targets(const LoadedModel& loaded, const std::vector<std::string>& 
 // the tag; on one without, it must be the model's target language (or the checkpoint names none).
 LoadedModel load_for_translation(const RuntimeOptions& options);
 
-// `options` with the loaded model's precision and tag.
-inline decode::DecodeOptions with_precision(decode::DecodeOptions options, const LoadedModel& loaded) {
-  options.bf16 = loaded.bf16;
-  options.source_tag = loaded.tag;
-  return options;
-}
+// `options` with the loaded model's precision and tag and, where they ask for one (retry_off_target),
+// its language check: that of a model of several target languages, made from its identifier (a
+// warning says that a model of one has none).
+decode::DecodeOptions decoding_for(decode::DecodeOptions options, const LoadedModel& loaded);
 
 }  // namespace trafo::inference
