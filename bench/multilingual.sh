@@ -10,11 +10,12 @@
 #
 #   bench/multilingual.sh [--minutes 60] [--work /tmp/multilingual] [--threads 2] [--langs fr,es,it]
 #                         [--multi "OPTIONS"]   # more options for the multilingual run
+#                         [--train "OPTIONS"]   # more options for every run (e.g. the case variants)
 #                         [--retry N]           # also score the multilingual model with --retry-off-target N
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-minutes=60 work=/tmp/multilingual threads=2 langs=fr,es,it multi_options="" retry=0
+minutes=60 work=/tmp/multilingual threads=2 langs=fr,es,it multi_options="" train_options="" retry=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --minutes) minutes="$2"; shift 2 ;;
@@ -23,7 +24,8 @@ while [[ $# -gt 0 ]]; do
     --langs) langs="$2"; shift 2 ;;
     --multi) multi_options="$2"; shift 2 ;;
     --retry) retry="$2"; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --train) train_options="$2"; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "multilingual.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -41,13 +43,14 @@ for lang in "${targets[@]}"; do
 done
 # shellcheck disable=SC2086  # the extra options are words
 "$trafo" train --data-dir "$data" --src-lang en --tgt-lang "$first" "${corpora[@]}" --max-time "${minutes}m" \
-  --threads "$threads" --run-dir "$work/multi" --cache-dir "$work/cache" --no-resume --overwrite $multi_options \
+  --threads "$threads" --run-dir "$work/multi" --cache-dir "$work/cache" --no-resume --overwrite $multi_options $train_options \
   > "$work/multi.out" 2>&1
 share=$("$python" -c "print(f'{$minutes / ${#targets[@]}:.4g}')")
 for lang in "${targets[@]}"; do
+  # shellcheck disable=SC2086  # the extra options are words
   "$trafo" train --data-dir "$data" --src-lang en --tgt-lang "$lang" --train-src "$data/train.en-$lang.en" \
     --train-tgt "$data/train.en-$lang.$lang" --max-time "${share}m" --threads "$threads" --run-dir "$work/en-$lang" \
-    --cache-dir "$work/cache" --no-resume --overwrite > "$work/en-$lang.out" 2>&1
+    --cache-dir "$work/cache" --no-resume --overwrite $train_options > "$work/en-$lang.out" 2>&1
 done
 
 # CHECKPOINT LANG [OPTIONS]: "BLEU CHRF OFF-TARGET" on the test set ("-": no identifier). The
