@@ -365,13 +365,15 @@ TEST_F(CorporaCli, RetryOffTargetReplacesOnlyTranslationsInAnotherLanguage) {
   EXPECT_LT(evaluate(" --retry-off-target 4")["lines"].get<int64_t>(), before);
   EXPECT_EQ(lines_of(read_text(root_ / "eval.out")), retried);
 
-  // On a model of one target language the option does nothing, and says so.
+  // On a model of one target language the option would do nothing: refused, in one line.
   const auto single = run_trafo(base("one") + " --max-steps 1 --valid-every 1 --precision fp32");
   ASSERT_EQ(single.exit_code, 0) << single.errors;
   const auto one = run_trafo("translate -c " + quoted(root_ / "one" / "checkpoint-last.pt") +
                              " --threads 1 --precision fp32 --retry-off-target 4 -i " + quoted(data_ / "dev.en"));
-  EXPECT_EQ(one.exit_code, 0) << one.errors;
-  EXPECT_NE(one.errors.find("--retry-off-target does nothing here"), std::string::npos) << one.errors;
+  EXPECT_EQ(one.exit_code, 2) << one.errors;
+  EXPECT_NE(one.errors.find("trafo: error: --retry-off-target has nothing to check here"), std::string::npos)
+      << one.errors;
+  EXPECT_TRUE(one.output.empty());
   const auto bad = run_trafo("translate -c " + quoted(checkpoint_path) + " --tgt-lang fr --retry-off-target -1 -i " +
                              quoted(data_ / "dev.en"));
   EXPECT_EQ(bad.exit_code, 2);

@@ -154,10 +154,11 @@ decode::DecodeOptions decoding_for(decode::DecodeOptions options, const LoadedMo
   for (const auto& [tag, id] : corpus_tag_ids(loaded.inference, loaded.tokenizer)) {
     if (const auto code = util::tag_language(tag); !code.empty()) targets[id] = std::string(code);
   }
+  // An option that would do nothing is refused, as the decoding options are (docs/contracts.md).
   if (targets.size() < 2 || loaded.inference.language_id.empty()) {
-    spdlog::warn("--retry-off-target does nothing here: the model translates into one language, or its checkpoint "
-                 "has no language identifier (one of several target languages trained by trafo has)");
-    return options;
+    throw InputError("--retry-off-target has nothing to check here: the model translates into one language, or "
+                     "its checkpoint has no language identifier (one of several target languages trained by trafo "
+                     "has one)");
   }
   options.language_check = std::make_shared<const decode::LanguageCheck>(
       metrics::LanguageId::from_json(loaded.inference.language_id), std::move(targets));

@@ -55,8 +55,8 @@ void require_targets(const LoadedModel& loaded, const std::vector<std::string>& 
 LoadedModel load_for_translation(const RuntimeOptions& options);
 
 // `options` with the loaded model's precision and tag and, where they ask for one (retry_off_target),
-// its language check: that of a model of several target languages, made from its identifier (a
-// warning says that a model of one has none).
+// its language check: that of a model of several target languages, made from its identifier
+// (InputError for a model of one, or one without an identifier: the option would do nothing).
 decode::DecodeOptions decoding_for(decode::DecodeOptions options, const LoadedModel& loaded);
 
 }  // namespace trafo::inference
