@@ -183,6 +183,25 @@ TEST(Html, TranslatedTextIsEscaped) {
   EXPECT_EQ(page.render({"x<y & z"}, {{}}), "<p>x&lt;y &amp; z</p>");
 }
 
+// libxml2 cuts a text node at 10,000,000 bytes and drops the rest of the page without a word unless
+// told otherwise: a page's script, comment and attribute value past that are kept whole, and a page
+// over trafo's own limit is an error naming it.
+TEST(Html, NothingIsCutBelowThePagesLimit) {
+  const std::string big(10'150'000, 'a');
+  for (const std::string& page : {"<p>start</p><script>" + big + "</script><p>end</p>",
+                                  "<p>start</p><!--" + big + "--><p>end</p>", "<p title=\"" + big + "\">start</p><p>end</p>"}) {
+    const HtmlPage parsed(page);
+    EXPECT_EQ(parsed.segments(), (std::vector<std::string>{"start", "end"}));
+    EXPECT_EQ(parsed.render_source(), page);
+  }
+  try {
+    HtmlPage(std::string(HtmlPage::kMaxBytes + 1, ' '));
+    ADD_FAILURE() << "a page over the limit was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("256 MiB"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Html, InputThatIsNotAPageIsAnInputError) {
   EXPECT_THROW(HtmlPage("<p>\xff</p>"), InputError);
   std::string deep;

@@ -128,9 +128,9 @@ class LineReader {
   bool eof_ = false;
 };
 
-// --format html: the whole input, at most kMaxPageBytes.
+// --format html: the whole input, at most a page's limit.
 std::string read_page(int fd, const std::string& name) {
-  constexpr size_t kMaxPageBytes = size_t{256} << 20;
+  constexpr size_t kMaxPageBytes = markup::HtmlPage::kMaxBytes;
   std::string page;
   char chunk[1 << 16];
   for (;;) {

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <climits>
 #include <memory>
 #include <mutex>
 
@@ -297,6 +296,9 @@ static void check_attributes(std::string_view html, const std::string& lowered) 
 std::vector<Node> parse(std::string_view html) {
   static std::once_flag once;
   std::call_once(once, [] { xmlInitParser(); });
+  if (html.size() > HtmlPage::kMaxBytes) {
+    throw InputError("the HTML is larger than " + std::to_string(HtmlPage::kMaxBytes >> 20) + " MiB, trafo's limit for a page");
+  }
   if (!utf8::is_valid(html.begin(), html.end())) throw InputError("the HTML is not valid UTF-8");
   if (html.substr(0, 3) == "\xEF\xBB\xBF") html.remove_prefix(3);  // a byte order mark
   const auto lowered = lower(std::string(html));
@@ -304,10 +306,11 @@ std::vector<Node> parse(std::string_view html) {
   const bool document = is_document(lowered);
   // A fragment is parsed inside <body>, so that the parser adds no element around its text.
   const std::string text = document ? std::string(html) : "<html><body>" + std::string(html) + "</body></html>";
-  if (text.size() > static_cast<size_t>(INT_MAX)) throw InputError("the HTML is larger than 2 GiB");
   // RECOVER: a script's text ends at </script> only; NODEFDTD: no doctype the page did not have.
+  // HUGE lifts libxml2's own limits, which otherwise cut a text node (a long script) at 10,000,000
+  // bytes without a word; the page's size, checked above, is the limit (libxml2's huge one is 1 GB).
   const int options = HTML_PARSE_RECOVER | HTML_PARSE_NODEFDTD | HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING |
-                      HTML_PARSE_NONET | HTML_PARSE_NOIMPLIED;
+                      HTML_PARSE_NONET | HTML_PARSE_NOIMPLIED | XML_PARSE_HUGE;
   std::unique_ptr<xmlDoc, decltype(&xmlFreeDoc)> doc(
       htmlReadMemory(text.data(), static_cast<int>(text.size()), nullptr, "UTF-8", options), &xmlFreeDoc);
   std::vector<Node> nodes;

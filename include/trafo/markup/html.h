@@ -15,6 +15,7 @@
 //   valid nesting, whatever the alignment says: alignments decide only where inline tags go.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -27,7 +28,7 @@ using Links = std::vector<std::pair<int, int>>;  // (source word, target word), 
 
 class HtmlPage {
  public:
-  // Throws trafo::InputError for input that is not UTF-8, nests elements more than kMaxDepth deep
+  // Throws trafo::InputError for input over kMaxBytes or not UTF-8, nests elements more than kMaxDepth deep
   // (libxml2 stops reading at 256), or gives an element more than kMaxAttributes attributes
   // (libxml2 checks them for duplicates in quadratic time); any other markup is taken as the
   // parser repairs it. A leading byte order mark is dropped.
@@ -36,6 +37,7 @@ class HtmlPage {
   HtmlPage(HtmlPage&&) noexcept;
   HtmlPage& operator=(HtmlPage&&) noexcept;
 
+  static constexpr size_t kMaxBytes = size_t{256} << 20;  // no text node is cut below it
   static constexpr int kMaxDepth = 200;
   static constexpr int kMaxAttributes = 1000;
 
