@@ -11,6 +11,7 @@
 #include "trafo/checkpoint/safetensors.h"
 #include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
+#include "trafo/json.h"
 #include "trafo/util/base64.h"
 #include "trafo/util/files.h"
 
@@ -36,7 +37,7 @@ std::string inference_json(const InferenceInfo& info) {
 
 InferenceInfo inference_from_json(const std::string& text, const std::string& path) {
   try {
-    const auto json = nlohmann::json::parse(text);
+    const auto json = parse_json(text, "checkpoint " + path);
     InferenceInfo info;
     info.src_lang = json.at("src_lang").get<std::string>();
     info.tgt_lang = json.at("tgt_lang").get<std::string>();
@@ -59,7 +60,7 @@ Checkpoint read_safetensors_checkpoint(const std::filesystem::path& path, bool w
   }
   Checkpoint checkpoint;
   try {
-    checkpoint.model_config = model::model_config_from_json(nlohmann::json::parse(metadata_entry(file, "model_config", name)));
+    checkpoint.model_config = model::model_config_from_json(parse_json(metadata_entry(file, "model_config", name), "checkpoint " + name));
   } catch (const nlohmann::json::exception&) {
     throw InputError("checkpoint " + name + ": its model config is not JSON");
   }

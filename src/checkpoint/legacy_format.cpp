@@ -8,6 +8,7 @@
 #include <xxhash.h>
 
 #include "trafo/errors.h"
+#include "trafo/json.h"
 #include "trafo/util/hex.h"
 
 namespace trafo::checkpoint::detail {
@@ -53,7 +54,7 @@ std::string checksum(const at::Tensor& tensor) {
 class RecordReader {
  public:
   RecordReader(torch::serialize::InputArchive& archive, std::string path)
-      : archive_(archive), path_(std::move(path)), checksums_(nlohmann::json::parse(raw_string("checksums"))) {}
+      : archive_(archive), path_(std::move(path)), checksums_(parse_json(raw_string("checksums"), "checkpoint " + path_)) {}
   std::string string(const std::string& key) {
     auto value = raw_string(key);
     verify(key, checksum(value));
@@ -73,7 +74,7 @@ class RecordReader {
   }
   std::map<std::string, at::Tensor> tensors(const std::string& prefix) {
     std::map<std::string, at::Tensor> result;
-    for (const auto& name : nlohmann::json::parse(string(prefix + "/names"))) {
+    for (const auto& name : parse_json(string(prefix + "/names"), "checkpoint " + path_)) {
       result.emplace(name.get<std::string>(), tensor(prefix + "/" + name.get<std::string>()));
     }
     return result;
@@ -111,7 +112,7 @@ Checkpoint read_legacy_checkpoint(const std::string& bytes, const std::string& p
       throw InputError("checkpoint " + path + " has an unknown format version");
     }
     RecordReader records(archive, path);
-    checkpoint.model_config = model::model_config_from_json(nlohmann::json::parse(records.string("model_config")));
+    checkpoint.model_config = model::model_config_from_json(parse_json(records.string("model_config"), "checkpoint " + path));
     checkpoint.tokenizer = records.string("tokenizer");
     checkpoint.config = records.string("config");
     checkpoint.weights = records.tensors("weights");

@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "trafo/errors.h"
+#include "trafo/json.h"
 #include "trafo/util/hex.h"
 
 namespace trafo::checkpoint {
@@ -189,9 +190,11 @@ Safetensors read_safetensors(const std::filesystem::path& path, Writer writer) {
   Safetensors result;
   nlohmann::json json;
   try {
-    json = nlohmann::json::parse(header);
+    json = parse_json(header, "its header");
   } catch (const nlohmann::json::exception&) {
     throw fail("its header is not JSON");
+  } catch (const JsonTooDeep& e) {
+    throw fail(e.what());
   }
   if (!json.is_object()) throw fail("its header is not a JSON object");
   const uint64_t data_size = mapping->size - 8 - header_size;

@@ -23,6 +23,7 @@
 
 #include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
+#include "trafo/json.h"
 #include "trafo/test_hooks.h"
 #include "trafo/util/hex.h"
 
@@ -172,7 +173,12 @@ std::string check_existing(int fd, const nlohmann::json& key, Header& header) {
   }
   std::string stored(header.key_bytes, '\0');
   if (!read_all(fd, stored.data(), stored.size(), sizeof header)) return "it is not a complete token cache";
-  const auto stored_key = nlohmann::json::parse(stored, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json stored_key;
+  try {
+    stored_key = parse_json(stored, "its key", /*allow_exceptions=*/false);
+  } catch (const JsonTooDeep&) {
+    return "its key is not a key of trafo's";
+  }
   if (stored_key != key) {
     if (stored_key.is_object() && stored_key.value("identity", nlohmann::json()) == key["identity"]) {
       return "the data files changed since it was built";

@@ -11,6 +11,7 @@
 #include <sentencepiece_processor.h>
 
 #include "trafo/errors.h"
+#include "trafo/json.h"
 #include "trafo/util/base64.h"
 #include "trafo/util/language_tag.h"
 
@@ -48,7 +49,7 @@ Tokenizer::Tokenizer(std::string model) : model_(std::move(model)) {
   }
   nlohmann::json json;
   try {
-    json = nlohmann::json::parse(model_.substr(kTableMagic.size()));
+    json = parse_json(model_.substr(kTableMagic.size()), "the vocabulary");
     source_model_ = util::from_base64(json.at("source").get<std::string>(), "the vocabulary's source model");
     target_model_ = util::from_base64(json.at("target").get<std::string>(), "the vocabulary's target model");
     table_ = json.at("pieces").get<std::vector<std::string>>();

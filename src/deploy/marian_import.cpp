@@ -13,6 +13,7 @@
 #include "state_dict_files.h"
 #include "trafo/data/tokenizer.h"
 #include "trafo/errors.h"
+#include "trafo/json.h"
 #include "trafo/util/files.h"
 #include "trafo/util/language_tag.h"
 
@@ -24,7 +25,7 @@ using nlohmann::json;
 
 json read_json(const fs::path& path) {
   const auto text = util::read_file(path);
-  const auto parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const auto parsed = parse_json(text, path.string(), /*allow_exceptions=*/false);
   if (!parsed.is_object()) throw InputError(path.string() + " is not a JSON object");
   return parsed;
 }

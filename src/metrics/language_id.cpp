@@ -8,6 +8,7 @@
 
 #include "text.h"
 #include "trafo/errors.h"
+#include "trafo/json.h"
 
 namespace trafo::metrics {
 namespace {
@@ -82,7 +83,7 @@ std::string LanguageId::to_json() const {
 
 LanguageId LanguageId::from_json(const std::string& json) {
   try {
-    const auto parsed = nlohmann::json::parse(json);
+    const auto parsed = parse_json(json, "the language identifier");
     const auto kind = parsed.at("kind").get<std::string>();
     LanguageId id;
     if (kind == kFirstKind) {  // log-probabilities of 1-3-grams; the counts they came from

@@ -3,13 +3,18 @@
 #include <fstream>
 
 #include "trafo/errors.h"
+#include "trafo/json.h"
 
 namespace trafo::report {
 namespace {
 
 // Why `line` cannot be used, or "" when it is a usable event.
 std::string check_event(const std::string& line, nlohmann::json& event) {
-  event = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  try {
+    event = parse_json(line, "the line", /*allow_exceptions=*/false);
+  } catch (const JsonTooDeep& e) {
+    return e.what();
+  }
   if (event.is_discarded()) return "not valid JSON";
   if (!event.is_object()) return "not a JSON object";
   if (!event.contains("event") || !event["event"].is_string()) return "no \"event\" name";

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "trafo/errors.h"
+#include "trafo/json.h"
 #include "trafo/run_config/config_file.h"
 #include "trafo/run_config/presets.h"
 #include "trafo/train/ema.h"
@@ -84,7 +85,7 @@ void check_training_state(const checkpoint::Checkpoint& saved, const run_config:
 // (the checks below then say why it cannot be resumed from).
 int64_t recorded_step(const checkpoint::Checkpoint& saved) {
   if (!saved.training) return -1;
-  const auto json = nlohmann::json::parse(saved.training->json, nullptr, /*allow_exceptions=*/false);
+  const auto json = parse_json(saved.training->json, "the training state", /*allow_exceptions=*/false);
   if (!json.is_object() || !json.contains("step") || !json["step"].is_number_integer()) return -1;
   return json["step"].get<int64_t>();
 }

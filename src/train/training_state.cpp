@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "trafo/errors.h"
+#include "trafo/json.h"
 #include "trafo/train/optimizer.h"
 #include "trafo/util/base64.h"
 
@@ -76,7 +77,7 @@ checkpoint::TrainingState pack_training_state(const Progress& progress, torch::o
 Progress unpack_training_state(const checkpoint::TrainingState& state, torch::optim::Optimizer& optimizer,
                                const NamedParameters& parameters) {
   try {
-    const auto json = nlohmann::json::parse(state.json);
+    const auto json = parse_json(state.json, "the training state");
     Progress progress;
     progress.step = json.at("step").get<int64_t>();
     // Checkpoints before several corpora hold the one corpus's position alone.
