@@ -1,13 +1,15 @@
 # The packages every trafo build finds (the main build and fuzz/): LibTorch from the PyPI wheel
 # (scripts/setup.sh puts it in .venv; pass -DCMAKE_PREFIX_PATH=$(.venv/bin/python -c 'import torch;
 # print(torch.utils.cmake_prefix_path)')), and Debian's fmt, spdlog, CLI11, nlohmann-json, utfcpp,
-# SentencePiece and libxml2.
+# SentencePiece, libxml2 and Boost's headers.
 find_package(Torch 2.0 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(utf8cpp REQUIRED)
+find_package(Boost 1.74 REQUIRED)  # headers only: Asio and Beast for trafo serve
+find_package(Threads REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
 pkg_check_modules(LIBXML2 REQUIRED IMPORTED_TARGET libxml-2.0)

@@ -40,7 +40,7 @@ APT_PACKAGES=(
   libcli11-dev libspdlog-dev libfmt-dev
   libsentencepiece-dev sentencepiece
   googletest libgtest-dev libbenchmark-dev
-  nlohmann-json3-dev libutfcpp-dev libxml2-dev libgloo-dev libxxhash-dev libjemalloc-dev
+  nlohmann-json3-dev libutfcpp-dev libxml2-dev libgloo-dev libxxhash-dev libjemalloc-dev libboost-dev
   libjs-chart.js chromium
   clang-14 libclang-rt-14-dev
 )

@@ -1,7 +1,7 @@
 // What trafo serve's two API dialects share: the service and its limits, the key check, and the one
 // function that turns a request's fields into a job (api_context.cpp). The dialects are
 // libretranslate_api.cpp (POST /translate, /languages) and native_api.cpp (POST /v1/...);
-// http_server.cpp routes to them, and http_transport.cpp moves the bytes.
+// http_server.cpp routes to them, and http/transport.cpp moves the bytes.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "request_fields.h"
-#include "trafo/serve/http_message.h"
+#include "trafo/http/message.h"
 #include "trafo/serve/http_server.h"
 #include "trafo/serve/service.h"
 

@@ -9,7 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "api_context.h"
-#include "http_transport.h"
+#include "trafo/http/transport.h"
 #include "request_metrics.h"
 #include "trafo/errors.h"
 

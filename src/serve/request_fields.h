@@ -14,7 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <utf8.h>
 
-#include "trafo/serve/http_message.h"
+#include "trafo/http/message.h"
+#include "trafo/json.h"
 
 namespace trafo::serve::detail {
 
@@ -34,9 +35,11 @@ class Fields {
     const auto type = request.header("content-type");
     if (type.rfind("application/json", 0) == 0) {
       try {
-        body_ = json::parse(request.body);
+        body_ = parse_json(request.body, "the body");
       } catch (const json::exception&) {
         throw HttpError(400, "the body is not valid JSON");
+      } catch (const JsonTooDeep& e) {
+        throw HttpError(400, e.what());
       }
       if (!body_->is_object()) throw HttpError(400, "the body must be a JSON object");
     }

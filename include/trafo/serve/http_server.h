@@ -4,7 +4,7 @@
 //                                          alignments, log-probabilities of given translations
 //   GET /health, GET /metrics              liveness, and Prometheus' text format
 // Every answer is JSON (metrics aside); an error is {"error": "..."} with its status
-// (docs/guide-serving.md "Limits and errors"). The bytes move in serve/http_transport.cpp.
+// (docs/guide-serving.md "Limits and errors"). The bytes move in http/transport.cpp.
 #pragma once
 
 #include <cstdint>

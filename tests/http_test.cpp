@@ -1,13 +1,13 @@
-// The HTTP parser of trafo serve (serve/http_message.cpp): what a request is, and what is refused
-// from its head alone, before any body is read. tests/serve_check.py drives the same rules through
-// sockets.
+// The HTTP requests of trafo serve (http/message.cpp, on Beast's parser): what a request is, and
+// what is refused from its head alone, before any body is read, or as a chunked body is decoded.
+// tests/serve_check.py drives the same rules through sockets.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "trafo/serve/http_message.h"
+#include "trafo/http/message.h"
 
-namespace trafo::serve::http {
+namespace trafo::http {
 namespace {
 
 Parsed parse(const std::string& bytes, Request& request, int64_t max_body = 1000) {
@@ -29,7 +29,7 @@ TEST(HttpMessage, ARequestIsWholeOnlyWithItsWholeBody) {
   EXPECT_EQ(parse(head + "q=a+b", request).kind, Parsed::kIncomplete);
   const auto parsed = parse(head + "q=a+b&q=cGET /next", request);
   ASSERT_EQ(parsed.kind, Parsed::kComplete);
-  EXPECT_EQ(parsed.total_bytes, head.size() + 9);  // what follows is the next request's
+  EXPECT_EQ(parsed.used, head.size() + 9);  // what follows is the next request's
   EXPECT_EQ(request.method, "POST");
   EXPECT_EQ(request.path, "/translate");
   EXPECT_EQ(request.body, "q=a+b&q=c");
@@ -71,8 +71,12 @@ TEST(HttpMessage, FormsAreDecodedUrlencodedAndMultipart) {
 
 TEST(HttpMessage, BodiesThatTheLimitCannotBoundAreRefusedFromTheHead) {
   const std::string post = "POST /translate HTTP/1.1\r\nHost: a\r\n";
-  EXPECT_EQ(refusal(post + "Transfer-Encoding: chunked\r\n\r\n"), 411);
+  EXPECT_EQ(refusal(post + "Transfer-Encoding: identity\r\n\r\n"), 411);
+  EXPECT_EQ(refusal(post + "Transfer-Encoding: gzip, chunked\r\n\r\n"), 415);
   EXPECT_EQ(refusal(post + "Content-Encoding: gzip\r\nContent-Length: 5\r\n\r\n"), 415);
+  // Two framings at once is how requests are smuggled past a proxy.
+  EXPECT_EQ(refusal(post + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"), 400);
+  EXPECT_EQ(refusal(post + "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"), 400);
   EXPECT_EQ(refusal(post + "Content-Encoding: identity\r\nContent-Length: 0\r\n\r\n"), 0);
   EXPECT_EQ(refusal(post + "Content-Length: 1001\r\n\r\n"), 413);  // before a byte of the body
   EXPECT_EQ(refusal(post + "Content-Length: 99999999999999999999\r\n\r\n"), 400);
@@ -90,12 +94,55 @@ TEST(HttpMessage, MalformedHeadsAreRefused) {
   EXPECT_EQ(refusal("GET / HTTP/2.0\r\n\r\n"), 505);
   EXPECT_EQ(refusal("GET / HTTP/1.1\r\nNo colon here\r\n\r\n"), 400);
   EXPECT_EQ(refusal("GET / HTTP/1.1\r\nBad Name: 1\r\n\r\n"), 400);
+  EXPECT_EQ(refusal("GET / HTTP/1.1\nHost: a\n\n"), 400);  // lines end in CRLF
   Request request;
-  EXPECT_EQ(parse("\r\nGET /health HTTP/1.0\n\n", request).kind, Parsed::kComplete);  // LF lines; 1.0
+  EXPECT_EQ(parse("\r\nGET /health HTTP/1.0\r\n\r\n", request).kind, Parsed::kComplete);  // a blank line first
   EXPECT_EQ(request.path, "/health");
   EXPECT_FALSE(request.keep_alive);
   EXPECT_EQ(parse("GET / HTTP/1.1\r\nConnection: close\r\n\r\n", request).kind, Parsed::kComplete);
   EXPECT_FALSE(request.keep_alive);
+}
+
+// A chunked body (what clients send that stream a body of unknown length) is decoded, and its
+// decoded bytes count against the limit: 413 the moment they pass it, whatever is still to come.
+TEST(HttpMessage, ChunkedBodiesAreDecodedAndBoundAsTheyCome) {
+  const std::string head =
+      "POST /translate HTTP/1.1\r\nHost: a\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n";
+  const std::string chunks = "4\r\nq=ab\r\n6;ext=1\r\n&q=cde\r\n0\r\n\r\n";
+  Request request;
+  EXPECT_EQ(parse(head + chunks.substr(0, 12), request).kind, Parsed::kIncomplete);
+  const auto parsed = parse(head + chunks + "GET /next", request);
+  ASSERT_EQ(parsed.kind, Parsed::kComplete);
+  EXPECT_EQ(parsed.used, head.size() + chunks.size());
+  EXPECT_EQ(request.body, "q=ab&q=cde");
+  EXPECT_EQ(request.param("q", 1), "cde");
+  // 600 bytes in chunks of 100: past the limit of 500 at the sixth chunk, before the end is sent.
+  std::string big = head;
+  for (int i = 0; i < 6; ++i) big += "64\r\n" + std::string(100, 'x') + "\r\n";
+  EXPECT_EQ(refusal(big, 500), 413);
+  EXPECT_EQ(refusal(head + "zz\r\nab\r\n0\r\n\r\n"), 400);  // not a chunk size
+}
+
+// The reader takes bytes as they arrive: fed a byte at a time it reads what it reads whole.
+TEST(HttpMessage, BytesFedOneAtATimeGiveTheSameRequest) {
+  const std::string bytes =
+      "POST /v1/translate?x=1 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\nGET /health HTTP/1.1\r\n\r\n";
+  RequestReader reader(MessageLimits{});
+  std::string pending;
+  Parsed parsed;
+  size_t fed = 0;
+  while (parsed.kind == Parsed::kIncomplete && fed < bytes.size()) {
+    pending += bytes[fed++];
+    parsed = reader.read(pending);
+    pending.erase(0, parsed.used);
+  }
+  ASSERT_EQ(parsed.kind, Parsed::kComplete);
+  const auto request = reader.take();
+  EXPECT_EQ(request.body, "abcde");
+  EXPECT_EQ(request.param("x"), "1");
+  EXPECT_EQ(bytes.substr(fed), "GET /health HTTP/1.1\r\n\r\n");  // the next request's, untouched
 }
 
 TEST(HttpMessage, AClientWaitingForContinueIsSeen) {
@@ -119,4 +166,4 @@ TEST(HttpMessage, AnswersCarryTheirLengthAndConnection) {
 }
 
 }  // namespace
-}  // namespace trafo::serve::http
+}  // namespace trafo::http

@@ -1,4 +1,5 @@
-// trafo serve's sockets. One thread holds every open connection and reads each request whole, with
+// trafo serve's sockets, on Boost.Asio: one thread runs the event loop that holds every open
+// connection and reads each request whole (http/message.h's RequestReader, Beast's parser), with
 // its own deadline, before a worker sees it; workers never touch a socket. So a client that is
 // silent, or sends a byte a second, costs a socket and nothing else, and cannot hold a worker (the
 // slowloris attack). The same thread writes the answers back, without blocking.
@@ -13,9 +14,9 @@
 #include <memory>
 #include <string>
 
-#include "trafo/serve/http_message.h"
+#include "trafo/http/message.h"
 
-namespace trafo::serve::http {
+namespace trafo::http {
 
 struct TransportOptions {
   std::string host = "127.0.0.1";
@@ -53,4 +54,4 @@ class Transport {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace trafo::serve::http
+}  // namespace trafo::http
