@@ -593,6 +593,11 @@ def case_keys():
     v1 = {"text": [body["q"]], "source": "en", "target": "de"}
     assert requests.post(server.url + "/v1/translate", json=v1, timeout=30).status_code == 403
     assert requests.post(server.url + "/v1/translate", json=dict(v1, api_key="key-two-77c1"), timeout=30).status_code == 200
+    # The key in the query beside a JSON body (as guide-serving.md allows), on both dialects.
+    for path, fields in [("/translate", body), ("/v1/translate", v1)]:
+        for key, status in [("key-one-3f9a", 200), ("wrong", 403)]:
+            answer = requests.post(server.url + path, params={"api_key": key}, json=fields, timeout=30)
+            assert answer.status_code == status, (path, key, answer.status_code, answer.text)
     assert requests.post(server.url + "/v1/score", json=dict(v1, translation=["x"]), timeout=30).status_code == 403
     assert requests.get(server.url + "/metrics", timeout=10).status_code == 403
     assert requests.get(server.url + "/metrics", params={"api_key": "wrong"}, timeout=10).status_code == 403

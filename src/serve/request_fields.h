@@ -45,15 +45,14 @@ class Fields {
     }
   }
 
-  bool has(const std::string& name) const {
-    if (body_) return body_->contains(name) && !(*body_)[name].is_null();
-    return request_.has_param(name);
-  }
+  // A field comes from the JSON body where it is there, else from the query or form: a JSON body
+  // may leave a field (the key) to the query.
+  bool has(const std::string& name) const { return in_body(name) || request_.has_param(name); }
 
   std::string text(const std::string& name) const {
     if (!has(name)) throw HttpError(400, "Invalid request: missing " + name + " parameter");
     std::string value;
-    if (body_) {
+    if (in_body(name)) {
       const auto& field = (*body_)[name];
       if (!field.is_string()) throw HttpError(400, name + " must be a string");
       value = field.get<std::string>();
@@ -73,7 +72,7 @@ class Fields {
     if (!has(name)) throw HttpError(400, "Invalid request: missing " + name + " parameter");
     std::vector<std::string> values;
     listed = false;
-    if (body_) {
+    if (in_body(name)) {
       const auto& field = (*body_)[name];
       if (field.is_string()) {
         values.push_back(field.get<std::string>());
@@ -121,7 +120,7 @@ class Fields {
 
   double number(const std::string& name, double otherwise) const {
     if (!has(name)) return otherwise;
-    if (body_) {
+    if (in_body(name)) {
       const auto& field = (*body_)[name];
       if (!field.is_number()) throw HttpError(400, name + " must be a number");
       return field.get<double>();
@@ -147,7 +146,7 @@ class Fields {
 
   bool flag(const std::string& name) const {
     if (!has(name)) return false;
-    if (body_) {
+    if (in_body(name)) {
       const auto& field = (*body_)[name];
       if (!field.is_boolean()) throw HttpError(400, name + " must be true or false");
       return field.get<bool>();
@@ -159,6 +158,8 @@ class Fields {
   }
 
  private:
+  bool in_body(const std::string& name) const { return body_ && body_->contains(name) && !(*body_)[name].is_null(); }
+
   static void utf8_checked(const std::string& value, const std::string& name) {
     if (!utf8::is_valid(value.begin(), value.end())) throw HttpError(400, name + " is not valid UTF-8");
   }
