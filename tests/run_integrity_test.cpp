@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -178,6 +179,58 @@ TEST_F(RunIntegrity, ResumesFromTheNewestCheckpointWhateverItsName) {
       << resumed.errors;
   events = read_jsonl(run_ / "metrics.jsonl");
   EXPECT_EQ(events.back()["step"], 8);
+}
+
+// Where the run keeps a file of its own, something else: a named pipe (a resume used to pass over
+// it, train, then wait for good to open it at the first save, deaf to SIGTERM), a folder (refused
+// only at the first save, after the training was done), a device in a checkpoint's place (where the
+// saves would be lost; a log may be one). Each is refused at start, in one line naming it, before a
+// step; a dangling link of a checkpoint's name is named among what the resume passes over, and the
+// run goes on from the checkpoint with the most steps.
+TEST_F(RunIntegrity, SpecialFilesInTheRunFolderAreRefusedOrNamedBeforeAnyWork) {
+  ASSERT_EQ(run_trafo(base() + " --max-steps 4 --checkpoint-every 2 --valid-every 0").exit_code, 0);
+  const auto last = run_ / "checkpoint-last.pt";
+  const auto metrics = read_text(run_ / "metrics.jsonl");
+  const auto train = [&](const std::string& limits) {
+    return run_command("timeout 120 '" + std::string(TRAFO_BINARY) + "' " + base() + limits + " --valid-every 0");
+  };
+  std::filesystem::remove(last);
+  const std::vector<std::pair<std::string, std::function<void(const std::filesystem::path&)>>> specials = {
+      {"a named pipe (FIFO)", [](const std::filesystem::path& p) { ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0); }},
+      {"a folder", [](const std::filesystem::path& p) { std::filesystem::create_directory(p); }},
+      {"a character device", [](const std::filesystem::path& p) { std::filesystem::create_symlink("/dev/null", p); }},
+  };
+  for (const auto& name : {"checkpoint-last.pt", "metrics.jsonl", "train.log"}) {
+    const auto path = run_ / name;
+    const auto kept = std::filesystem::exists(path) ? read_text(path) : std::string();
+    for (const auto& [kind, make] : specials) {
+      if (kind == "a character device" && std::string(name) != "checkpoint-last.pt") continue;
+      std::error_code ignored;
+      std::filesystem::rename(path, run_ / "kept", ignored);
+      make(path);
+      const auto refused = train(" --max-steps 6");
+      EXPECT_EQ(refused.exit_code, 2) << name << " as " << kind << ": " << refused.errors;
+      const auto lines = lines_of(refused.errors);
+      ASSERT_FALSE(lines.empty()) << name << " as " << kind;
+      EXPECT_NE(lines.back().find(name + std::string(" is ") + kind), std::string::npos) << refused.errors;
+      std::filesystem::remove(path, ignored);
+      std::filesystem::rename(run_ / "kept", path, ignored);
+    }
+    if (!kept.empty()) {
+      EXPECT_EQ(read_text(path), kept) << name;
+    }
+  }
+  EXPECT_EQ(read_text(run_ / "metrics.jsonl"), metrics);  // not a step was taken
+  std::filesystem::create_symlink(run_ / "gone.pt", last);
+  const auto resumed = train(" --max-steps 6");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.errors;
+  EXPECT_NE(resumed.errors.find("cannot resume from " + last.string() + ": cannot read " + last.string() +
+                                ": it is a link to " + (run_ / "gone.pt").string() + ", which does not exist"),
+            std::string::npos)
+      << resumed.errors;
+  EXPECT_NE(resumed.errors.find("resuming " + run_.string() + " at step 4"), std::string::npos) << resumed.errors;
+  EXPECT_EQ(read_jsonl(run_ / "metrics.jsonl").back()["step"], 6);
+  EXPECT_TRUE(std::filesystem::is_regular_file(std::filesystem::symlink_status(last)));  // the save replaced the link
 }
 
 TEST_F(RunIntegrity, OneTrainerPerRunFolderAndNoStaleTemporaries) {

@@ -138,7 +138,7 @@ std::map<std::string, at::Tensor> model_weights(const model::Transformer& model)
   return weights;
 }
 
-void save(const std::filesystem::path& path, const Checkpoint& checkpoint) {
+void save(const std::filesystem::path& path, const Checkpoint& checkpoint, util::Special special) {
   Safetensors file;
   file.metadata = {{"format", kFormatName},
                    {"format_version", std::to_string(kFormatVersion)},
@@ -151,14 +151,17 @@ void save(const std::filesystem::path& path, const Checkpoint& checkpoint) {
     file.metadata["training"] = checkpoint.training->json;
     for (const auto& [key, tensor] : checkpoint.training->tensors) file.tensors.emplace(kTrainingPrefix + key, tensor);
   }
-  util::write_file_atomically(path, to_safetensors(file));
+  util::write_file_atomically(path, to_safetensors(file), special);
 }
 
 namespace {
 
 Checkpoint read_and_check(const std::filesystem::path& path, bool with_training_state) {
-  if (!std::filesystem::exists(path)) throw InputError("checkpoint not found: " + path.string());
-  util::check_regular_file(path);  // before the first read: a pipe may never answer
+  std::error_code error;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, error))) {
+    throw InputError("checkpoint not found: " + path.string());
+  }
+  util::check_regular_file(path);  // before the first read: a pipe may never answer; names a dangling link
   std::string prefix(64, '\0');
   {
     std::ifstream in(path, std::ios::binary);

@@ -246,7 +246,7 @@ PieceLinks open_piece_links(const std::filesystem::path& folder, const std::file
     }
   }
   auto table = map_word_links(corpus, tokenizer, alignment, lines, tag);
-  util::write_file_atomically(path, table.to_bytes());
+  util::write_file_atomically(path, table.to_bytes(), util::Special::kReplace);
   spdlog::info("mapped {} word-link lines of {} onto pieces ({} piece links), kept for later runs: {}", lines,
                alignment.string(), table.links(), path.string());
   return table;

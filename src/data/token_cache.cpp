@@ -25,6 +25,7 @@
 #include "trafo/errors.h"
 #include "trafo/json.h"
 #include "trafo/test_hooks.h"
+#include "trafo/util/files.h"
 #include "trafo/util/hex.h"
 
 namespace trafo::data {
@@ -166,7 +167,8 @@ Corpus map_cache(int fd, const Header& header, const std::filesystem::path& path
 // Why the existing file at `path` cannot serve `key` ("" when it can); `header` gets its header.
 std::string check_existing(int fd, const nlohmann::json& key, Header& header) {
   struct stat info {};
-  if (::fstat(fd, &info) != 0 || !read_all(fd, &header, sizeof header, 0) ||
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) return "it is not a regular file";
+  if (!read_all(fd, &header, sizeof header, 0) ||
       std::memcmp(header.magic, kCacheMagic, sizeof kCacheMagic) != 0 || header.header_bytes < sizeof header ||
       header.key_bytes > header.header_bytes - sizeof header || header.header_bytes % 8 != 0) {
     return "it is not a complete token cache";
@@ -326,7 +328,7 @@ int64_t check_parallel_files_once(const std::filesystem::path& folder, const std
   check_text_file(target);
   const std::string stamps = "checked 1\n" + file_stamp(source) + "\n" + file_stamp(target) + "\n";
   const auto path = folder / ("checked-" + util::hex(XXH3_64bits(stamps.data(), stamps.size())) + ".txt");
-  {
+  if (util::special_kind(path).empty()) {  // never a pipe's open(), which waits for a writer
     std::ifstream in(path);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     long long lines = 0;
@@ -376,7 +378,8 @@ CachedCorpus open_token_cache(const std::filesystem::path& folder, const std::fi
   cached.file = folder / ("corpus-" + util::hex(XXH3_64bits(id.dump().data(), id.dump().size())) + ".tokens");
   Header header{};
   {
-    Fd existing(::open(cached.file.c_str(), O_RDONLY | O_CLOEXEC));
+    // O_NONBLOCK: a named pipe in its place is opened without waiting for a writer, then replaced.
+    Fd existing(::open(cached.file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
     if (existing.fd >= 0) {
       cached.rebuilt_because = check_existing(existing.fd, key, header);
       if (cached.rebuilt_because.empty()) {

@@ -37,12 +37,32 @@ bool is_stale_temporary(const std::string& name) {
 
 }  // namespace
 
+void RunFolder::check_files_in(const std::filesystem::path& folder) {
+  std::error_code error;
+  if (!std::filesystem::is_directory(folder, error)) return;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+    const auto name = entry.path().filename().string();
+    const bool file = is_checkpoint(name) || name == "metrics.jsonl" || name == "train.log" || name == "config.toml" ||
+                      name == ".lock";
+    auto kind = file ? util::special_kind(entry.path()) : std::string();
+    if (kind.rfind("a link to ", 0) == 0) kind.clear();  // replaced by the next save; a resume names it
+    // A log may be a device (/dev/null to keep none), written through as any output; never a pipe.
+    if ((name == "train.log" || name == "metrics.jsonl") && kind == "a character device") kind.clear();
+    if (name == "tensorboard" && !std::filesystem::is_directory(entry.path(), error)) kind = "not a folder";
+    if (!kind.empty()) {
+      throw InputError("run folder " + folder.string() + ": " + name + " is " + kind +
+                       ", where the run keeps a file of its own: remove it, or use another --run-dir");
+    }
+  }
+}
+
 RunFolder::RunFolder(std::filesystem::path path, bool lock) : path_(std::move(path)) {
   std::error_code error;
   std::filesystem::create_directories(path_, error);
   if (error) throw_write_error("the run folder " + path_.string(), error.value());
   if (!std::filesystem::is_directory(path_)) throw InputError("cannot create the run folder " + path_.string());
   if (!lock) return;
+  check_files_in(path_);
   const auto lock_path = path_ / ".lock";
   lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock_fd_ < 0) throw_write_error(lock_path.string(), errno);
@@ -80,7 +100,13 @@ std::vector<std::filesystem::path> RunFolder::checkpoints_in(const std::filesyst
   const auto last = folder / "checkpoint-last.pt";
   for (const auto& entry : std::filesystem::directory_iterator(folder)) {
     std::error_code error;
-    if (!entry.is_regular_file(error) || !is_checkpoint(entry.path().filename().string())) continue;
+    if (!is_checkpoint(entry.path().filename().string())) continue;
+    // A dangling link is listed too, so that the resume names it among what it passes over.
+    if (entry.is_symlink(error) && !entry.exists(error)) {
+      found.emplace_back(std::filesystem::file_time_type::min(), entry.path());
+      continue;
+    }
+    if (!entry.is_regular_file(error)) continue;
     const auto time = entry.last_write_time(error);
     if (!error) found.emplace_back(time, entry.path());
   }
@@ -107,7 +133,7 @@ void RunFolder::replace_old_run() const {
 
 void RunFolder::save_numbered(int64_t step, const checkpoint::Checkpoint& checkpoint, int64_t keep) const {
   if (keep <= 0) return;
-  checkpoint::save(numbered(step), checkpoint);
+  checkpoint::save(numbered(step), checkpoint, util::Special::kReplace);
   const auto steps = checkpoint::numbered_checkpoints(path_);
   for (size_t i = 0; i + static_cast<size_t>(keep) < steps.size(); ++i) std::filesystem::remove(steps[i].second);
 }

@@ -21,7 +21,7 @@ RunLogs::RunLogs(const RunFolder& folder, const ResumePoint& resume, const std::
   log_file_.emplace(folder.log());
   metrics_.emplace(at_open_.metrics);
   if (tensorboard) tensorboard_.emplace(at_open_.tensorboard);
-  if (resume.path.empty()) util::write_file_atomically(folder.config(), config_text);
+  if (resume.path.empty()) util::write_file_atomically(folder.config(), config_text, util::Special::kReplace);
 }
 
 void RunLogs::AtOpen::restore() const {

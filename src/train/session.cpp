@@ -45,6 +45,7 @@ LeakReport report_data(const TrainConfig& c, const data::Batcher& batcher, const
 
 SettledConfig settle_config(TrainConfig given, const run_config::DefaultsSpeed& speed) {
   SettledConfig settled;
+  RunFolder::check_files_in(given.run.run_dir);  // before the options read its config.toml or time anything
   settled.options = settle_options(std::move(given));
   run_config::tag_targets(settled.options);
   settled.options.model.alignment_layer = run_config::guided_layer(settled.options);

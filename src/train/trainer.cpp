@@ -307,7 +307,7 @@ class TrainingLoop {
   }
 
   void save(const checkpoint::Checkpoint& ckpt, const std::filesystem::path& path, bool best) {
-    checkpoint::save(path, ckpt);
+    checkpoint::save(path, ckpt, util::Special::kReplace);
     record("checkpoint", {{"path", path.string()}, {"best", best}});
   }
 

@@ -101,7 +101,7 @@ std::string learn_vocabulary(const data::TokenizerOptions& vocab, const DataFile
   auto sample = data::vocabulary_sample(corpora, vocab.max_sentences);
   const auto sentences = sample.size();
   const auto bytes = data::Tokenizer::train_on_lines(std::move(sample), vocab).to_bytes();
-  util::write_file_atomically(path, bytes);
+  util::write_file_atomically(path, bytes, util::Special::kReplace);
   spdlog::info("learned the vocabulary from {} sentences in {:.1f} s, kept for later runs: {}", sentences,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), path.string());
   return bytes;

@@ -44,9 +44,15 @@ int write_all(int fd, const std::string& bytes) {
 
 // Writes `bytes` into the device, pipe or link at `path` as it is: renaming a file over it would put
 // a regular file where /dev/full or the link /dev/stdout was.
+// A named pipe is opened without waiting: with no process reading it, open() would block for good,
+// deaf to SIGTERM; it is an error instead.
 void write_in_place(const std::filesystem::path& path, const std::string& bytes, bool truncate) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | (truncate ? O_TRUNC : 0));
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK | (truncate ? O_TRUNC : 0));
+  if (fd < 0 && errno == ENXIO) {
+    throw InputError("cannot write " + path.string() + ": it is a named pipe that no process reads");
+  }
   if (fd < 0) throw_write_error(path.string(), errno);
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   int error = write_all(fd, bytes);
   if (::close(fd) != 0 && error == 0) error = errno;
   if (error != 0) throw_write_error(path.string(), error);
@@ -54,24 +60,25 @@ void write_in_place(const std::filesystem::path& path, const std::string& bytes,
 
 }  // namespace
 
-void write_file_atomically(const std::filesystem::path& path, const std::string& bytes) {
+void write_file_atomically(const std::filesystem::path& path, const std::string& bytes, Special special) {
   struct stat existing {}, link {};
   if (::stat(path.c_str(), &existing) == 0) {
     if (S_ISDIR(existing.st_mode)) throw InputError("cannot write " + path.string() + ": it is a folder");
-    if (!S_ISREG(existing.st_mode)) return write_in_place(path, bytes, false);
-    if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+    if (!S_ISREG(existing.st_mode)) {
+      if (special == Special::kWriteThrough) return write_in_place(path, bytes, false);
+    } else if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
       // A link to a file: the file is replaced, the link stays. /dev/stdout redirected to a file
       // is written through: the shell holds that file open.
       std::error_code error;
-      const auto special = [](const std::string& name) {
+      const auto system_path = [](const std::string& name) {
         return name.rfind("/dev/", 0) == 0 || name.rfind("/proc/", 0) == 0;
       };
       const auto target = std::filesystem::canonical(path, error);
-      if (error || special(std::filesystem::absolute(path).string()) ||
-          special(std::filesystem::read_symlink(path, error).string())) {
+      if (error || system_path(std::filesystem::absolute(path).string()) ||
+          system_path(std::filesystem::read_symlink(path, error).string())) {
         return write_in_place(path, bytes, true);
       }
-      return write_file_atomically(target, bytes);
+      return write_file_atomically(target, bytes, special);
     }
   }
   const std::string temporary = path.string() + ".tmp-" + std::to_string(::getpid());
@@ -155,14 +162,30 @@ void write_folder_atomically(const std::filesystem::path& folder,
   }
 }
 
+std::string special_kind(const std::filesystem::path& path) {
+  std::error_code error;
+  const auto link = std::filesystem::symlink_status(path, error);
+  if (error || !std::filesystem::exists(link)) return "";
+  const auto status = std::filesystem::status(path, error);
+  if (error || !std::filesystem::exists(status)) {
+    return "a link to " + std::filesystem::read_symlink(path, error).string() + ", which does not exist";
+  }
+  if (std::filesystem::is_regular_file(status)) return "";
+  if (std::filesystem::is_directory(status)) return "a folder";
+  if (std::filesystem::is_fifo(status)) return "a named pipe (FIFO)";
+  if (std::filesystem::is_character_file(status)) return "a character device";
+  if (std::filesystem::is_block_file(status)) return "a block device";
+  if (std::filesystem::is_socket(status)) return "a socket";
+  return "not a regular file";
+}
+
 void check_regular_file(const std::filesystem::path& path) {
   std::error_code error;
-  const auto status = std::filesystem::status(path, error);
-  if (error || !std::filesystem::exists(status)) throw InputError("cannot read " + path.string() + ": no such file");
-  if (std::filesystem::is_directory(status)) throw InputError("cannot read " + path.string() + ": it is a folder");
-  if (!std::filesystem::is_regular_file(status)) {
-    throw InputError("cannot read " + path.string() + ": not a regular file");
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, error))) {
+    throw InputError("cannot read " + path.string() + ": no such file");
   }
+  const auto kind = special_kind(path);
+  if (!kind.empty()) throw InputError("cannot read " + path.string() + ": it is " + kind);
 }
 
 std::string read_file(const std::filesystem::path& path) {

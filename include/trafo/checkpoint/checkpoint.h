@@ -15,6 +15,7 @@
 
 #include "trafo/model/config.h"
 #include "trafo/model/transformer.h"
+#include "trafo/util/files.h"
 
 namespace trafo::checkpoint {
 
@@ -63,8 +64,10 @@ InferenceInfo inference_from_config(const std::string& toml);
 // Copies a model's parameters and buffers (to CPU) into a Checkpoint's weights.
 std::map<std::string, at::Tensor> model_weights(const model::Transformer& model);
 
-// Writes atomically: a temporary file in the same folder, flushed, then renamed over `path`.
-void save(const std::filesystem::path& path, const Checkpoint& checkpoint);
+// Writes atomically: a temporary file in the same folder, flushed, then renamed over `path`; a
+// device or pipe at `path` is written through or replaced as `special` says (util/files.h).
+void save(const std::filesystem::path& path, const Checkpoint& checkpoint,
+          util::Special special = util::Special::kWriteThrough);
 
 // Reads and validates: the file's checksum, its format and version, the model config, the tokenizer
 // (as many pieces as the vocabulary), and every weight the config implies, with its shape, as fp32,

@@ -20,7 +20,14 @@ class RunFolder {
   RunFolder(const RunFolder&) = delete;
   RunFolder& operator=(const RunFolder&) = delete;
 
-  // Every checkpoint of the folder, whatever its name, newest first (by modification time).
+  // Throws InputError when a name the run keeps a file under (a checkpoint's, metrics.jsonl,
+  // train.log, config.toml, .lock) is a folder, a named pipe, a device (but a log's) or a socket,
+  // or tensorboard is not a folder: checked before any work, so that no save meets one at the end.
+  // The constructor checks its folder.
+  static void check_files_in(const std::filesystem::path& folder);
+
+  // Every checkpoint of the folder, whatever its name, newest first (by modification time); a
+  // dangling link of a checkpoint's name is listed last.
   std::vector<std::filesystem::path> checkpoints() const { return checkpoints_in(path_); }
   // The same for any folder (none when it does not exist), without taking its lock.
   static std::vector<std::filesystem::path> checkpoints_in(const std::filesystem::path& folder);

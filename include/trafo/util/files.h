@@ -16,13 +16,21 @@ namespace trafo::util {
 // Removes `path` and everything below it; a missing path is fine.
 void remove_tree(const std::filesystem::path& path);
 
+// What write_file_atomically does with a device, a pipe or a socket at its path.
+enum class Special {
+  kWriteThrough,  // write into it in place: an output the user named (/dev/full, /dev/stdout)
+  kReplace,       // replace it by the file: a file trafo names itself (a cache, a run's checkpoint)
+};
+
 // Writes `bytes` to a temporary file in the same folder, flushes it to disk, then renames it
 // over `path`: a reader sees the old file or the new one, never a torn one.
 // A write refused throws by trafo::throw_write_error's rule (trafo/errors.h: a full disk is a
-// RunError; no permission or a missing folder an InputError), leaving `path` untouched. A device, a pipe or a link at `path`
-// (/dev/full, /dev/stdout) is written through in place, never replaced by a file; a folder there
-// is trafo::InputError.
-void write_file_atomically(const std::filesystem::path& path, const std::string& bytes);
+// RunError; no permission or a missing folder an InputError), leaving `path` untouched. A device,
+// a pipe or a link to one at `path` is handled as `special` says (a named pipe that no process
+// reads is an InputError, never a wait); a link to a file writes the file; a folder there is
+// trafo::InputError.
+void write_file_atomically(const std::filesystem::path& path, const std::string& bytes,
+                           Special special = Special::kWriteThrough);
 
 // Writes the folder `folder` holding `files` (name -> bytes) so that it appears complete or not at
 // all: everything goes into FOLDER.tmp-PID beside it, which then takes its place. An existing
@@ -33,8 +41,13 @@ void write_folder_atomically(const std::filesystem::path& folder, const std::vec
                              bool replace);
 
 // Throws trafo::InputError unless `path` is a regular file: missing, a folder, a device or a pipe
-// (which has no size to bound a read by, and may never end or never answer).
+// (which has no size to bound a read by, and may never end or never answer), a dangling link.
 void check_regular_file(const std::filesystem::path& path);
+
+// What `path` is when it is neither a regular file (or a link to one) nor absent: "a folder", "a
+// named pipe (FIFO)", "a character device", "a block device", "a socket", "a link to TARGET, which
+// does not exist"; "" otherwise.
+std::string special_kind(const std::filesystem::path& path);
 
 // The whole file; throws trafo::InputError as check_regular_file, or when it cannot be read: what
 // is read is bounded by the file's size.
