@@ -49,12 +49,25 @@ TEST(ConfigKeys, NumbersAreDecimalAndFinite) {
   }
   EXPECT_THROW(run_config::parse_value(*run_config::find_config_key("seed"), "-1", c), InputError);
   const auto& lr = *run_config::find_config_key("lr");
-  for (const char* bad : {"inf", "nan", "1e999", "0.1.2", "fast"}) {
+  // 1e-400 is no double: it read as 0 without a word. A subnormal one has lost digits.
+  for (const char* bad : {"inf", "nan", "1e999", "0.1.2", "fast", "1e-400", "4.9e-324", "1e-310"}) {
     EXPECT_THROW(run_config::parse_value(lr, bad, c), InputError) << bad;
   }
+  run_config::parse_value(lr, "0e5", c);  // 0 written otherwise is 0
+  EXPECT_EQ(c.optim.lr, 0.0);
+  run_config::parse_value(lr, "2.3e-308", c);
+  EXPECT_EQ(c.optim.lr, 2.3e-308);
   run_config::parse_value(lr, "3e-4", c);
   EXPECT_EQ(run_config::format_value(lr, c), "0.0003");
   EXPECT_THROW(run_config::parse_value(*run_config::find_config_key("tie-embeddings"), "maybe", c), InputError);
+}
+
+// A duration past a century (1e300h) is refused, not carried into clocks and estimates.
+TEST(ConfigKeys, MaxTimeHasALimit) {
+  EXPECT_EQ(run_config::parse_duration("1000000h"), 3.6e9);
+  for (const char* bad : {"1000001h", "1e300h", "99999999999999999999999s"}) {
+    EXPECT_THROW(run_config::parse_duration(bad), InputError) << bad;
+  }
 }
 
 TEST(ConfigFile, KeptKeysAreCheckedButNotTaken) {

@@ -410,6 +410,27 @@ TEST_F(CorporaCli, SamplingTemperatureDrawsByWeightAndSize) {
   EXPECT_NE(bad.errors.find("sampling-temperature must be finite and not negative"), std::string::npos) << bad.errors;
 }
 
+// A temperature near 0 (or a weight near 0) gives the smaller corpus no share of the draw: the first
+// corpus's epoch would never end and its batches per epoch overflow. A one-line error naming the
+// corpus, before a step; under the timeout, since the run used to go on for ever.
+TEST_F(CorporaCli, ACorpusThatWouldNeverBeDrawnIsAnError) {
+  const std::string first = " --corpus " + quoted(data_ / "extra.en") + "," + quoted(data_ / "extra.de");
+  const std::string second = " --corpus " + quoted(data_ / "train.en") + "," + quoted(data_ / "train.de");
+  for (const std::string& options :
+       {first + second + " --sampling-temperature 1e-300", first + ",1e-9" + second, second + first + ",1e-9"}) {
+    const auto run = root_ / "never";
+    const auto result = run_command("timeout 120 '" + std::string(TRAFO_BINARY) + "' " + base("never") + options +
+                                    " --max-epochs 1 --max-steps 0");
+    EXPECT_EQ(result.exit_code, 2) << options << ": " << result.errors;
+    const auto lines = lines_of(result.errors);
+    ASSERT_FALSE(lines.empty());
+    EXPECT_EQ(lines.back().rfind("trafo: error: corpus ", 0), 0u) << result.errors;
+    EXPECT_NE(lines.back().find("extra.en"), std::string::npos) << result.errors;
+    EXPECT_NE(lines.back().find("at least 0.01%"), std::string::npos) << result.errors;
+    EXPECT_EQ(read_text(run / "metrics.jsonl").find("\"train\""), std::string::npos);
+  }
+}
+
 // --all-caps-every and --title-case-every: the variants join the token cache (one of their own, named
 // by the options), the start record and train.log count them, and they are the run's at a resume.
 TEST_F(CorporaCli, CaseVariantsJoinTheTokenCacheAndAreCounted) {

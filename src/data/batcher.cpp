@@ -136,7 +136,11 @@ Batcher::Batcher(std::vector<Segmentations> corpora, std::vector<double> weights
   double in_all = 0.0;
   for (size_t i = 0; i < streams_.size(); ++i) {
     const double pairs = static_cast<double>(streams_[i].corpus(0).size());
-    if (pairs > 0) in_all += first_pairs * weights_[i] / weights_[0] * batches(streams_[i]) / pairs;
+    if (pairs > 0) in_all += first_pairs * (weights_[i] / weights_[0]) * batches(streams_[i]) / pairs;
+  }
+  // The weights are checked before (each corpus at least a small share): this holds any count.
+  if (!std::isfinite(in_all) || in_all > 1e15) {
+    throw InputError("the corpora's weights give " + std::to_string(in_all) + " batches per epoch of the first corpus");
   }
   batches_per_epoch_ = std::llround(in_all);
   if (options_.prefetch > 0) worker_ = std::thread([this] { produce(); });

@@ -75,6 +75,10 @@ double parse_duration(const std::string& text) {
     i = end;
   }
   if (!std::isfinite(total)) throw invalid();
+  if (total > kMaxTimeSeconds) {
+    throw InputError("--max-time '" + text + "' is longer than " + std::to_string(std::llround(kMaxTimeSeconds / 3600)) +
+                     "h, its limit");
+  }
   return total;
 }
 

@@ -13,7 +13,8 @@ using run_config::TrainConfig;
 namespace {
 
 std::string format_seconds(double seconds) {
-  const auto total = static_cast<int64_t>(seconds);
+  if (!(seconds < 3.6e9)) return "over 1,000,000h";  // NaN too; a cast past int64 would be undefined
+  const auto total = static_cast<int64_t>(std::max(seconds, 0.0));
   const int64_t h = total / 3600, m = (total % 3600) / 60, s = total % 60;
   if (h > 0) return fmt::format("{}h{:02}m{:02}s", h, m, s);
   if (m > 0) return fmt::format("{}m{:02}s", m, s);

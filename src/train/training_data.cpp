@@ -179,6 +179,21 @@ std::vector<double> draw_weights(const DataFiles& paths, const std::vector<data:
     const double pairs = static_cast<double>(corpora[i].corpus.size());
     weights.push_back(paths.train[i].weight * (temperature > 0 ? std::pow(pairs / largest, 1.0 / temperature) : 1.0));
   }
+  // A corpus that is (almost) never drawn makes an epoch of the first corpus endless and its
+  // batches per epoch overflow: each corpus gets at least kMinCorpusShare of the draw.
+  const auto scaled = data::scaled_weights(weights);
+  double total = 0.0;
+  for (const double weight : scaled) total += weight;
+  for (size_t i = 0; i < corpora.size() && corpora.size() > 1; ++i) {
+    const double share = scaled[i] / total;
+    if (share >= kMinCorpusShare) continue;
+    throw InputError(fmt::format(
+        "corpus {} ({} / {}) would get {:.3g}% of the pairs served (weight {}{}); each corpus needs at least {}%: "
+        "give it a larger weight{}",
+        i + 1, paths.train[i].src, paths.train[i].tgt, 100.0 * share, paths.train[i].weight,
+        temperature > 0 ? fmt::format(" x pairs^(1/{}) with --sampling-temperature {}", temperature, temperature) : "",
+        100.0 * kMinCorpusShare, temperature > 0 ? " or a larger --sampling-temperature" : ""));
+  }
   return weights;
 }
 

@@ -64,7 +64,9 @@ std::vector<std::vector<data::CachedCorpus>> load_samples(const run_config::Trai
 
 // Each corpus's weight in the draw: its own (--corpus SRC,TGT,WEIGHT) and, with a sampling temperature
 // T > 0, times its pairs^(1/T) (fairseq's temperature sampling: T = 1 draws by size, a larger T
-// draws small corpora more often than their size).
+// draws small corpora more often than their size). InputError naming a corpus whose share of the
+// draw is under kMinCorpusShare.
+inline constexpr double kMinCorpusShare = 1e-4;
 std::vector<double> draw_weights(const run_config::DataFiles& paths, const std::vector<data::CachedCorpus>& corpora,
                                  double temperature);
 

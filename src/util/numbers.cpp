@@ -38,6 +38,11 @@ void parse_finite(const std::string& text, double& out) {
   if (!decimal || end != text.c_str() + text.size() || !std::isfinite(value)) {
     throw InputError("'" + text + "' is not a finite decimal number");
   }
+  // Below the smallest normal double, digits are lost, and 1e-400 reads as 0: never silently.
+  const bool nonzero = text.find_first_of("123456789") < text.find_first_of("eE");
+  if ((value == 0.0 && nonzero) || std::fpclassify(value) == FP_SUBNORMAL) {
+    throw InputError("'" + text + "' is too close to 0 to be held (the smallest is about 2.2e-308)");
+  }
   out = value;
 }
 

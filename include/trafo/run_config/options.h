@@ -159,7 +159,8 @@ void validate(const TrainConfig& config);
 
 // "90", "90s", "20m", "1h30m", "2h", "1.5h" → seconds; "" → 0 (no limit). Units h, m, s come in
 // that order, each at most once; a number without a unit is seconds only alone. InputError on
-// anything else.
+// anything else, and on a duration over kMaxTimeSeconds.
+inline constexpr double kMaxTimeSeconds = 1e6 * 3600;  // 1,000,000 hours: over a century
 double parse_duration(const std::string& text);
 
 }  // namespace trafo::run_config
