@@ -112,6 +112,22 @@ TEST_F(OutputContract, NBestLinesStayOneLineEach) {
   for (const auto& line : lines) EXPECT_TRUE(std::regex_match(line, format)) << line;
 }
 
+// An empty input line among others gives N lines too, each with its index (it gave one).
+TEST_F(OutputContract, AnEmptyLineGivesNBestLinesToo) {
+  const auto input = make_temp_dir("nbest-empty") / "input.txt";
+  const auto sentences = inputs();
+  write_text(input, sentences[0] + "\n\n" + sentences[1] + "\n");
+  const auto result = run_trafo("translate --checkpoint " + quoted(*dir_ / "model.pt") +
+                                " --threads 1 --beam 4 --n-best 3 --input " + quoted(input));
+  ASSERT_EQ(result.exit_code, 0) << result.errors;
+  const auto lines = lines_of(result.output);
+  ASSERT_EQ(lines.size(), 9u) << result.output;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i].substr(0, 2), std::to_string(i / 3) + " ") << lines[i];
+  }
+  for (size_t i = 3; i < 6; ++i) EXPECT_EQ(lines[i], "1 |||  ||| 0.0000");
+}
+
 TEST_F(OutputContract, EveryAlignmentLinkPointsAtAPrintedWord) {
   const auto sources = inputs();
   for (const std::string options : {"--alignment --sampling-topk 0 --sampling-temperature 8 --seed 6",

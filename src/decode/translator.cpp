@@ -125,7 +125,7 @@ std::vector<std::vector<Hypothesis>> Translator::translate_ids(const std::vector
   std::vector<size_t> order;
   for (size_t i = 0; i < sources.size(); ++i) {
     if (sources[i].empty()) {
-      results[i] = {Hypothesis{}};
+      results[i].assign(static_cast<size_t>(options_.n_best), Hypothesis{});  // n-best of nothing: N empty lines
     } else {
       order.push_back(i);
     }
@@ -170,6 +170,12 @@ std::vector<std::vector<Hypothesis>> Translator::translate_ids(const std::vector
     }
     if (options_.language_check && options_.retry_off_target > 0) {
       retry_off_target(sources, results, first_sentence, prefixes, constraints);
+    }
+  }
+  // Each sentence gives exactly n_best (docs/contracts.md); a search that found fewer repeats its last.
+  for (auto& hypotheses : results) {
+    while (!hypotheses.empty() && hypotheses.size() < static_cast<size_t>(options_.n_best)) {
+      hypotheses.push_back(hypotheses.back());
     }
   }
   return results;
