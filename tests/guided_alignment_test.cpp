@@ -9,6 +9,8 @@
 #include <set>
 
 #include <gtest/gtest.h>
+
+#include <climits>
 #include <torch/torch.h>
 
 #include "data_support.h"
@@ -52,7 +54,10 @@ TEST(PieceLinks, ReadsPharaohLinksAndRefusesAnythingElse) {
   EXPECT_EQ(data::read_word_links("0-0 1-2\t3-1 ", "a.align", 1), (Pairs{{0, 0}, {1, 2}, {3, 1}}));
   EXPECT_EQ(data::read_word_links("", "a.align", 1), Pairs{});
   EXPECT_EQ(data::read_word_links("  \r", "a.align", 1), Pairs{});
-  for (const std::string bad : {"0-0 x", "1--2", "-1-2", "1-", "3", "99999-1", "0-0,1-1", "1p2"}) {
+  // A well-formed link past any pair's words is a link (its pair loses its links, with a warning).
+  EXPECT_EQ(data::read_word_links("65536-0 99999999999999999999-1", "a.align", 1),
+            (Pairs{{65536, 0}, {INT_MAX, 1}}));
+  for (const std::string bad : {"0-0 x", "1--2", "-1-2", "1-", "3", "0-0,1-1", "1p2", "+1-2"}) {
     try {
       data::read_word_links(bad, "a.align", 7);
       ADD_FAILURE() << bad << " was read";
@@ -180,7 +185,7 @@ TEST_F(PieceLinksTest, AFileOfAnotherLengthOrManyLinksPastTheWordsIsAnInputError
   }
   // One pair in 200 with a link past its words (a normalisation that counts words otherwise): that
   // pair alone loses its links.
-  lines[4] += " 40-0";
+  lines[4] += " 65536-0";
   const auto join = [](const std::vector<std::string>& all) {
     std::string text;
     for (const auto& line : all) text += line + "\n";
@@ -198,7 +203,7 @@ TEST_F(PieceLinksTest, AFileOfAnotherLengthOrManyLinksPastTheWordsIsAnInputError
     data::map_word_links(corpus, *tokenizer_, dir / "far.align", 200, -1);
     ADD_FAILURE() << "links past the words in 3 of 200 pairs were read";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("far.align:5: link 40-0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("far.align:5: link 65536-0"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("3 of 200 pairs"), std::string::npos) << e.what();
   }
 }

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #define XXH_INLINE_ALL
@@ -24,15 +25,16 @@ constexpr char kWordMark[] = "\xe2\x96\x81";  // U+2581, SentencePiece's mark of
 
 bool is_space(char ch) { return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n' || ch == '\v' || ch == '\f'; }
 
-// A non-negative decimal number no larger than 65535 (a piece position); -1 otherwise.
+// A non-negative decimal number (a word's index), at most INT_MAX: a larger one is past any pair's
+// words as surely, and is told apart from one that is not a number (-1).
 int read_index(std::string_view text) {
-  if (text.empty() || text.size() > 5) return -1;
-  int value = 0;
+  if (text.empty()) return -1;
+  int64_t value = 0;
   for (const char ch : text) {
     if (ch < '0' || ch > '9') return -1;
-    value = value * 10 + (ch - '0');
+    value = std::min<int64_t>(value * 10 + (ch - '0'), INT_MAX);
   }
-  return value <= 65535 ? value : -1;
+  return static_cast<int>(value);
 }
 
 }  // namespace
