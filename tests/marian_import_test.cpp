@@ -371,6 +371,13 @@ TEST_F(MarianImport, WhatTrafoCannotReadOrExpressIsRefusedInOneLine) {
                }),
        "model.safetensors: encoder.layers.0.self_attn.k_proj.weight has shape ["},
       {*dir_ / "no-such-folder", "is not a folder"},
+      // A config trafo's model cannot take is config.json's fault, named before a weight is read.
+      {variant("heads",
+               [&](const fs::path& f) {
+                 with_config("encoder_attention_heads", 3)(f);
+                 with_config("decoder_attention_heads", 3)(f);
+               }),
+       "bad-heads/config.json: invalid model config: heads (3) must divide d-model"},
   };
   for (const auto& [folder, expected] : cases) {
     SCOPED_TRACE(folder.filename().string());

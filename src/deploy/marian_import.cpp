@@ -158,14 +158,17 @@ model::ModelConfig model_config(const json& config, const fs::path& path) {
   return c;
 }
 
-}  // namespace
-
-checkpoint::Checkpoint import_marian(const fs::path& folder) {
+checkpoint::Checkpoint import_folder(const fs::path& folder) {
   std::error_code error;
   if (!fs::is_directory(folder, error)) throw InputError(folder.string() + " is not a folder");
   const auto config_path = folder / "config.json";
   const auto config = read_json(config_path);
   auto c = model_config(config, config_path);
+  try {  // before any weight is read: a config trafo's model cannot take is config.json's fault
+    model::validate(c);
+  } catch (const InputError& e) {
+    throw InputError(config_path.string() + ": " + e.what());
+  }
   json tokenizer_config = json::object();
   const auto tokenizer_config_path = folder / "tokenizer_config.json";
   if (fs::exists(tokenizer_config_path, error)) tokenizer_config = read_json(tokenizer_config_path);
@@ -326,6 +329,19 @@ checkpoint::Checkpoint import_marian(const fs::path& folder) {
   if (!result.inference.src_lang.empty()) result.config += "src-lang = " + json(result.inference.src_lang).dump() + "\n";
   if (!result.inference.tgt_lang.empty()) result.config += "tgt-lang = " + json(result.inference.tgt_lang).dump() + "\n";
   return result;
+}
+
+}  // namespace
+
+checkpoint::Checkpoint import_marian(const fs::path& folder) {
+  // Every reason names the file at fault; one from deeper down (a weight's reader) gets the folder.
+  try {
+    return import_folder(folder);
+  } catch (const InputError& e) {
+    const std::string reason = e.what();
+    if (reason.find(folder.string()) != std::string::npos) throw;
+    throw InputError(folder.string() + ": " + reason);
+  }
 }
 
 }  // namespace trafo::deploy
