@@ -389,6 +389,16 @@ TEST_F(MarianImport, WhatTrafoCannotReadOrExpressIsRefusedInOneLine) {
     EXPECT_FALSE(fs::exists(out));
     EXPECT_FALSE(fs::exists(folder / "ran"));  // a pickle's code never runs
   }
+  // --out that is one of the folder's files by another name (a hard link) is refused, --force or not.
+  const auto link = *dir_ / "hard-link.pt";
+  fs::remove(link);
+  fs::create_hard_link(good / "source.spm", link);
+  const auto spm = read_text(good / "source.spm");
+  const auto linked = run_trafo("import --from " + quoted(good) + " --out " + quoted(link) + " --force");
+  EXPECT_EQ(linked.exit_code, 2) << linked.errors;
+  EXPECT_NE(linked.errors.find("by another name"), std::string::npos) << linked.errors;
+  EXPECT_EQ(read_text(good / "source.spm"), spm);
+  EXPECT_EQ(read_text(link), spm);
 }
 
 }  // namespace

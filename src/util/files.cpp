@@ -112,6 +112,25 @@ std::vector<std::string> read_lines(const std::filesystem::path& path, int64_t l
 
 namespace {
 
+// The file in `folder` or a folder in it (the first 10,000 entries) that is `file` by another name
+// (a hard link, a link), or "". (No recursive_directory_iterator: see remove_tree.)
+std::filesystem::path file_inside(const std::filesystem::path& folder, const std::filesystem::path& file,
+                                  int levels = 2) {
+  std::error_code error;
+  int seen = 0;
+  for (std::filesystem::directory_iterator entries(folder, error), end; !error && entries != end && seen < 10000;
+       entries.increment(error), ++seen) {
+    std::error_code ignored;
+    if (entries->is_regular_file(ignored) && std::filesystem::equivalent(entries->path(), file, ignored)) {
+      return entries->path();
+    }
+    if (levels > 1 && entries->is_directory(ignored) && !entries->is_symlink(ignored)) {
+      if (auto found = file_inside(entries->path(), file, levels - 1); !found.empty()) return found;
+    }
+  }
+  return {};
+}
+
 bool is_empty_folder(const std::filesystem::path& path) {
   std::error_code error;
   return std::filesystem::is_directory(path, error) && std::filesystem::is_empty(path, error);
@@ -235,6 +254,13 @@ void refuse_overwriting(const std::string& option, const std::filesystem::path& 
         std::filesystem::exists(out, error)) {
       throw InputError(option + " " + output.string() + " is a file of the " + input.option + " folder " +
                        input.path.string() + ": writing it could destroy what is read from there");
+    }
+    // ... by any other name too: a hard link to one of its files, or a link into it.
+    if (std::filesystem::is_directory(in, error) && std::filesystem::exists(output, error)) {
+      if (const auto same = file_inside(in, output); !same.empty()) {
+        throw InputError(option + " " + output.string() + " is " + same.string() + " of the " + input.option +
+                         " folder by another name: writing it would destroy it");
+      }
     }
   }
 }
