@@ -111,6 +111,23 @@ TEST_F(DataTest, VocabularyLargerThanTheTextSupportsIsTrainedSmaller) {
   EXPECT_LT(tokenizer.vocab_size(), 50000);
 }
 
+// SentencePiece leaves lines over 4,192 bytes out of learning the vocabulary unless told otherwise:
+// a character written only in long lines never got a piece of its own (bytes instead).
+TEST(Tokenizer, LongLinesAreLearnedFrom) {
+  std::vector<std::string> lines;
+  for (int i = 0; i < 300; ++i) lines.push_back("the cat sees the dog number " + std::to_string(i));
+  std::string long_line;
+  for (int i = 0; i < 600; ++i) long_line += "жук ";  // 4,800 bytes
+  lines.push_back(long_line);
+  TokenizerOptions options;
+  options.vocab_size = 320;
+  options.character_coverage = 1.0;
+  const auto tokenizer = Tokenizer::train_on_lines(lines, options);
+  for (const auto& piece : tokenizer.pieces("жук")) {
+    EXPECT_EQ(piece.find("<0x"), std::string::npos) << "a byte piece: " << piece;
+  }
+}
+
 TEST_F(DataTest, CorpusLoadsEveryPair) {
   const auto corpus = Corpus::load(*dir_ / "train.en", *dir_ / "train.de", *tokenizer_, {});
   EXPECT_EQ(corpus.size(), 400);

@@ -21,6 +21,11 @@ namespace trafo::data {
 
 namespace {
 
+// SentencePiece leaves lines over its max_sentence_length (4,192 bytes by default) out of learning
+// the vocabulary without a word; trafo raises it to the longest line it translates, and counts the
+// lines past that.
+constexpr size_t kMaxSentenceBytes = size_t{1} << 20;
+
 // Streams the lines of several files to the SentencePiece trainer without loading them whole,
 // and notes the files that hold no text.
 class FileLines : public sentencepiece::SentenceIterator {
@@ -31,12 +36,14 @@ class FileLines : public sentencepiece::SentenceIterator {
   const std::string& value() const override { return line_; }
   sentencepiece::util::Status status() const override { return status_; }
   const std::vector<std::filesystem::path>& empty_files() const { return empty_files_; }
+  int64_t too_long() const { return too_long_; }
 
  private:
   void advance() {
     while (true) {
       if (stream_.is_open() && std::getline(stream_, line_)) {
         if (line_.find_first_not_of(" \t\r\f\v") != std::string::npos) current_has_text_ = true;
+        too_long_ += line_.size() > kMaxSentenceBytes;
         return;
       }
       if (stream_.is_open() && !current_has_text_) empty_files_.push_back(files_[next_file_ - 1]);
@@ -61,6 +68,7 @@ class FileLines : public sentencepiece::SentenceIterator {
   std::string line_;
   bool done_ = false;
   bool current_has_text_ = false;
+  int64_t too_long_ = 0;
   std::vector<std::filesystem::path> empty_files_;
   sentencepiece::util::Status status_;
 };
@@ -86,10 +94,16 @@ std::string training_failure(std::string message, int64_t vocab_size) {
   }
   if (message.find("too high") != std::string::npos) message += "; try a smaller --vocab-size";
   if (message.find("sentences_.empty()") != std::string::npos) {
-    return prefix + "SentencePiece found no line to learn from: it leaves out lines over 4192 bytes, and every "
-                    "line of the training text is longer; check the line breaks, or split the lines";
+    return prefix + "SentencePiece found no line to learn from: it leaves out lines over " +
+           std::to_string(kMaxSentenceBytes >> 20) +
+           " MiB, and every line of the training text is longer; check the line breaks, or split the lines";
   }
   return prefix + message;
+}
+
+void warn_too_long(int64_t lines) {
+  spdlog::warn("{} lines longer than {} MiB are left out of learning the vocabulary",
+               lines, kMaxSentenceBytes >> 20);
 }
 
 // Lines held in memory, for the SentencePiece trainer.
@@ -128,7 +142,8 @@ std::unordered_map<std::string, std::string> trainer_arguments(const TokenizerOp
       {"unk_id", std::to_string(kUnkId)},
       {"bos_id", std::to_string(kBosId)},
       {"eos_id", std::to_string(kEosId)},
-      {"num_threads", std::to_string(std::max(1, options.threads))}};
+      {"num_threads", std::to_string(std::max(1, options.threads))},
+      {"max_sentence_length", std::to_string(kMaxSentenceBytes)}};
   if (!options.reserved.empty()) {
     std::string symbols;
     for (const auto& symbol : options.reserved) symbols += (symbols.empty() ? "" : ",") + symbol;
@@ -204,6 +219,7 @@ Tokenizer Tokenizer::train(const std::vector<std::filesystem::path>& files, cons
   FileLines lines(files);
   std::string model;
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &model);
+  if (lines.too_long() > 0) warn_too_long(lines.too_long());
   if (!status.ok()) {
     if (!lines.empty_files().empty()) {
       throw InputError("cannot train the vocabulary: " + lines.empty_files().front().string() + " holds no text");
@@ -215,6 +231,10 @@ Tokenizer Tokenizer::train(const std::vector<std::filesystem::path>& files, cons
 
 Tokenizer Tokenizer::train_on_lines(std::vector<std::string> lines, const TokenizerOptions& options) {
   const auto args = trainer_arguments(options, 0);
+  const auto too_long = std::count_if(lines.begin(), lines.end(), [](const std::string& line) {
+    return line.size() > kMaxSentenceBytes;
+  });
+  if (too_long > 0) warn_too_long(too_long);
   HeldLines held(std::move(lines));
   std::string model;
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &held, &model);
