@@ -139,6 +139,31 @@ TEST_F(RunIntegrity, LoadersRefuseWhatIsNoRegularFile) {
   }
 }
 
+// An output that is a named pipe no process reads: opening it to write used to wait for a reader for
+// good. Each command says so at once (exit 2, one line); with a reader the output goes through it.
+TEST_F(RunIntegrity, OutputsToAPipeNoProcessReadsAreRefusedAtOnce) {
+  ASSERT_EQ(run_trafo(base() + " --max-steps 2").exit_code, 0);
+  const auto dir = make_temp_dir("pipe-out");
+  const auto pipe = dir / "out";
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  const auto checkpoint = quoted(run_ / "checkpoint-last.pt");
+  const std::string source = quoted(data_ / "dev.en"), reference = quoted(data_ / "dev.de");
+  for (const std::string& command :
+       {"translate --threads 1 --checkpoint " + checkpoint + " --input " + source + " --output " + quoted(pipe),
+        "eval --threads 1 --checkpoint " + checkpoint + " --src " + source + " --ref " + reference + " --output " +
+            quoted(pipe),
+        "average --force --out " + quoted(pipe) + " " + checkpoint}) {
+    const auto result = run_command("timeout 60 '" + std::string(TRAFO_BINARY) + "' " + command);
+    EXPECT_EQ(result.exit_code, 2) << command << ": " << result.errors;
+    EXPECT_NE(result.errors.find("it is a named pipe that no process reads"), std::string::npos) << result.errors;
+  }
+  const auto read = run_command("cat " + quoted(pipe) + " > " + quoted(dir / "read.txt") + " & sleep 1; '" +
+                                std::string(TRAFO_BINARY) + "' translate --threads 1 --checkpoint " + checkpoint +
+                                " --input " + source + " --output " + quoted(pipe) + "; wait");
+  EXPECT_EQ(read.exit_code, 0) << read.errors;
+  EXPECT_EQ(lines_of(read_text(dir / "read.txt")).size(), lines_of(read_text(data_ / "dev.en")).size());
+}
+
 // --no-resume --overwrite that fails on its own input (here: training files with no text) leaves
 // the old run whole: it is replaced only once the new run has read and checked everything.
 TEST_F(RunIntegrity, OverwriteKeepsTheOldRunUntilTheNewOneIsChecked) {

@@ -240,7 +240,9 @@ int run_translate(const TranslateOptions& options) {
   decode::Translator translator(loaded.model, loaded.tokenizer, decoding);
   for (const auto& member : loaded.ensemble) translator.add_to_ensemble(member);
   std::ofstream file;
+  std::optional<util::PipeHold> pipe;
   if (options.output != "-") {
+    pipe.emplace(options.output);
     file.open(options.output, std::ios::binary);
     if (!file) throw_write_error(options.output, errno);
   }

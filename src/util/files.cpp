@@ -181,6 +181,19 @@ void write_folder_atomically(const std::filesystem::path& folder,
   }
 }
 
+PipeHold::PipeHold(const std::filesystem::path& path) {
+  std::error_code error;
+  if (!std::filesystem::is_fifo(path, error)) return;
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd_ < 0 && errno == ENXIO) {
+    throw InputError("cannot write " + path.string() + ": it is a named pipe that no process reads");
+  }
+}
+
+PipeHold::~PipeHold() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
 std::string special_kind(const std::filesystem::path& path) {
   std::error_code error;
   const auto link = std::filesystem::symlink_status(path, error);

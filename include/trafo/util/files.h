@@ -44,6 +44,21 @@ void write_folder_atomically(const std::filesystem::path& folder, const std::vec
 // (which has no size to bound a read by, and may never end or never answer), a dangling link.
 void check_regular_file(const std::filesystem::path& path);
 
+// Where `path` is a named pipe, opens it for writing without waiting, and holds it open while it
+// lives: InputError when no process reads it (an open() of one's own would wait for a reader for
+// good). Hold it until the output is opened for good, so that the reader never sees an end of its
+// input between the two. Anything but a pipe: nothing.
+class PipeHold {
+ public:
+  explicit PipeHold(const std::filesystem::path& path);
+  ~PipeHold();
+  PipeHold(const PipeHold&) = delete;
+  PipeHold& operator=(const PipeHold&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 // What `path` is when it is neither a regular file (or a link to one) nor absent: "a folder", "a
 // named pipe (FIFO)", "a character device", "a block device", "a socket", "a link to TARGET, which
 // does not exist"; "" otherwise.
