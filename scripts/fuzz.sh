@@ -6,14 +6,14 @@
 # Findings (the input, then its stack in <input>.log) are saved under fuzz/findings/<target>/.
 #
 # Usage: scripts/fuzz.sh [SECONDS]
-#   FUZZ_TARGETS="metrics config_file"  run only these (default: all six)
+#   FUZZ_TARGETS="metrics config_file"  run only these (default: all eight)
 #   TRAFO_CPU_LOCK=/tmp/trafo-cpu.lock   take this flock around each build and each harness run
 #   FUZZ_NICE=19                         run the harnesses under nice
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SECONDS_PER_TARGET=${1:-60}
-TARGETS=(${FUZZ_TARGETS:-corpus_reader checkpoint config_file metrics translate_line torch_pickle html})
+TARGETS=(${FUZZ_TARGETS:-corpus_reader checkpoint config_file metrics translate_line torch_pickle html http_request})
 BUILD_DIR=build-fuzz
 CLANG=${CLANG:-clang++-14}
 

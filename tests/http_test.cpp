@@ -86,6 +86,8 @@ TEST(HttpMessage, BodiesThatTheLimitCannotBoundAreRefusedFromTheHead) {
   std::string many = "GET / HTTP/1.1\r\n";
   for (int i = 0; i < 101; ++i) many += "X-" + std::to_string(i) + ": 1\r\n";
   EXPECT_EQ(refusal(many + "\r\n"), 431);
+  // A request line and headers each under the limit, together over it (Beast checks them apart).
+  EXPECT_EQ(refusal("GET /" + std::string(10000, 'a') + " HTTP/1.1\r\nX: " + std::string(10000, 'b') + "\r\n\r\n"), 431);
 }
 
 TEST(HttpMessage, MalformedHeadsAreRefused) {

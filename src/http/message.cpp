@@ -171,6 +171,7 @@ struct RequestReader::Impl {
   Request head;  // the request as far as it is read
   bool head_checked = false;
   bool started = false;  // past the blank lines a request may follow
+  size_t head_bytes = 0;  // of the head, taken by the parser so far
   Parsed state;
 
   explicit Impl(const MessageLimits& l) : limits(l) {
@@ -181,7 +182,12 @@ struct RequestReader::Impl {
   }
 
   // The head's own rules, beyond what Beast checks: a refusal, or nullopt.
+  Parsed head_too_large() const {
+    return refused(431, fmt::format("the request line and headers are larger than {} bytes", limits.max_head_bytes));
+  }
+
   std::optional<Parsed> check_head() {
+    if (head_bytes > limits.max_head_bytes) return head_too_large();
     const auto& message = parser->get();
     if (message.version() != 10 && message.version() != 11) return refused(505, "HTTP/1.1 only");
     const auto target = view(message.target());
@@ -220,9 +226,14 @@ struct RequestReader::Impl {
       started = used < bytes.size();
     }
     while (used < bytes.size() && !parser->is_done()) {
+      // Beast 1.74 asserts that a last chunk it waited on comes back with 5 bytes at least; a
+      // chunked body cannot end in fewer ("0\r\n\r\n"), so fewer are left until more come.
+      if (parser->is_header_done() && parser->chunked() && bytes.size() - used < 5) break;
       boost::system::error_code error;
+      const bool in_head = !parser->is_header_done();
       const size_t n = parser->put(boost::asio::const_buffer(bytes.data() + used, bytes.size() - used), error);
       used += n;
+      if (in_head) head_bytes += n;
       if (error == beast::error::need_more) break;
       if (error) return state = refused_by_parser(error, limits, bytes.substr(used));
       if (parser->is_header_done() && !head_checked) {
@@ -235,6 +246,11 @@ struct RequestReader::Impl {
     if (parser->is_header_done() && !head_checked) {  // a head without a body completes in the same call
       head_checked = true;
       if (auto refusal = check_head()) return state = *refusal;
+    }
+    // Beast takes the start line and the fields in separate looks, each against its limit, so that
+    // a head can pass it by a start line's length: the head's bytes are counted here.
+    if (!parser->is_header_done() && head_bytes + (bytes.size() - used) > limits.max_head_bytes) {
+      return state = head_too_large();
     }
     state.used = used;
     if (!parser->is_done()) {
