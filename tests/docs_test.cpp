@@ -134,6 +134,15 @@ TEST(Docs, ReadmeIsAtMost200Lines) {
   EXPECT_LE(lines.size(), 200u) << "README.md is read in five minutes: move detail into docs/";
 }
 
+// The guides stay timeless: performance.md holds the current figure per topic (the dated history
+// is bench/results/'s), design.md the map of the code (the detail is design-notes.md's).
+TEST(Docs, PerformanceAndDesignStayWithinTheirBudgets) {
+  EXPECT_LE(lines_of(read_text(kSource / "docs" / "performance.md")).size(), 300u)
+      << "move dated measurements to bench/results/ and keep the current figure";
+  EXPECT_LE(lines_of(read_text(kSource / "docs" / "design.md")).size(), 300u)
+      << "move the detail to docs/design-notes.md and keep the map";
+}
+
 // Each area's `USES` in CMakeLists.txt, by area name.
 std::map<std::string, std::set<std::string>> areas_in_the_build() {
   const std::string text = read_text(kSource / "CMakeLists.txt");
