@@ -213,9 +213,10 @@ TEST_F(RunIdentity, ErrorsKeepTheirReason) {
   EXPECT_NE(cr.errors.find("carriage return (CR) alone"), std::string::npos) << cr.errors;
   EXPECT_NE(cr.errors.find("convert them to line feeds"), std::string::npos) << cr.errors;
 
-  // Lines too long for SentencePiece: its reason, in words, with what to do.
+  // Lines too long to learn a vocabulary from (over 1 MiB, SentencePiece's limit as trafo sets it):
+  // its reason, in words, with what to do.
   std::string longer;
-  for (int i = 0; i < 900; ++i) longer += "river ";
+  for (int i = 0; i < 180000; ++i) longer += "river ";
   for (const char* name : {"long.en", "long.de"}) write_text(dir / name, longer + "\n" + longer + "\n");
   const auto long_lines =
       run_trafo("train --train-src " + quoted(dir / "long.en") + " --train-tgt " + quoted(dir / "long.de") +
@@ -223,6 +224,7 @@ TEST_F(RunIdentity, ErrorsKeepTheirReason) {
                 quoted(run_) + kIdentityModel + " --d-model 32 --vocab-size 300");
   EXPECT_EQ(long_lines.exit_code, 2);
   EXPECT_NE(long_lines.errors.find("no line to learn from"), std::string::npos) << long_lines.errors;
+  EXPECT_NE(long_lines.errors.find("over 1 MiB"), std::string::npos) << long_lines.errors;
 
   // A text option that is not UTF-8 cannot go into config.toml or a checkpoint's metadata.
   const auto bytes = run_trafo("train --data-dir $(printf '\\377') --run-dir " + quoted(run_));
