@@ -214,6 +214,18 @@ TEST(Docs, ServeReachesTheEngineThroughInference) {
   }
 }
 
+// The commands reach decoding and HTML pages through the translation engine alone
+// (inference/translation.h): inference_cli uses neither decode nor markup, serve no markup (its
+// continuous batching is decode's); the engine's area holds HTML pages.
+TEST(Docs, FrontDoorsDecodeThroughTheEngine) {
+  const auto built = areas_in_the_build();
+  ASSERT_TRUE(built.count("inference_cli") && built.count("serve") && built.count("inference"));
+  EXPECT_FALSE(built.at("inference_cli").count("decode")) << "inference_cli uses decode";
+  EXPECT_FALSE(built.at("inference_cli").count("markup")) << "inference_cli uses markup";
+  EXPECT_FALSE(built.at("serve").count("markup")) << "serve uses markup";
+  EXPECT_TRUE(built.at("inference").count("markup"));
+}
+
 TEST(Docs, EveryRelativeLinkResolves) {
   int checked = 0;
   for (const auto& file : markdown_files()) {

@@ -9,8 +9,8 @@
 #include <torch/torch.h>
 
 #include "toy_model_support.h"
-#include "trafo/checkpoint/checkpoint.h"
 #include "trafo/decode/translator.h"
+#include "trafo/inference/loaded_model.h"
 #include "trafo/serve/service.h"
 
 namespace trafo::serve {
@@ -32,11 +32,14 @@ struct Decoding {
 
 TEST(Service, ServedTranslationsAreTheTranslatorsTaggedOrNot) {
   at::set_num_threads(2);
-  const auto saved = checkpoint::load(kToyModel, /*with_training_state=*/false);
-  Direction direction{"en", "de", checkpoint::make_model(saved, torch::kCPU),
-                      std::make_shared<const data::Tokenizer>(data::Tokenizer::from_bytes(saved.tokenizer)),
-                      decode::DecodeOptions{}, {}};
-  direction.model->eval();
+  inference::RuntimeOptions runtime;
+  runtime.checkpoint = kToyModel;
+  runtime.device = "cpu";
+  runtime.threads = 2;
+  runtime.precision = "fp32";
+  const auto loaded = std::make_shared<const inference::LoadedModel>(inference::load_for_translation(runtime));
+  Direction direction{"en", "de", std::make_shared<const inference::Translation>(loaded, inference::SearchOptions{}), {}};
+  const auto& tokenizer = loaded->tokenizer;
   auto sentences = toy_sentences(60);
   std::string very_long;
   for (int i = 0; i < 60; ++i) very_long += sentences[static_cast<size_t>(i)] + " ";
@@ -46,10 +49,10 @@ TEST(Service, ServedTranslationsAreTheTranslatorsTaggedOrNot) {
   // Greedy (the running batch) and beams (a batch of their own), each with and without a tag.
   std::vector<decode::DecodeOptions> kinds(4);
   kinds[2].beam = kinds[3].beam = 3;
-  kinds[1].source_tag = kinds[3].source_tag = direction.tokenizer->vocab_size() - 1;
+  kinds[1].source_tag = kinds[3].source_tag = tokenizer.vocab_size() - 1;
   std::vector<std::vector<std::vector<decode::Hypothesis>>> offline;
   for (const auto& options : kinds) {
-    offline.push_back(decode::Translator(direction.model, *direction.tokenizer, options).translate(sentences));
+    offline.push_back(decode::Translator(loaded->model, tokenizer, options).translate(sentences));
   }
 
   Service service({direction}, /*max_queue=*/10000, /*decoders=*/2);
@@ -59,17 +62,19 @@ TEST(Service, ServedTranslationsAreTheTranslatorsTaggedOrNot) {
     std::vector<std::future<Outcome>> served;  // the jobs at once, as concurrent requests
     for (const auto& options : kinds) {
       served.push_back(std::async(std::launch::async, [&, options] {
-        return service.run(Job{0, options, sentences, false, {}},
-                           std::chrono::steady_clock::now() + std::chrono::minutes(5));
+        Job job;
+        job.options = options;
+        job.sentences = sentences;
+        return service.run(std::move(job), std::chrono::steady_clock::now() + std::chrono::minutes(5));
       }));
     }
     for (auto& outcome : served) outcomes.push_back(outcome.get());
   }
 
   for (size_t k = 0; k < kinds.size(); ++k) {
-    ASSERT_EQ(outcomes[k].results.size(), sentences.size()) << "kind " << k;
+    ASSERT_EQ(outcomes[k].translations.size(), sentences.size()) << "kind " << k;
     for (size_t i = 0; i < sentences.size(); ++i) {
-      const auto& got = outcomes[k].results[i].front();
+      const auto& got = outcomes[k].translations[i].hypotheses.front();
       const auto& expected = offline[k][i].front();
       EXPECT_EQ(got.tokens, expected.tokens) << "kind " << k << ", line " << i;
       EXPECT_EQ(got.text, expected.text) << "kind " << k << ", line " << i;

@@ -81,14 +81,21 @@ EvalResult Evaluator::run(model::Transformer& model, const data::Tokenizer& toke
 
 EvalResult Evaluator::run(std::vector<model::Transformer>& models, const data::Tokenizer& tokenizer,
                           const EvalSet& set) const {
+  return run(models, set, [&](const std::vector<std::string>& sources) {
+    decode::Translator translator(models.front(), tokenizer, options_);
+    for (size_t m = 1; m < models.size(); ++m) translator.add_to_ensemble(models[m]);
+    return translator.translate_best(sources);
+  });
+}
+
+EvalResult Evaluator::run(std::vector<model::Transformer>& models, const EvalSet& set,
+                          const Translate& translate) const {
   EvalResult result;
   const auto loss_started = std::chrono::steady_clock::now();
   result.loss = loss(models, set.pairs);
   result.loss_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loss_started).count();
   const auto started = std::chrono::steady_clock::now();
-  decode::Translator translator(models.front(), tokenizer, options_);
-  for (size_t m = 1; m < models.size(); ++m) translator.add_to_ensemble(models[m]);
-  result.hypotheses = translator.translate_best(set.sources);
+  result.hypotheses = translate(set.sources);
   result.translate_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   result.bleu = metrics::corpus_bleu(result.hypotheses, {set.references});
   result.chrf = metrics::corpus_chrf(result.hypotheses, {set.references});

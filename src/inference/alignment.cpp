@@ -159,28 +159,25 @@ std::string pharaoh(const Links& links) {
   return text;
 }
 
-std::vector<std::string> align_best(model::Transformer& model, const data::Tokenizer& tokenizer, int tag,
-                                    const std::vector<std::string>& sources,
-                                    const std::vector<std::vector<int>>& source_ids,
-                                    const std::vector<std::vector<decode::Hypothesis>>& results) {
+std::vector<Links> align_best(model::Transformer& model, const data::Tokenizer& tokenizer, int tag,
+                              const std::vector<std::string>& sources, const std::vector<std::vector<int>>& source_ids,
+                              const std::vector<const decode::Hypothesis*>& best) {
   const auto longest = static_cast<size_t>(model->config().max_positions - 1);  // as the translator cuts sources
   std::vector<std::vector<int>> read, target_ids;
   for (size_t i = 0; i < sources.size(); ++i) {
     const auto& ids = source_ids[i];
     read.emplace_back(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), longest)));
-    target_ids.push_back(results[i].front().tokens);
+    target_ids.push_back(best[i]->tokens);
   }
-  const auto links = align_words(model, tokenizer, read, target_ids, default_alignment_head(model->config()), tag);
-  std::vector<std::string> lines;
+  auto links = align_words(model, tokenizer, read, target_ids, default_alignment_head(model->config()), tag);
   for (size_t i = 0; i < links.size(); ++i) {
-    const auto& printed = results[i].front().text;
-    lines.push_back(pharaoh(within(links[i], decode::count_words(sources[i]), decode::count_words(printed))));
+    links[i] = within(links[i], decode::count_words(sources[i]), decode::count_words(best[i]->text));
   }
-  return lines;
+  return links;
 }
 
-std::vector<std::string> align_pairs(model::Transformer& model, const data::Tokenizer& tokenizer, int tag,
-                                     const std::vector<std::string>& sources, const std::vector<std::string>& targets) {
+std::vector<Links> align_pairs(model::Transformer& model, const data::Tokenizer& tokenizer, int tag,
+                               const std::vector<std::string>& sources, const std::vector<std::string>& targets) {
   // + eos (source) or bos (target) must fit the model's positions
   const auto longest = static_cast<size_t>(model->config().max_positions - 1);
   std::vector<std::vector<int>> source_ids, target_ids;
@@ -194,12 +191,12 @@ std::vector<std::string> align_pairs(model::Transformer& model, const data::Toke
     target_ids.push_back(std::move(target));
   }
   const auto links = align_words(model, tokenizer, source_ids, target_ids, default_alignment_head(model->config()), tag);
-  std::vector<std::string> lines(sources.size());
+  std::vector<Links> pairs(sources.size());
   for (size_t k = 0; k < fitting.size(); ++k) {
     const size_t i = fitting[k];
-    lines[i] = pharaoh(within(links[k], decode::count_words(sources[i]), decode::count_words(targets[i])));
+    pairs[i] = within(links[k], decode::count_words(sources[i]), decode::count_words(targets[i]));
   }
-  return lines;
+  return pairs;
 }
 
 }  // namespace trafo::inference

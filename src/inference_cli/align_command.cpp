@@ -16,7 +16,7 @@
 #include "decode_flags.h"
 #include "trafo/data/corpus.h"
 #include "trafo/errors.h"
-#include "trafo/inference/alignment.h"
+#include "trafo/inference/translation.h"
 #include "trafo/util/files.h"
 
 namespace trafo::cli {
@@ -29,18 +29,20 @@ struct AlignOptions {
 
 int run_align(const AlignOptions& options) {
   data::check_parallel_files(options.source, options.target);
-  auto loaded = inference::load_for_translation(options.runtime);
+  const inference::Translation engine(
+      std::make_shared<const inference::LoadedModel>(inference::load_for_translation(options.runtime)), {});
+  const auto& loaded = engine.loaded();
   const auto head = inference::default_alignment_head(loaded.model->config());
   spdlog::info("aligning with {}", head.head >= 0 ? fmt::format("the guided head (decoder layer {}, head 1)", head.layer + 1)
                                                    : std::string("every decoder layer's cross-attention, heads averaged"));
   const auto sources = util::read_lines(options.source), targets = util::read_lines(options.target);
   inference::require_targets(loaded, sources, options.source);
   const auto started = std::chrono::steady_clock::now();
-  const auto lines = inference::align_pairs(loaded.model, loaded.tokenizer, loaded.tag, sources, targets);
-  spdlog::info("aligned {} pairs in {:.3f} s", lines.size(),
+  const auto links = engine.align(sources, targets);
+  spdlog::info("aligned {} pairs in {:.3f} s", links.size(),
                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   std::string out;
-  for (const auto& line : lines) out += line + '\n';
+  for (const auto& pair : links) out += inference::pharaoh(pair) + '\n';
   std::cout << out;
   std::cout.flush();
   if (!std::cout) throw RunError("cannot write the alignments to standard output");

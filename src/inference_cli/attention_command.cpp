@@ -23,7 +23,7 @@ namespace {
 
 struct AttentionOptions {
   inference::RuntimeOptions runtime;
-  decode::DecodeOptions decode;
+  inference::SearchOptions decode;
   std::string source;  // the sentence to translate
   std::string target;  // force-decode this translation instead (empty: translate)
   std::string out;     // FILE.html or FILE.svg; default attention.html unless --json
@@ -35,7 +35,7 @@ bool ends_with(const std::string& text, const std::string& suffix) {
 }
 
 int run_attention(const AttentionOptions& options) {
-  decode::validate(options.decode);
+  inference::validate(options.decode);
   // The sentences end up in HTML, SVG or JSON, none of which may carry invalid UTF-8.
   data::check_utf8(options.source, "--src");
   data::check_utf8(options.target, "--tgt");

@@ -7,7 +7,7 @@
 #include "trafo/errors.h"
 
 namespace trafo::cli {
-void add_decode_flags(CLI::App& command, decode::DecodeOptions& options, bool with_n_best) {
+void add_decode_flags(CLI::App& command, inference::SearchOptions& options, bool with_n_best) {
   command.add_option("--beam,-b", options.beam, "beam size; 1 is greedy search")->capture_default_str();
   command
       .add_option("--length-penalty", options.length_penalty,
@@ -33,7 +33,7 @@ void add_decode_flags(CLI::App& command, decode::DecodeOptions& options, bool wi
       ->capture_default_str();
 }
 
-void add_language_check_flag(CLI::App& command, decode::DecodeOptions& options) {
+void add_language_check_flag(CLI::App& command, inference::SearchOptions& options) {
   command
       .add_option("--retry-off-target", options.retry_off_target,
                   "on a model of several target languages: a translation that the model's language identifier "
@@ -43,7 +43,7 @@ void add_language_check_flag(CLI::App& command, decode::DecodeOptions& options) 
       ->capture_default_str();
 }
 
-void add_sampling_flags(CLI::App& command, decode::DecodeOptions& options) {
+void add_sampling_flags(CLI::App& command, inference::SearchOptions& options) {
   CLI::Option* topk =
       command
           .add_option("--sampling-topk", options.sampling_topk,

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "trafo/decode/translator.h"
 #include "trafo/inference/loaded_model.h"
+#include "trafo/inference/translation.h"
 
 namespace CLI {
 class App;
@@ -17,11 +17,11 @@ namespace trafo::cli {
 
 
 // --beam, --length-penalty, [--n-best,] --max-length-a, --max-length-b, --batch-tokens.
-void add_decode_flags(CLI::App& command, decode::DecodeOptions& options, bool with_n_best);
+void add_decode_flags(CLI::App& command, inference::SearchOptions& options, bool with_n_best);
 // --retry-off-target (translate, eval, serve): the language check of a model of several targets.
-void add_language_check_flag(CLI::App& command, decode::DecodeOptions& options);
+void add_language_check_flag(CLI::App& command, inference::SearchOptions& options);
 // --sampling-topk, --sampling-topp, --sampling-temperature, --seed (translate: back-translation).
-void add_sampling_flags(CLI::App& command, decode::DecodeOptions& options);
+void add_sampling_flags(CLI::App& command, inference::SearchOptions& options);
 // --checkpoint, --device, --threads and, `with_precision`, --precision and --tag.
 // `ensemble`: --checkpoint may be given more than once (translate, eval).
 void add_runtime_flags(CLI::App& command, inference::RuntimeOptions& options, bool with_precision = true, bool ensemble = false);

@@ -22,7 +22,6 @@
 #include "trafo/errors.h"
 #include "trafo/eval/evaluator.h"
 #include "trafo/metrics/bleu.h"
-#include "trafo/decode/glossary.h"
 #include "trafo/metrics/chrf.h"
 #include "trafo/metrics/language_id.h"
 #include "trafo/ops/eligibility.h"
@@ -34,7 +33,7 @@ namespace {
 
 struct EvalOptions {
   inference::RuntimeOptions runtime;
-  decode::DecodeOptions decode;
+  inference::SearchOptions decode;
   std::string source;  // source sentences, one a line
   std::string reference;  // their reference translations, line-aligned
   std::string output;  // where to write the translations (none when empty)
@@ -79,7 +78,7 @@ nlohmann::json off_target(const inference::LoadedModel& loaded, const eval::Eval
 
 int run_eval(const EvalOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  decode::validate(options.decode);
+  inference::validate(options.decode);
   std::vector<util::NamedPath> inputs = {
       {"--src", options.source}, {"--ref", options.reference}, {"--checkpoint", options.runtime.checkpoint}};
   for (const auto& path : options.runtime.ensemble) inputs.push_back({"--checkpoint", path});
@@ -87,19 +86,19 @@ int run_eval(const EvalOptions& options) {
   util::refuse_overwriting("--output", options.output, inputs);
   const int64_t sentences = data::check_parallel_files(options.source, options.reference);
   // The glossary's form is checked before the model loads; its terms are cut by the model's tokenizer.
-  const auto glossary_file = options.glossary.empty() ? decode::Glossary::File{} : decode::Glossary::read(options.glossary);
-  auto loaded = inference::load_for_translation(options.runtime);
-  auto decoding = inference::decoding_for(options.decode, loaded);
-  if (!options.glossary.empty()) {
-    decoding.glossary = std::make_shared<const decode::Glossary>(
-        decode::Glossary::from_pairs(glossary_file.pairs, loaded.tokenizer, glossary_file.places));
-  }
-
+  const auto glossary = options.glossary.empty() ? inference::Glossary::File{} : inference::read_glossary(options.glossary);
+  const inference::Translation engine(
+      std::make_shared<const inference::LoadedModel>(inference::load_for_translation(options.runtime)), options.decode,
+      glossary);
+  const auto& loaded = engine.loaded();
   const auto set = eval::EvalSet::read(options.source, options.reference, loaded.tokenizer,
                                        loaded.model->config().max_positions, 0, loaded.tag);
   inference::require_targets(loaded, set.sources, options.source);
   auto models = loaded.models();
-  const auto evaluated = eval::Evaluator(decoding).run(models, loaded.tokenizer, set);
+  const auto evaluated = eval::Evaluator(engine.options())
+                             .run(models, set, [&](const std::vector<std::string>& sources) {
+                               return engine.translate_best(sources);
+                             });
   const auto& loss = evaluated.loss;
   const auto& hypotheses = evaluated.hypotheses;
   const auto off = off_target(loaded, set, hypotheses);
@@ -140,7 +139,7 @@ int run_eval(const EvalOptions& options) {
                                    {"bleu_verbose", metrics::format(bleu)},
                                    {"checkpoint", options.runtime.checkpoint}};
     if (!off.is_null()) result["off_target"] = off;
-    if (decoding.language_check) result["retry_off_target"] = decoding.retry_off_target;
+    if (engine.options().language_check) result["retry_off_target"] = engine.options().retry_off_target;
     std::cout << result.dump() << '\n';
   } else {
     std::printf("loss %.4f  ppl %.2f  (%lld target tokens in %lld pairs)\n", mean_loss, std::exp(mean_loss),

@@ -16,7 +16,7 @@
 #include "decode_flags.h"
 #include "trafo/data/corpus.h"
 #include "trafo/errors.h"
-#include "trafo/inference/pair_scores.h"
+#include "trafo/inference/translation.h"
 #include "trafo/util/files.h"
 
 namespace trafo::cli {
@@ -33,16 +33,15 @@ struct ScorePairsOptions {
 int run_score_pairs(const ScorePairsOptions& options) {
   if (options.batch_tokens <= 0) throw InputError("--batch-tokens must be positive");
   data::check_parallel_files(options.source, options.target);
-  auto loaded = inference::load_for_translation(options.runtime);
-  inference::PairScoreOptions scoring;
-  scoring.batch_tokens = options.batch_tokens;
-  scoring.bf16 = loaded.bf16;
-  scoring.tag = loaded.tag;
-  scoring.per_piece = options.word_scores;
+  inference::SearchOptions search;
+  search.batch_tokens = options.batch_tokens;
+  const inference::Translation engine(
+      std::make_shared<const inference::LoadedModel>(inference::load_for_translation(options.runtime)), search);
+  const auto& loaded = engine.loaded();
   const auto sources = util::read_lines(options.source), targets = util::read_lines(options.target);
   inference::require_targets(loaded, sources, options.source);
   const auto started = std::chrono::steady_clock::now();
-  const auto scores = inference::score_pairs(loaded.model, loaded.tokenizer, sources, targets, scoring);
+  const auto scores = engine.score(engine.prepare(sources), targets, options.word_scores);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   int64_t pieces = 0;
   for (const auto& score : scores) pieces += score.pieces;

@@ -18,12 +18,10 @@
 #include <spdlog/spdlog.h>
 
 #include "decode_flags.h"
-#include "trafo/decode/glossary.h"
 #include "trafo/errors.h"
 #include "trafo/inference_cli/commands.h"
 #include "trafo/serve/http_server.h"
 #include "trafo/serve/service.h"
-#include "trafo/util/language_tag.h"
 
 namespace trafo::cli {
 namespace {
@@ -31,7 +29,7 @@ namespace {
 struct ServeOptions {
   std::vector<std::string> checkpoints;
   inference::RuntimeOptions runtime;  // device, threads, precision for every checkpoint
-  decode::DecodeOptions decode;
+  inference::SearchOptions decode;
   serve::ServerOptions server;
   int64_t max_queue = 100000;
   int decoders = 0;  // batches decoded side by side on CPU; 0: one per thread
@@ -65,7 +63,7 @@ void check_limits(const ServeOptions& o) {
   within("--request-timeout", l.request_seconds, 1, 86400);
   within("--read-timeout", l.read_seconds, 1, 3600);
   if (o.decode.beam > l.max_beam) throw InputError("--beam is above --max-beam");
-  decode::validate(o.decode);
+  inference::validate(o.decode);
 }
 
 // Loads each checkpoint as a direction named by the languages it was trained on; a model of several
@@ -73,34 +71,30 @@ void check_limits(const ServeOptions& o) {
 // model, each putting its target's tag first (a request's "tag" then replaces it).
 std::vector<serve::Direction> load_directions(const ServeOptions& o) {
   std::vector<serve::Direction> directions;
+  // The glossary's form is checked before a model loads; each model's tokenizer cuts its terms.
+  const auto glossary = o.glossary.empty() ? inference::Glossary::File{} : inference::read_glossary(o.glossary);
   for (const auto& path : o.checkpoints) {
     auto runtime = o.runtime;
     runtime.checkpoint = path;
-    auto loaded = inference::load_for_translation(runtime);
-    const auto& info = loaded.inference;
-    const auto targets = loaded.required_codes.empty() ? std::vector<std::string>{info.tgt_lang} : loaded.required_codes;
+    const auto model = std::make_shared<const inference::LoadedModel>(inference::load_for_translation(runtime));
+    const auto& info = model->inference;
+    const auto targets = model->required_codes.empty() ? std::vector<std::string>{info.tgt_lang} : model->required_codes;
     if (info.src_lang.empty() || targets.front().empty()) {
       throw InputError("--checkpoint " + path + " does not say which languages it translates (no src_lang and tgt_lang in it)");
     }
-    serve::Direction direction;
-    direction.source = info.src_lang;
-    direction.model = loaded.model;
-    direction.defaults = inference::decoding_for(o.decode, loaded);  // reads the tokenizer, moved next
-    direction.tokenizer = std::make_shared<const data::Tokenizer>(std::move(loaded.tokenizer));
-    if (!o.glossary.empty()) {
-      direction.defaults.glossary =
-          std::make_shared<const decode::Glossary>(decode::Glossary::load(o.glossary, *direction.tokenizer));
-    }
-    direction.tags = inference::corpus_tag_ids(info, *direction.tokenizer);
     for (const auto& target : targets) {
       for (const auto& d : directions) {
         if (d.source == info.src_lang && d.target == target) {
           throw InputError("two checkpoints translate " + info.src_lang + " to " + target + ": give one per direction");
         }
       }
-      auto each = direction;
+      serve::Direction each;
+      each.source = info.src_lang;
       each.target = target;
-      if (!loaded.required_codes.empty()) each.defaults.source_tag = each.tags.at(util::language_tag(target));
+      // One engine per direction, sharing the model: the target's tag first where the model has several.
+      each.engine = std::make_shared<const inference::Translation>(model, o.decode, glossary,
+                                                                   model->required_codes.empty() ? "" : target);
+      each.tags = inference::corpus_tag_ids(info, model->tokenizer);
       directions.push_back(std::move(each));
     }
   }
@@ -120,7 +114,7 @@ int run_serve(ServeOptions& o) {
   if (!o.api_keys.empty()) o.server.api_keys = serve::read_api_keys(o.api_keys);
   auto directions_served = load_directions(o);
   // One thread drives a GPU; on CPU, the decoders share the threads (serve/service.h).
-  const bool on_cpu = directions_served.front().model->parameters().front().device().is_cpu();
+  const bool on_cpu = directions_served.front().engine->loaded().model->parameters().front().device().is_cpu();
   const int decoders = !on_cpu ? 1 : o.decoders > 0 ? o.decoders : at::get_num_threads();
   if (!on_cpu && o.decoders > 1) spdlog::warn("--decoders {} applies on CPU: one decoder drives the GPU", o.decoders);
   serve::Service service(std::move(directions_served), o.max_queue, decoders);

@@ -22,11 +22,9 @@
 #include "trafo/inference_cli/commands.h"
 #include "decode_flags.h"
 #include "trafo/data/corpus.h"
-#include "trafo/decode/glossary.h"
-#include "trafo/decode/output_text.h"
 #include "trafo/errors.h"
-#include "trafo/inference/alignment.h"
-#include "trafo/markup/html.h"
+#include "trafo/inference/pages.h"
+#include "trafo/inference/translation.h"
 #include "trafo/util/files.h"
 
 namespace trafo::cli {
@@ -34,7 +32,7 @@ namespace {
 
 struct TranslateOptions {
   inference::RuntimeOptions runtime;
-  decode::DecodeOptions decode;
+  inference::SearchOptions decode;
   std::string input = "-";     // source sentences, one a line; "-" is standard input
   std::string output = "-";    // translations; "-" is standard output
   int64_t buffer_lines = 2000; // most lines read ahead and sorted by length together
@@ -130,7 +128,7 @@ class LineReader {
 
 // --format html: the whole input, at most a page's limit.
 std::string read_page(int fd, const std::string& name) {
-  constexpr size_t kMaxPageBytes = markup::HtmlPage::kMaxBytes;
+  const size_t kMaxPageBytes = inference::Pages::kMaxBytes;
   std::string page;
   char chunk[1 << 16];
   for (;;) {
@@ -146,10 +144,10 @@ std::string read_page(int fd, const std::string& name) {
 }
 
 // --format html: the whole input parsed as one page; InputError naming the input.
-markup::HtmlPage read_html(int fd, const std::string& input_name) {
+inference::Pages read_html(int fd, const std::string& input_name) {
   const std::string text = read_page(fd, input_name);
   try {
-    return markup::HtmlPage(text);
+    return inference::Pages({text});
   } catch (const InputError& e) {
     throw InputError(input_name + ": " + e.what());
   }
@@ -157,38 +155,26 @@ markup::HtmlPage read_html(int fd, const std::string& input_name) {
 
 // --format html: the page's runs of text translated as lines, their inline tags placed by the
 // translations' word alignments, the page written whole.
-void translate_page(const markup::HtmlPage& page, inference::LoadedModel& loaded, decode::Translator& translator,
-                    std::ostream& out) {
-  const auto& segments = page.segments();
-  std::vector<std::vector<int>> ids;
-  ids.reserve(segments.size());
-  for (size_t i = 0; i < segments.size(); ++i) {
-    inference::require_target(loaded, segments[i], "run " + std::to_string(i + 1) + " of the page");
-    ids.push_back(decode::source_ids(loaded.tokenizer, segments[i], loaded.tag));
+void translate_page(const inference::Pages& page, const inference::Translation& engine, std::ostream& out) {
+  const auto& runs = page.lines();
+  for (size_t i = 0; i < runs.size(); ++i) {
+    inference::require_target(engine.loaded(), runs[i], "run " + std::to_string(i + 1) + " of the page");
   }
-  const auto results = translator.translate_ids(ids, 0, {});
-  const auto alignments = inference::align_best(loaded.model, loaded.tokenizer, loaded.tag, segments, ids, results);
-  std::vector<std::string> translations;
-  std::vector<markup::Links> links;
-  for (size_t i = 0; i < results.size(); ++i) {
-    translations.push_back(results[i].front().text);
-    links.push_back(markup::parse_pharaoh(alignments[i]));
-  }
-  out << page.render(translations, links);
+  out << engine.translate_pages(page).front();
   out.flush();
-  spdlog::info("translated an HTML page of {} runs of text", segments.size());
+  spdlog::info("translated an HTML page of {} runs of text", runs.size());
 }
 
-void write_chunk(std::ostream& out, const std::vector<std::vector<decode::Hypothesis>>& results, int64_t first_index,
-                 bool n_best_format, const std::vector<std::string>& alignment) {
+void write_chunk(std::ostream& out, const std::vector<inference::Translated>& results, int64_t first_index,
+                 bool n_best_format, bool alignment) {
   for (size_t i = 0; i < results.size(); ++i) {
     if (!n_best_format) {
-      out << results[i].front().text;
-      if (!alignment.empty()) out << " ||| " << alignment[i];
+      out << results[i].hypotheses.front().text;
+      if (alignment) out << " ||| " << inference::pharaoh(results[i].alignment);
       out << '\n';
       continue;
     }
-    for (const auto& hypothesis : results[i]) {
+    for (const auto& hypothesis : results[i].hypotheses) {
       char score[32];
       std::snprintf(score, sizeof score, "%.4f", hypothesis.score);
       out << first_index + static_cast<int64_t>(i) << " ||| " << hypothesis.text << " ||| " << score << '\n';
@@ -197,24 +183,84 @@ void write_chunk(std::ostream& out, const std::vector<std::vector<decode::Hypoth
   out.flush();
 }
 
-int run_translate(const TranslateOptions& options) {
-  decode::validate(options.decode);
+// The options that clash or would do nothing, refused before anything is read.
+void check_options(const TranslateOptions& options) {
+  inference::validate(options.decode);
   if (options.buffer_lines < 1) throw InputError("--buffer-lines must be 1 or more");
   if (options.alignment && options.decode.n_best > 1) {
     throw InputError("--alignment aligns the best translation of each line: leave out --n-best");
   }
-  const bool html = options.format == "html";
-  if (html && (options.decode.n_best > 1 || options.alignment || !options.target_prefix.empty() || options.skip_invalid)) {
+  if (options.format == "html" &&
+      (options.decode.n_best > 1 || options.alignment || !options.target_prefix.empty() || options.skip_invalid)) {
     throw InputError("--format html writes one page: leave out --n-best, --alignment, --target-prefix and --skip-invalid");
+  }
+  if (!options.glossary.empty() && options.decode.sampling()) {
+    throw InputError("a glossary needs the best pieces, not sampled ones: --glossary and --sampling-topk exclude each other");
   }
   std::vector<util::NamedPath> inputs = {{"--input", options.input}, {"--checkpoint", options.runtime.checkpoint}};
   if (!options.target_prefix.empty()) inputs.push_back({"--target-prefix", options.target_prefix});
   if (!options.glossary.empty()) inputs.push_back({"--glossary", options.glossary});
-  if (!options.glossary.empty() && options.decode.sampling()) {
-    throw InputError("a glossary needs the best pieces, not sampled ones: --glossary and --sampling-topk exclude each other");
-  }
   for (const auto& path : options.runtime.ensemble) inputs.push_back({"--checkpoint", path});
   util::refuse_overwriting("--output", options.output, inputs);
+}
+
+// A chunk of input lines made ready to translate: each checked as UTF-8 (or emptied, with
+// --skip-invalid) and for its target language. `first`: the 0-based number of its first line.
+void check_chunk(std::vector<std::string>& chunk, int64_t first, const inference::LoadedModel& loaded,
+                 const TranslateOptions& options, const std::string& input_name) {
+  for (size_t i = 0; i < chunk.size(); ++i) {
+    auto& text = chunk[i];
+    const int64_t number = first + static_cast<int64_t>(i) + 1;
+    if (!text.empty() && text.back() == '\r') text.pop_back();
+    try {
+      data::check_utf8(text, input_name, number);
+    } catch (const InputError& e) {
+      if (!options.skip_invalid) throw;
+      spdlog::warn("{}; writing an empty line", e.what());
+      text.clear();
+    }
+    inference::require_target(loaded, text, input_name + " line " + std::to_string(number));
+  }
+}
+
+// Text: the lines as they arrive, a chunk at a time, each chunk's translations written before the
+// next is read. Returns the lines translated.
+int64_t translate_lines(LineReader& reader, const inference::Translation& engine, const TranslateOptions& options,
+                        const std::vector<std::string>& prefixes, const std::string& input_name, std::ostream& out) {
+  int64_t lines_done = 0;
+  std::vector<std::string> chunk;
+  for (std::string line; reader.read(line);) {
+    chunk.assign(1, line);
+    while (static_cast<int64_t>(chunk.size()) < options.buffer_lines && reader.read_available(line)) {
+      chunk.push_back(line);
+    }
+    check_chunk(chunk, lines_done, engine.loaded(), options, input_name);
+    std::vector<std::string> chunk_prefixes;  // none, or one per line
+    if (!options.target_prefix.empty()) {
+      const auto needed = static_cast<size_t>(lines_done) + chunk.size();
+      if (prefixes.size() < needed) {
+        throw InputError("--target-prefix " + options.target_prefix + " has " + std::to_string(prefixes.size()) +
+                         " lines, and " + input_name + " more: give one prefix line (empty for none) per input line");
+      }
+      chunk_prefixes.assign(prefixes.begin() + lines_done, prefixes.begin() + static_cast<std::ptrdiff_t>(needed));
+    }
+    const auto results = engine.translate(engine.prepare(chunk, chunk_prefixes), options.alignment, lines_done);
+    write_chunk(out, results, lines_done, options.decode.n_best > 1, options.alignment);
+    if (!out) {
+      throw RunError("cannot write the translations to " + (options.output == "-" ? "standard output" : options.output));
+    }
+    lines_done += static_cast<int64_t>(chunk.size());
+  }
+  if (static_cast<int64_t>(prefixes.size()) > lines_done) {
+    throw InputError("--target-prefix " + options.target_prefix + " has " + std::to_string(prefixes.size()) +
+                     " lines, and " + input_name + " " + std::to_string(lines_done) +
+                     ": give one prefix line (empty for none) per input line");
+  }
+  return lines_done;
+}
+
+int run_translate(const TranslateOptions& options) {
+  check_options(options);
   const bool from_stdin = options.input == "-";
   const std::string input_name = from_stdin ? "standard input" : options.input;
   const int fd = from_stdin ? STDIN_FILENO : ::open(options.input.c_str(), O_RDONLY | O_CLOEXEC);
@@ -228,17 +274,12 @@ int run_translate(const TranslateOptions& options) {
 
   const auto prefixes = options.target_prefix.empty() ? std::vector<std::string>() : read_prefixes(options.target_prefix);
   // The glossary's form is checked before the model loads; its terms are cut by the model's tokenizer.
-  const auto glossary_file = options.glossary.empty() ? decode::Glossary::File{} : decode::Glossary::read(options.glossary);
+  const auto glossary = options.glossary.empty() ? inference::Glossary::File{} : inference::read_glossary(options.glossary);
   // A page is read and parsed whole before the model loads, so that bad HTML fails at once.
-  const auto page = html ? std::optional<markup::HtmlPage>(read_html(fd, input_name)) : std::nullopt;
-  auto loaded = inference::load_for_translation(options.runtime);
-  auto decoding = inference::decoding_for(options.decode, loaded);
-  if (!options.glossary.empty()) {
-    decoding.glossary = std::make_shared<const decode::Glossary>(
-        decode::Glossary::from_pairs(glossary_file.pairs, loaded.tokenizer, glossary_file.places));
-  }
-  decode::Translator translator(loaded.model, loaded.tokenizer, decoding);
-  for (const auto& member : loaded.ensemble) translator.add_to_ensemble(member);
+  const auto page = options.format == "html" ? std::optional<inference::Pages>(read_html(fd, input_name)) : std::nullopt;
+  const inference::Translation engine(
+      std::make_shared<const inference::LoadedModel>(inference::load_for_translation(options.runtime)), options.decode,
+      glossary);
   std::ofstream file;
   std::optional<util::PipeHold> pipe;
   if (options.output != "-") {
@@ -248,62 +289,14 @@ int run_translate(const TranslateOptions& options) {
   }
   std::ostream& out = options.output == "-" ? std::cout : file;
   if (page) {
-    translate_page(*page, loaded, translator, out);
+    translate_page(*page, engine, out);
     if (!out) {
       throw RunError("cannot write the translation to " + (options.output == "-" ? "standard output" : options.output));
     }
     return 0;
   }
-
   LineReader reader(fd, input_name);
-  int64_t lines_done = 0;
-  std::vector<std::string> chunk;
-  for (std::string line; reader.read(line);) {
-    chunk.assign(1, line);
-    while (static_cast<int64_t>(chunk.size()) < options.buffer_lines && reader.read_available(line)) {
-      chunk.push_back(line);
-    }
-    for (size_t i = 0; i < chunk.size(); ++i) {
-      auto& text = chunk[i];
-      if (!text.empty() && text.back() == '\r') text.pop_back();
-      try {
-        data::check_utf8(text, input_name, lines_done + static_cast<int64_t>(i) + 1);
-      } catch (const InputError& e) {
-        if (!options.skip_invalid) throw;
-        spdlog::warn("{}; writing an empty line", e.what());
-        text.clear();
-      }
-      inference::require_target(loaded, text, input_name + " line " + std::to_string(lines_done + static_cast<int64_t>(i) + 1));
-    }
-    std::vector<std::vector<int>> ids;  // each line tokenized once, for the translation and its alignment
-    ids.reserve(chunk.size());
-    for (const auto& text : chunk) ids.push_back(decode::source_ids(loaded.tokenizer, text, loaded.tag));
-    std::vector<std::vector<int>> prefix_ids;  // none, or one per line
-    if (!options.target_prefix.empty()) {
-      const auto needed = static_cast<size_t>(lines_done) + chunk.size();
-      if (prefixes.size() < needed) {
-        throw InputError("--target-prefix " + options.target_prefix + " has " + std::to_string(prefixes.size()) +
-                         " lines, and " + input_name + " more: give one prefix line (empty for none) per input line");
-      }
-      for (size_t i = 0; i < chunk.size(); ++i) {
-        prefix_ids.push_back(loaded.tokenizer.encode_target(prefixes[static_cast<size_t>(lines_done) + i]));
-      }
-    }
-    const auto results = translator.translate_ids(ids, lines_done, prefix_ids);
-    write_chunk(out, results, lines_done, options.decode.n_best > 1,
-                options.alignment ? inference::align_best(loaded.model, loaded.tokenizer, loaded.tag, chunk, ids, results)
-                                  : std::vector<std::string>());
-    if (!out) {
-      throw RunError("cannot write the translations to " + (options.output == "-" ? "standard output" : options.output));
-    }
-    lines_done += static_cast<int64_t>(chunk.size());
-  }
-  if (static_cast<int64_t>(prefixes.size()) > lines_done) {
-    throw InputError("--target-prefix " + options.target_prefix + " has " + std::to_string(prefixes.size()) +
-                     " lines, and " + input_name + " " + std::to_string(lines_done) +
-                     ": give one prefix line (empty for none) per input line");
-  }
-  spdlog::info("translated {} lines", lines_done);
+  spdlog::info("translated {} lines", translate_lines(reader, engine, options, prefixes, input_name, out));
   return 0;
 }
 

@@ -44,7 +44,7 @@ Job ApiContext::job_for(const Fields& fields) const {
   check_key(fields.has("api_key") ? fields.text("api_key") : "");
   Job job;
   job.direction = direction_of(fields, service);
-  job.options = service.directions()[job.direction].defaults;
+  job.options = service.directions()[job.direction].engine->options();
   return job;
 }
 
@@ -79,8 +79,8 @@ void ApiContext::check_limits(const std::vector<std::string>& sentences, size_t 
   }
 }
 
-decode::DecodeOptions ApiContext::decoding(const Fields& fields, const Direction& direction) const {
-  auto o = direction.defaults;
+inference::SearchOptions ApiContext::decoding(const Fields& fields, const Direction& direction) const {
+  auto o = direction.engine->options();
   o.beam = static_cast<int>(fields.integer("beam", o.beam, 1, options.limits.max_beam));
   o.n_best = static_cast<int>(fields.integer("n_best", 1, 1, o.beam));
   o.length_penalty = fields.number("length_penalty", o.length_penalty);

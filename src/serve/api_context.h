@@ -35,7 +35,7 @@ struct ApiContext {
   // 413 for a line from `from` on longer than the limit, or more lines than the limit.
   void check_limits(const std::vector<std::string>& sentences, size_t from = 0) const;
   // The decoding options a request may change, over the direction's defaults.
-  decode::DecodeOptions decoding(const Fields& fields, const Direction& direction) const;
+  inference::SearchOptions decoding(const Fields& fields, const Direction& direction) const;
   // The service's answer within --request-timeout: 503 when busy or late, 400 for bad input.
   Outcome run(Job job) const;
 };

@@ -13,7 +13,6 @@
 #include <thread>
 
 #include "service_state.h"
-#include "trafo/inference/alignment.h"
 #include "trafo/util/memory.h"
 
 namespace trafo::serve {
@@ -184,14 +183,15 @@ void Service::decode_step(Decoder& me, const std::vector<Part>& joining) {
     if (!joining.empty()) {
       const auto& first = *joining.front().first;
       if (!me.continuous || me.decoder_key != first.key) {  // a batch of another kind starts
-        auto& direction = directions_[first.job.direction];
+        const auto& engine = *directions_[first.job.direction].engine;
         me.continuous.reset();
-        me.continuous = std::make_unique<decode::ContinuousDecoder>(direction.model, *direction.tokenizer, first.job.options);
+        me.continuous =
+            std::make_unique<decode::ContinuousDecoder>(engine.loaded().model, engine.tokenizer(), first.job.options);
         me.decoder_key = first.key;
       }
       std::vector<std::vector<int>> sources;
       for (const auto& [pending, rows_of_job] : joining) {
-        for (const size_t row : rows_of_job) sources.push_back(pending->ids[row]);
+        for (const size_t row : rows_of_job) sources.push_back(pending->sentences.ids[row]);
       }
       const auto tickets = me.continuous->add_ids(sources);
       size_t at = 0;
@@ -219,8 +219,8 @@ void Service::decode_step(Decoder& me, const std::vector<Part>& joining) {
     const auto it = me.in_flight.find(done.ticket);
     auto& [pending, row] = it->second;
     produced += static_cast<int64_t>(done.hypothesis.tokens.size());
-    pending->outcome.results.resize(pending->job.sentences.size());
-    pending->outcome.results[row] = {std::move(done.hypothesis)};
+    pending->outcome.translations.resize(pending->job.sentences.size());
+    pending->outcome.translations[row].hypotheses = {std::move(done.hypothesis)};
     pending->done += 1;
     if (pending->finished()) pending->answered.notify_one();
     me.in_flight.erase(it);
@@ -232,15 +232,16 @@ void Service::decode_step(Decoder& me, const std::vector<Part>& joining) {
 void Service::decode_batch(Decoder& me, const std::vector<Part>& parts) {
   const auto started = std::chrono::steady_clock::now();
   const Job& first = parts.front().first->job;
-  auto& direction = directions_[first.direction];
-  std::vector<std::string> sources, targets;
-  std::vector<std::vector<int>> ids;  // the pieces, read once with the request (source_ids)
-  std::vector<std::vector<int>> prefixes;  // target prefixes' pieces: all the parts' jobs have them, or none
+  const auto& engine = *directions_[first.direction].engine;
+  inference::Sentences sentences;  // the parts' rows, tokenized once with their requests
+  std::vector<std::string> targets;
   for (const auto& [pending, rows] : parts) {
+    const auto& prepared = pending->sentences;
     for (const size_t row : rows) {
-      sources.push_back(pending->job.sentences[row]);
-      ids.push_back(pending->ids[row]);
-      if (!pending->prefix_ids.empty()) prefixes.push_back(pending->prefix_ids[row]);
+      sentences.lines.push_back(prepared.lines[row]);
+      sentences.ids.push_back(prepared.ids[row]);
+      // Target prefixes: all the parts' jobs have them, or none (the batch key says so).
+      if (!prepared.prefix_ids.empty()) sentences.prefix_ids.push_back(prepared.prefix_ids[row]);
       if (!pending->job.targets.empty()) targets.push_back(pending->job.targets[row]);
     }
   }
@@ -248,20 +249,11 @@ void Service::decode_batch(Decoder& me, const std::vector<Part>& parts) {
   std::exception_ptr error;
   try {
     if (!first.targets.empty()) {
-      inference::PairScoreOptions options;
-      options.batch_tokens = std::max<int64_t>(first.options.batch_tokens, direction.model->config().max_positions);
-      options.bf16 = first.options.bf16;
-      batch.scores = inference::score_pairs(direction.model, *direction.tokenizer, ids, targets, options);
+      batch.scores = engine.score(sentences, targets, /*per_piece=*/false, &first.options);
     } else {
-      decode::Translator translator(direction.model, *direction.tokenizer, first.options);
       // Sampling draws from (seed, sentence index): a sampling job's part is its own consecutive rows.
       const int64_t first_sentence = first.options.sampling() ? static_cast<int64_t>(parts.front().second.front()) : 0;
-      batch.results = translator.translate_ids(ids, first_sentence, prefixes);
-      if (first.alignment) {
-        batch.alignments =
-            inference::align_best(direction.model, *direction.tokenizer, first.options.source_tag, sources, ids,
-                                  batch.results);
-      }
+      batch.translations = engine.translate(sentences, first.options, first.alignment, first_sentence);
     }
   } catch (...) {
     error = std::current_exception();
@@ -284,22 +276,18 @@ void Service::decode_batch(Decoder& me, const std::vector<Part>& parts) {
         outcome.scores.resize(count);
         outcome.scores[row] = batch.scores[at];
       } else {
-        outcome.results.resize(count);
-        outcome.results[row] = std::move(batch.results[at]);
-        produced += static_cast<int64_t>(outcome.results[row].front().tokens.size());
-        if (!batch.alignments.empty()) {
-          outcome.alignments.resize(count);
-          outcome.alignments[row] = batch.alignments[at];
-        }
+        outcome.translations.resize(count);
+        outcome.translations[row] = std::move(batch.translations[at]);
+        produced += static_cast<int64_t>(outcome.translations[row].hypotheses.front().tokens.size());
       }
       ++at;
     }
     pending->done += rows.size();
     if (pending->finished()) pending->answered.notify_one();
   }
-  const auto sentences = static_cast<int64_t>(sources.size());
-  count_batch(stats_, me.index, sentences, sentences, produced);
-  me.last_batch_sentences = sentences;
+  const auto decoded = static_cast<int64_t>(sentences.lines.size());
+  count_batch(stats_, me.index, decoded, decoded, produced);
+  me.last_batch_sentences = decoded;
   me.last_batch_seconds = std::chrono::duration<double>(seconds);
   me.queued_after_last_batch = stats_.queued_sentences;
 }

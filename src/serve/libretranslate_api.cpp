@@ -2,48 +2,37 @@
 // JSON, alternatives) and GET|POST /languages.
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "api_context.h"
 #include "trafo/errors.h"
-#include "trafo/markup/html.h"
+#include "trafo/inference/pages.h"
 
 namespace trafo::serve::detail {
 namespace {
 
 using json = nlohmann::json;
 
-// format "html": each text is a page (markup/html.h); its runs of text are the job's sentences,
-// aligned to their translations to place the inline tags.
+// format "html": each text is a page (inference/pages.h); its runs of text are the job's
+// sentences, aligned to their translations to place the inline tags.
 json translate_pages(const ApiContext& api, const Fields& fields, Job job, int64_t& sentences) {
   if (fields.has("alternatives") && fields.integer("alternatives", 0, 0, api.options.limits.max_beam - 1) > 0) {
     throw HttpError(400, "alternatives: plain text only (not with format html)");
   }
   bool listed = false;
-  std::vector<markup::HtmlPage> pages;
-  for (const auto& text : fields.texts("q", listed)) {
-    try {
-      pages.emplace_back(text);
-    } catch (const InputError& e) {
-      throw HttpError(400, std::string("q: ") + e.what());
-    }
-    const auto& segments = pages.back().segments();
-    job.sentences.insert(job.sentences.end(), segments.begin(), segments.end());
-    api.check_limits(job.sentences, job.sentences.size() - segments.size());
+  std::optional<inference::Pages> pages;
+  try {
+    pages.emplace(fields.texts("q", listed));
+  } catch (const InputError& e) {
+    throw HttpError(400, std::string("q: ") + e.what());
   }
+  job.sentences = pages->lines();
+  api.check_limits(job.sentences, 0);
   job.alignment = true;
   sentences = static_cast<int64_t>(job.sentences.size());
   const auto outcome = job.sentences.empty() ? Outcome{} : api.run(std::move(job));
   json translated = json::array();
-  size_t at = 0;
-  for (const auto& page : pages) {
-    std::vector<std::string> texts;
-    std::vector<markup::Links> links;
-    for (size_t i = 0; i < page.segments().size(); ++i, ++at) {
-      texts.push_back(outcome.results[at].front().text);
-      links.push_back(at < outcome.alignments.size() ? markup::parse_pharaoh(outcome.alignments[at]) : markup::Links{});
-    }
-    translated.push_back(page.render(texts, links));
-  }
+  for (auto& page : pages->render(outcome.translations)) translated.push_back(std::move(page));
   return {{"translatedText", listed ? translated : translated.front()}};
 }
 
@@ -71,7 +60,7 @@ json libretranslate_translate(const ApiContext& api, const http::Request& reques
     std::string text;
     std::vector<std::string> alternative(static_cast<size_t>(alternatives));
     for (size_t i = 0; i < lines; ++i, ++at) {
-      const auto& hypotheses = outcome.results[at];
+      const auto& hypotheses = outcome.translations[at].hypotheses;
       text += (i ? "\n" : "") + hypotheses.front().text;
       for (size_t k = 0; k < alternative.size(); ++k) {
         // A sentence with fewer distinct hypotheses repeats its best one.

@@ -37,17 +37,18 @@ json native_translate(const ApiContext& api, const http::Request& request, int64
   }
   if (job.alignment && job.options.n_best > 1) throw HttpError(400, "alignment aligns the best translation: leave out n_best");
   sentences = static_cast<int64_t>(job.sentences.size());
+  const bool alignment = job.alignment;
   const auto outcome = api.run(std::move(job));
   json translations = json::array();
-  for (size_t i = 0; i < outcome.results.size(); ++i) {
-    const auto& best = outcome.results[i].front();
+  for (const auto& translated : outcome.translations) {
+    const auto& best = translated.hypotheses.front();
     json item = {{"text", best.text}, {"score", best.score}};
-    if (outcome.results[i].size() > 1 || fields.has("n_best")) {
+    if (translated.hypotheses.size() > 1 || fields.has("n_best")) {
       json hypotheses = json::array();
-      for (const auto& h : outcome.results[i]) hypotheses.push_back({{"text", h.text}, {"score", h.score}});
+      for (const auto& h : translated.hypotheses) hypotheses.push_back({{"text", h.text}, {"score", h.score}});
       item["hypotheses"] = hypotheses;
     }
-    if (!outcome.alignments.empty()) item["alignment"] = outcome.alignments[i];
+    if (alignment) item["alignment"] = inference::pharaoh(translated.alignment);
     translations.push_back(item);
   }
   return {{"translations", translations}};

@@ -7,7 +7,6 @@
 #include <sstream>
 
 #include "service_state.h"
-#include "trafo/decode/glossary.h"
 #include "trafo/model/linear.h"
 
 namespace trafo::serve {
@@ -33,7 +32,10 @@ Service::Service(std::vector<Direction> directions, int64_t max_queue, int decod
     decoders_.back()->index = static_cast<size_t>(i);
   }
   stats_.sentences_by_decoder.assign(decoders_.size(), 0);
-  for (auto& direction : directions_) packed_.push_back(std::make_unique<model::PackedInference>(*direction.model));
+  for (auto& direction : directions_) {
+    auto model = direction.engine->loaded().model;
+    packed_.push_back(std::make_unique<model::PackedInference>(*model));
+  }
 }
 
 Service::~Service() = default;
@@ -63,17 +65,12 @@ ServiceStats Service::stats() const {
 }
 
 Outcome Service::run(Job job, std::chrono::steady_clock::time_point deadline) {
-  const auto& direction = directions_.at(job.direction);
-  if (!job.glossary.empty()) {  // a batch of its own: its pointer is in the batch key
-    job.options.glossary =
-        std::make_shared<const decode::Glossary>(decode::Glossary::from_pairs(job.glossary, *direction.tokenizer));
-  }
-  decode::validate(job.options);
+  const auto& engine = *directions_.at(job.direction).engine;
+  // A request's own glossary makes a batch of its own: its pointer is in the batch key.
+  if (!job.glossary.empty()) job.options.glossary = engine.glossary(job.glossary);
+  inference::validate(job.options);
   auto pending = std::make_shared<Pending>();
-  for (const auto& sentence : job.sentences) {
-    pending->ids.push_back(decode::source_ids(*direction.tokenizer, sentence, job.options.source_tag));
-  }
-  for (const auto& prefix : job.prefixes) pending->prefix_ids.push_back(direction.tokenizer->encode_target(prefix));
+  pending->sentences = engine.prepare(job.sentences, job.prefixes, job.options.source_tag);
   pending->key = batch_key(job);
   if (job.options.sampling()) pending->key += "|sampling|" + std::to_string(reinterpret_cast<uintptr_t>(pending.get()));
   pending->job = std::move(job);

@@ -20,10 +20,9 @@ namespace trafo::serve {
 struct Service::Pending {
   Job job;
   std::string key;              // jobs with the same key may share a batch
-  // Per sentence, its source ids (decode::source_ids), encoded once by run(): the batch budget counts
-  // them, and the decoders decode them.
-  std::vector<std::vector<int>> ids;
-  std::vector<std::vector<int>> prefix_ids;  // job.prefixes' target pieces (empty: no prefixes)
+  // The sentences tokenized once by run() (the engine's prepare: source ids after the tag, prefixes'
+  // target pieces): the batch budget counts them, and the decoders decode them.
+  inference::Sentences sentences;
   size_t next = 0;              // the first sentence not yet taken into a batch
   size_t done = 0;              // sentences decoded
   Outcome outcome;
@@ -31,7 +30,7 @@ struct Service::Pending {
   std::condition_variable answered;  // run() waits on it; notified when finished() (under mutex_)
   bool finished() const { return error || done == job.sentences.size(); }
   // Sentence `row`'s source pieces with eos: what the batch budget counts.
-  int64_t pieces(size_t row) const { return static_cast<int64_t>(ids[row].size()) + 1; }
+  int64_t pieces(size_t row) const { return static_cast<int64_t>(sentences.ids[row].size()) + 1; }
 };
 
 // A decoding thread: its running batch, and what the line knows of it.

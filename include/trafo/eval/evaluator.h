@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,10 @@ class Evaluator {
   // loss and for decoding. One model gives the figures of the single-model calls above.
   TeacherForcedLoss loss(std::vector<model::Transformer>& models, const data::Corpus& pairs) const;
   EvalResult run(std::vector<model::Transformer>& models, const data::Tokenizer& tokenizer, const EvalSet& set) const;
+  // The same with the sources translated by `translate` (the best text of each line): `trafo eval`
+  // gives its translation engine's (inference/translation.h), with the search these options hold.
+  using Translate = std::function<std::vector<std::string>(const std::vector<std::string>&)>;
+  EvalResult run(std::vector<model::Transformer>& models, const EvalSet& set, const Translate& translate) const;
 
   const decode::DecodeOptions& options() const { return options_; }
 

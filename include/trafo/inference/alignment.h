@@ -49,11 +49,11 @@ std::vector<Links> align_words(model::Transformer& model, const data::Tokenizer&
                                const std::vector<std::vector<int>>& sources, const std::vector<std::vector<int>>& targets,
                                AlignmentHead head, int tag = -1);
 
-// The Pharaoh links of each pair of `sources` and `targets` (text: the references' own alignment,
-// as `trafo align` prints it), from default_alignment_head, cut to the words of the lines. A pair
+// The links of each pair of `sources` and `targets` (text: the references' own alignment, as
+// `trafo align` prints it), from default_alignment_head, cut to the words of the lines. A pair
 // longer than the model's positions gets no links.
-std::vector<std::string> align_pairs(model::Transformer& model, const data::Tokenizer& tokenizer, int tag,
-                                     const std::vector<std::string>& sources, const std::vector<std::string>& targets);
+std::vector<Links> align_pairs(model::Transformer& model, const data::Tokenizer& tokenizer, int tag,
+                               const std::vector<std::string>& sources, const std::vector<std::string>& targets);
 
 // The links that index a word of a source line of `source_words` words and of a translation of
 // `target_words` (decode::count_words of the lines as printed): every link printed points at a word.
@@ -62,14 +62,12 @@ Links within(const Links& links, int source_words, int target_words);
 // "0-0 1-2 ..."
 std::string pharaoh(const Links& links);
 
-// The Pharaoh links of each source line's best translation (`results[i].front()`), from `model`'s
-// cross-attention at its default layer, cut to the words as printed: what `translate --alignment`
-// prints after " ||| ". `source_ids[i]`: the pieces the translator read for `sources[i]`
-// (decode::source_ids: after the corpus tag's piece `tag`, -1 for none), so that nothing is
-// tokenized twice; `sources` give the words.
-std::vector<std::string> align_best(model::Transformer& model, const data::Tokenizer& tokenizer, int tag,
-                                    const std::vector<std::string>& sources,
-                                    const std::vector<std::vector<int>>& source_ids,
-                                    const std::vector<std::vector<decode::Hypothesis>>& results);
+// The links of each source line's best translation (`best[i]`), from `model`'s cross-attention at
+// its default layer, cut to the words as printed: what `translate --alignment` prints after " ||| ".
+// `source_ids[i]`: the pieces the translator read for `sources[i]` (decode::source_ids: after the
+// corpus tag's piece `tag`, -1 for none), so that nothing is tokenized twice; `sources` give the words.
+std::vector<Links> align_best(model::Transformer& model, const data::Tokenizer& tokenizer, int tag,
+                              const std::vector<std::string>& sources, const std::vector<std::vector<int>>& source_ids,
+                              const std::vector<const decode::Hypothesis*>& best);
 
 }  // namespace trafo::inference

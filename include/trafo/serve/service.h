@@ -33,11 +33,8 @@
 #include <utility>
 #include <vector>
 
-#include "trafo/data/tokenizer.h"
 #include "trafo/decode/continuous.h"
-#include "trafo/decode/translator.h"
-#include "trafo/inference/pair_scores.h"
-#include "trafo/model/transformer.h"
+#include "trafo/inference/translation.h"
 
 namespace trafo::model {
 class PackedInference;
@@ -48,16 +45,16 @@ namespace trafo::serve {
 // One direction the service translates.
 struct Direction {
   std::string source, target;      // language codes, as requests name them
-  model::Transformer model = nullptr;  // in eval mode on its device
-  std::shared_ptr<const data::Tokenizer> tokenizer;
-  decode::DecodeOptions defaults;  // the decoding options of `trafo serve`'s command line
+  // The translation engine: the model (in eval mode on its device), its tokenizer, and the decoding
+  // options of `trafo serve`'s command line with the target's tag.
+  std::shared_ptr<const inference::Translation> engine;
   std::map<std::string, int> tags;  // the model's corpus tags and their pieces (a request's "tag" must be one)
 };
 
 // What one request asks of a direction.
 struct Job {
   size_t direction = 0;
-  decode::DecodeOptions options;    // the direction's defaults with the request's changes
+  inference::SearchOptions options;  // the direction's defaults with the request's changes
   std::vector<std::string> sentences;  // valid UTF-8, one line each
   bool alignment = false;           // also align each best translation to its source, word by word
   std::vector<std::string> targets;    // scoring: the translations whose log p is asked (one per sentence)
@@ -68,9 +65,8 @@ struct Job {
 };
 
 struct Outcome {
-  std::vector<std::vector<decode::Hypothesis>> results;  // translating: n-best per sentence, best first
-  std::vector<std::string> alignments;                   // with `alignment`: Pharaoh links per sentence
-  std::vector<inference::PairScore> scores;                   // scoring: one per sentence
+  std::vector<inference::Translated> translations;  // translating: per sentence, n-best and the best's links
+  std::vector<inference::PairScore> scores;         // scoring: one per sentence
 };
 
 // Why a job was not done: the queue is full (Busy) or its deadline passed (TimedOut), or the
