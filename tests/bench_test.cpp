@@ -23,7 +23,7 @@ namespace trafo::testing {
 namespace {
 
 // Small enough to count by hand: vocabulary 10, d 4, d_ff 8, 1 encoder and 2 decoder layers.
-model::ModelConfig tiny_config() {
+model::ModelConfig tiny_bench_config() {
   auto c = tiny_model_config(10);
   c.d_model = 4;
   c.d_ff = 8;
@@ -38,7 +38,7 @@ TEST(BenchFlops, MatchesAHandCount) {
   // Per target token: per decoder layer QKV 48 + out 16 + cross Q 16 + cross out 16 + FFN 64 = 160,
   // two layers 320, output projection 4×10 = 40: 360 weights.
   // 6 × (3 × 192 + 2 × 360) = 7776; attention 12 × 4 × (1 × 3² + 2 × (2² + 2 × 3)) = 1392.
-  const auto c = tiny_config();
+  const auto c = tiny_bench_config();
   const auto weights = bench::token_weights(c);
   EXPECT_DOUBLE_EQ(weights.source, 192.0);
   EXPECT_DOUBLE_EQ(weights.target, 360.0);
@@ -51,7 +51,7 @@ TEST(BenchFlops, CountsEveryMatrixOfTheModelOnce) {
   // Every matrix of a transformer (embeddings aside) is passed once by one source and one target token
   // when the cross-attention K/V are counted with the source: the weights sum to the parameters of
   // all Linear layers, without biases, plus the tied output projection.
-  auto c = tiny_config();
+  auto c = tiny_bench_config();
   c.d_model = 16;
   c.d_ff = 24;
   c.vocab_size = 30;

@@ -284,19 +284,19 @@ TEST(DecodeTest, TargetPrefixesBeginEveryOutput) {
 }
 
 // log p(y) of every output up to `max_length` pieces (plus eos), scored by full forward passes.
-struct Scored {
+struct ScoredOutput {
   std::vector<int> tokens;
   double score;
 };
 
-std::vector<Scored> exhaustive_search(model::Transformer& model, const std::vector<int>& source, int64_t max_length,
+std::vector<ScoredOutput> exhaustive_search(model::Transformer& model, const std::vector<int>& source, int64_t max_length,
                                       double alpha) {
   torch::NoGradGuard no_grad;
   const auto src = pad_batch({source});
   const int64_t vocab = model->config().vocab_size;
   std::vector<int> pieces = {Tokenizer::kUnk};  // every id but pad, bos and eos
   for (int id = 4; id < vocab; ++id) pieces.push_back(id);
-  std::vector<Scored> all;
+  std::vector<ScoredOutput> all;
   std::function<void(std::vector<int>&)> visit = [&](std::vector<int>& prefix) {
     std::vector<int64_t> input = {Tokenizer::kBos};
     input.insert(input.end(), prefix.begin(), prefix.end());
@@ -314,7 +314,7 @@ std::vector<Scored> exhaustive_search(model::Transformer& model, const std::vect
   };
   std::vector<int> prefix;
   visit(prefix);
-  std::sort(all.begin(), all.end(), [](const Scored& a, const Scored& b) { return a.score > b.score; });
+  std::sort(all.begin(), all.end(), [](const ScoredOutput& a, const ScoredOutput& b) { return a.score > b.score; });
   return all;
 }
 

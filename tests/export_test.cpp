@@ -31,7 +31,7 @@ namespace fs = std::filesystem;
 // trafo's A x source + B, so A = 0 here.
 constexpr int kMaxLength = 200;
 
-struct Variant {
+struct ExportVariant {
   const char* norm;
   const char* activation;
   bool tied;
@@ -39,7 +39,7 @@ struct Variant {
 };
 
 // An untrained model of the variant (1+2 or 2+1 layers) with a tokenizer trained in `dir`.
-fs::path random_checkpoint(const fs::path& dir, const Variant& v) {
+fs::path random_checkpoint(const fs::path& dir, const ExportVariant& v) {
   if (!fs::exists(dir / "train.en")) write_synthetic_corpus(dir, "train", 200);
   data::TokenizerOptions options;
   options.vocab_size = 300;
@@ -161,7 +161,7 @@ TEST_F(Ct2Export, PostNormGeluUntiedTranslatesAsTrafo) { check_variant("post"); 
 TEST_F(Ct2Export, PostNormSwishHalvesUntiedTranslatesAsTrafo) { check_variant("swish"); }
 
 TEST_F(Ct2Export, WritesTheModelFolder) {
-  const auto model = random_checkpoint(*dir_, Variant{"pre", "relu", true});
+  const auto model = random_checkpoint(*dir_, ExportVariant{"pre", "relu", true});
   const auto out = export_model(model, "bfloat16");
   for (const auto* file : {"model.bin", "config.json", "shared_vocabulary.json", "sentencepiece.model"}) {
     EXPECT_TRUE(fs::is_regular_file(out / file)) << file;
@@ -197,7 +197,7 @@ TEST(ExportFormats, OneRowPerFormatAndClearErrorsOtherwise) {
 }
 
 TEST_F(Ct2Export, RefusesWithOneLineAndKeepsWhatIsThere) {
-  const auto model = random_checkpoint(*dir_, Variant{"pre", "relu", true});
+  const auto model = random_checkpoint(*dir_, ExportVariant{"pre", "relu", true});
   const auto out = *dir_ / "taken";
   fs::create_directories(out);
   write_text(out / "keep.txt", "mine");
@@ -234,9 +234,9 @@ TEST_F(Ct2Export, RefusesWithOneLineAndKeepsWhatIsThere) {
 TEST(Ct2Layout, ModelBinMatchesTheWheelsOwnSpec) {
   TRAFO_REQUIRE_PYTHON_MODULE("ctranslate2");
   const auto dir = make_temp_dir("ct2-layout");
-  const Variant variants[] = {{"pre", "relu", true}, {"post", "gelu", false}, {"post", "relu", true, true}};
+  const ExportVariant variants[] = {{"pre", "relu", true}, {"post", "gelu", false}, {"post", "relu", true, true}};
   std::string checks;  // six arguments a model.bin, all checked by one Python process
-  for (const Variant& v : variants) {
+  for (const ExportVariant& v : variants) {
     const auto checkpoint = random_checkpoint(dir, v);
     const auto heads = checkpoint::load(checkpoint).model_config.heads;
     for (const std::string quantization : {"float32", "int8", "bfloat16"}) {

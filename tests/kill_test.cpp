@@ -18,7 +18,7 @@ namespace trafo::testing {
 namespace {
 
 constexpr int kKills = 22;
-constexpr int kSteps = 160;
+constexpr int kKillSteps = 160;
 
 // fp32 whatever auto would pick: each run times the CPU at start, and the runs are compared bit for bit.
 std::string kill_train_command(const std::filesystem::path& data, const std::filesystem::path& run) {
@@ -27,7 +27,7 @@ std::string kill_train_command(const std::filesystem::path& data, const std::fil
          "' --vocab-size 300 --d-model 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --d-ff 64"
          " --dropout 0.1 --batch-tokens 200 --threads 1 --valid-every 0 --checkpoint-every 1 --keep-checkpoints 2"
          " --log-every 10 --early-stopping 0 --precision fp32 --max-steps " +
-         std::to_string(kSteps);
+         std::to_string(kKillSteps);
 }
 
 // Whether `run` holds a whole checkpoint (checkpoint-*.pt) written after `since`.
@@ -90,7 +90,7 @@ TEST(KillTest, EveryKillResumesAndTheFinalWeightsEqualAnUninterruptedRun) {
       }
     }
   }
-  EXPECT_EQ(kills, kKills) << "the run ended before every kill: raise kSteps";
+  EXPECT_EQ(kills, kKills) << "the run ended before every kill: raise kKillSteps";
   const auto last = run_command(kill_train_command(data, run));  // nothing is killed now: full-speed writes
   ASSERT_EQ(last.exit_code, 0) << last.errors;
   EXPECT_NE(last.errors.find("resuming from"), std::string::npos) << last.errors;
@@ -98,7 +98,7 @@ TEST(KillTest, EveryKillResumesAndTheFinalWeightsEqualAnUninterruptedRun) {
   // --keep-checkpoints 2: the two of highest step, whatever the kills interrupted.
   const auto numbered = checkpoint::numbered_checkpoints(run);
   ASSERT_EQ(numbered.size(), 2u);
-  EXPECT_EQ(numbered.back().first, kSteps);
+  EXPECT_EQ(numbered.back().first, kKillSteps);
 
   const auto a = checkpoint::load(root / "whole" / "checkpoint-last.pt");
   const auto b = checkpoint::load(run / "checkpoint-last.pt");

@@ -38,7 +38,7 @@ using Record = c10::impl::GenericDict;  // str -> anything
 
 Record make_record() { return Record(c10::StringType::get(), c10::AnyType::get()); }
 
-constexpr int kSteps = 10;
+constexpr int kReferenceSteps = 10;
 constexpr int64_t kBatchTokens = 300;  // rows × longest ≤ 300, lengths 4 to 52, with padding
 
 // Tolerances. trafo computes in fp32 (unit roundoff u = 6e-8), the reference in float64, so a
@@ -218,8 +218,8 @@ TEST_P(ReferenceTest, LogitsLossGradientsAndTrainingStepsMatchPyTorch) {
   at::set_num_threads(1);
   const auto config = model_config(GetParam());
   const auto train_config = training_config(GetParam());
-  const auto batches = bench::synthetic_batches(kSteps + 1, kBatchTokens, config.vocab_size, /*seed=*/5);
-  ASSERT_EQ(batches.size(), static_cast<size_t>(kSteps + 1));
+  const auto batches = bench::synthetic_batches(kReferenceSteps + 1, kBatchTokens, config.vocab_size, /*seed=*/5);
+  ASSERT_EQ(batches.size(), static_cast<size_t>(kReferenceSteps + 1));
   ASSERT_TRUE(has_padding(batches[0].source) && has_padding(batches[0].target_output));
   torch::manual_seed(11);
   Transformer model(config);
@@ -234,7 +234,7 @@ TEST_P(ReferenceTest, LogitsLossGradientsAndTrainingStepsMatchPyTorch) {
   // Every parameter of trafo has its counterpart, and no other parameter trains in the reference.
   ASSERT_EQ(report.at("missing").size() + report.at("extra").size(), 0u) << report.dump();
   ASSERT_EQ(report.at("gradients").size(), model->named_parameters().size());
-  ASSERT_EQ(report.at("steps").size(), static_cast<size_t>(kSteps));
+  ASSERT_EQ(report.at("steps").size(), static_cast<size_t>(kReferenceSteps));
 
   Checks checks;
   checks.expect("logits", report.at("logits").get<double>(), kLogits);
@@ -244,7 +244,7 @@ TEST_P(ReferenceTest, LogitsLossGradientsAndTrainingStepsMatchPyTorch) {
     checks.expect("gradients", gradient.at("difference").get<double>(), kGradient * gradient.at("scale").get<double>(),
                   name + " " + gradient.dump());
   }
-  for (size_t step = 0; step < kSteps; ++step) {
+  for (size_t step = 0; step < kReferenceSteps; ++step) {
     const auto& losses = report.at("steps")[step];
     checks.expect("step_losses", relative(losses), kLoss, "step " + std::to_string(step + 1) + " " + losses.dump());
   }

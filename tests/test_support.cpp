@@ -43,9 +43,20 @@ void use_test_cache_dir() {
   ::setenv("TRAFO_CACHE_DIR", make_temp_dir("cache").c_str(), 1);
 }
 
+// Under the `unit` label (TRAFO_TEST_UNIT set, tests/CMakeLists.txt), a test starts no process: one
+// that does belongs to `e2e`, and fails saying so instead of running it.
+bool refused_in_unit_tests(const std::string& what) {
+  const char* unit = std::getenv("TRAFO_TEST_UNIT");
+  if (unit == nullptr || *unit == '\0') return false;
+  ADD_FAILURE() << "a test labelled unit starts a process (" << what.substr(0, 120)
+                << "): list it under e2e in tests/CMakeLists.txt";
+  return true;
+}
+
 }  // namespace
 
 CommandResult run_command(const std::string& command) {
+  if (refused_in_unit_tests(command)) return CommandResult{127, "", "refused in a unit test"};
   use_test_cache_dir();
   const auto dir = make_temp_dir("cmd");
   const auto out_path = dir / "stdout";
@@ -119,6 +130,7 @@ std::string trafo_binary_stamp() {
 }
 
 int spawn_command(const std::string& command) {
+  if (refused_in_unit_tests(command)) return -1;
   use_test_cache_dir();
   const pid_t pid = ::fork();
   if (pid == 0) {

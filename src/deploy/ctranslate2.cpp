@@ -120,7 +120,7 @@ ModelBin transformer_spec(const checkpoint::Checkpoint& checkpoint) {
 }
 
 // Source: pieces + </s> (trafo's batcher); target: <s> first, decoding ends at </s>.
-nlohmann::json model_config(const data::Tokenizer& tokenizer) {
+nlohmann::json ct2_model_config(const data::Tokenizer& tokenizer) {
   return {{"add_source_bos", false},
           {"add_source_eos", true},
           {"bos_token", tokenizer.target_piece(data::Tokenizer::kBos)},
@@ -156,7 +156,7 @@ std::vector<std::pair<std::string, std::string>> ctranslate2_files(const checkpo
   const auto tokenizer = data::Tokenizer::from_bytes(checkpoint.tokenizer);
   std::vector<std::pair<std::string, std::string>> files = {
       {"model.bin", ctranslate2_model_bin(checkpoint, parse_quantization(quantization))},
-      {"config.json", json_text(model_config(tokenizer))}};
+      {"config.json", json_text(ct2_model_config(tokenizer))}};
   if (tokenizer.has_target_table()) {  // separate vocabularies
     files.emplace_back("source_vocabulary.json", json_text(vocabulary(tokenizer, /*target=*/false)));
     files.emplace_back("target_vocabulary.json", json_text(vocabulary(tokenizer, /*target=*/true)));

@@ -199,7 +199,7 @@ std::string model_safetensors(const checkpoint::Checkpoint& checkpoint, const Id
   return checkpoint::to_safetensors(file);
 }
 
-nlohmann::json model_config(const model::ModelConfig& c, const Ids& ids) {
+nlohmann::json hf_model_config(const model::ModelConfig& c, const Ids& ids) {
   const auto kind = model_class(c);
   nlohmann::json config = {{"architectures", {kind.architecture}},
                            {"model_type", kind.model_type},
@@ -288,7 +288,7 @@ std::vector<std::pair<std::string, std::string>> huggingface_files(const checkpo
                            // cuts it, not read as that piece.
                            {"split_special_tokens", true},
                            {"clean_up_tokenization_spaces", false}});
-  std::vector<std::pair<std::string, std::string>> files = {{"config.json", json_text(model_config(c, ids))},
+  std::vector<std::pair<std::string, std::string>> files = {{"config.json", json_text(hf_model_config(c, ids))},
           {"generation_config.json", json_text(generation_config(c, ids))},
           {"model.safetensors", model_safetensors(checkpoint, ids)},
           {"vocab.json", json_text(vocab)},

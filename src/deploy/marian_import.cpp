@@ -113,7 +113,7 @@ void import_layer(ImportedStateDict& dict, const std::string& to, const std::str
 }
 
 // trafo's ModelConfig for MarianMT's config.json; InputError for what trafo cannot express.
-model::ModelConfig model_config(const json& config, const fs::path& path) {
+model::ModelConfig marian_model_config(const json& config, const fs::path& path) {
   const auto type = value_of<std::string>(config, "model_type", "", path);
   if (type != "marian") throw InputError(path.string() + ": model_type '" + type + "', not 'marian' (MarianMT)");
   const auto number = [&](const char* key) {
@@ -163,7 +163,7 @@ checkpoint::Checkpoint import_folder(const fs::path& folder) {
   if (!fs::is_directory(folder, error)) throw InputError(folder.string() + " is not a folder");
   const auto config_path = folder / "config.json";
   const auto config = read_json(config_path);
-  auto c = model_config(config, config_path);
+  auto c = marian_model_config(config, config_path);
   try {  // before any weight is read: a config trafo's model cannot take is config.json's fault
     model::validate(c);
   } catch (const InputError& e) {
