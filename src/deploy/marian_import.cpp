@@ -158,66 +158,73 @@ model::ModelConfig marian_model_config(const json& config, const fs::path& path)
   return c;
 }
 
-checkpoint::Checkpoint import_folder(const fs::path& folder) {
-  std::error_code error;
-  if (!fs::is_directory(folder, error)) throw InputError(folder.string() + " is not a folder");
-  const auto config_path = folder / "config.json";
-  const auto config = read_json(config_path);
-  auto c = marian_model_config(config, config_path);
-  try {  // before any weight is read: a config trafo's model cannot take is config.json's fault
-    model::validate(c);
-  } catch (const InputError& e) {
-    throw InputError(config_path.string() + ": " + e.what());
-  }
+// The folder's vocabularies as the model's two sides (vocab.json for the source, target_vocab.json
+// for the target, as MarianTokenizer reads them; else vocab.json for both) with their special ids,
+// grown to one row count, which becomes c.vocab_size.
+struct Vocabularies {
   json tokenizer_config = json::object();
-  const auto tokenizer_config_path = folder / "tokenizer_config.json";
-  if (fs::exists(tokenizer_config_path, error)) tokenizer_config = read_json(tokenizer_config_path);
-  const auto token = [&](const char* key, const char* fallback) {
-    return value_of<std::string>(tokenizer_config, key, fallback, tokenizer_config_path);
-  };
+  fs::path tokenizer_config_path;
+  bool separate = false;
+  int64_t source_rows = 0, target_size = 0;  // the folder's own: source pieces, decoder_vocab_size
+  int64_t pad = 0, start = 0;                // the target side's pad, and the id decoding starts from
+  Side source, target;
+};
 
-  // Separate vocabularies: vocab.json for the source, target_vocab.json for the target (as
-  // MarianTokenizer reads them); else vocab.json for both.
-  const bool separate = value_of<bool>(tokenizer_config, "separate_vocabs", false, tokenizer_config_path) ||
-                        fs::exists(folder / "target_vocab.json", error);
-  const auto source_path = folder / "vocab.json", target_path = separate ? folder / "target_vocab.json" : source_path;
-  const auto source_vocab = read_json(source_path), target_vocab = separate ? read_json(target_path) : source_vocab;
-  const int64_t target_size = value_of<int64_t>(config, "decoder_vocab_size", c.vocab_size, config_path);
-  if (target_size < 5 || target_size >= model::kMaxVocabSize) {
-    throw InputError(config_path.string() + ": decoder_vocab_size " + std::to_string(target_size) + " is not in 5 .. " +
+Vocabularies read_vocabularies(const fs::path& folder, const json& config, const fs::path& config_path,
+                               model::ModelConfig& c) {
+  std::error_code error;
+  Vocabularies v;
+  v.tokenizer_config_path = folder / "tokenizer_config.json";
+  if (fs::exists(v.tokenizer_config_path, error)) v.tokenizer_config = read_json(v.tokenizer_config_path);
+  const auto token = [&](const char* key, const char* fallback) {
+    return value_of<std::string>(v.tokenizer_config, key, fallback, v.tokenizer_config_path);
+  };
+  v.separate = value_of<bool>(v.tokenizer_config, "separate_vocabs", false, v.tokenizer_config_path) ||
+               fs::exists(folder / "target_vocab.json", error);
+  const auto source_path = folder / "vocab.json", target_path = v.separate ? folder / "target_vocab.json" : source_path;
+  const auto source_vocab = read_json(source_path), target_vocab = v.separate ? read_json(target_path) : source_vocab;
+  v.target_size = value_of<int64_t>(config, "decoder_vocab_size", c.vocab_size, config_path);
+  if (v.target_size < 5 || v.target_size >= model::kMaxVocabSize) {
+    throw InputError(config_path.string() + ": decoder_vocab_size " + std::to_string(v.target_size) + " is not in 5 .. " +
                      std::to_string(model::kMaxVocabSize - 1));
   }
-  if (!separate && target_size != c.vocab_size) {
-    throw InputError(config_path.string() + ": decoder_vocab_size " + std::to_string(target_size) + " is not vocab_size " +
-                     std::to_string(c.vocab_size) + ", and there is no target_vocab.json");
+  if (!v.separate && v.target_size != c.vocab_size) {
+    throw InputError(config_path.string() + ": decoder_vocab_size " + std::to_string(v.target_size) +
+                     " is not vocab_size " + std::to_string(c.vocab_size) + ", and there is no target_vocab.json");
   }
   const auto source_pieces = pieces_by_id(source_vocab, c.vocab_size, source_path);
-  const auto target_pieces = pieces_by_id(target_vocab, target_size, target_path);
+  const auto target_pieces = pieces_by_id(target_vocab, v.target_size, target_path);
+  v.source_rows = static_cast<int64_t>(source_pieces.size());
   // The target side's special ids are the model config's (decoding uses them); the source side's
   // its vocabulary's pieces of the tokenizer's special names.
   const auto config_id = [&](const char* key, const json& vocab, const std::string& piece, const fs::path& path) {
     if (config.contains(key) && config[key].is_number_integer()) return config[key].get<int64_t>();
     return piece_id(vocab, piece, path);
   };
-  const int64_t pad = config_id("pad_token_id", target_vocab, token("pad_token", "<pad>"), target_path);
+  v.pad = config_id("pad_token_id", target_vocab, token("pad_token", "<pad>"), target_path);
   const int64_t eos = config_id("eos_token_id", target_vocab, token("eos_token", "</s>"), target_path);
-  const int64_t start = value_of<int64_t>(config, "decoder_start_token_id", pad, config_path);
-  auto target = side_of(target_pieces, pad, piece_id(target_vocab, token("unk_token", "<unk>"), target_path), start,
-                        eos, config_path);
-  auto source = target;
-  if (separate) {
+  v.start = value_of<int64_t>(config, "decoder_start_token_id", v.pad, config_path);
+  v.target = side_of(target_pieces, v.pad, piece_id(target_vocab, token("unk_token", "<unk>"), target_path), v.start,
+                     eos, config_path);
+  v.source = v.target;
+  if (v.separate) {
     const int64_t source_pad = piece_id(source_vocab, token("pad_token", "<pad>"), source_path);
-    source = side_of(source_pieces, source_pad, piece_id(source_vocab, token("unk_token", "<unk>"), source_path),
-                     source_pad, piece_id(source_vocab, token("eos_token", "</s>"), source_path), source_path);
+    v.source = side_of(source_pieces, source_pad, piece_id(source_vocab, token("unk_token", "<unk>"), source_path),
+                       source_pad, piece_id(source_vocab, token("eos_token", "</s>"), source_path), source_path);
   }
   // One row count for both sides: the shorter side's table grows with pieces no text gives, their
   // rows zero (and, on the target side, their output below every real one's).
-  const auto rows = std::max(source.table.size(), target.table.size());
-  grow(source, rows);
-  grow(target, rows);
+  const auto rows = std::max(v.source.table.size(), v.target.table.size());
+  grow(v.source, rows);
+  grow(v.target, rows);
   c.vocab_size = static_cast<int64_t>(rows);
+  return v;
+}
 
-  ImportedStateDict dict(read_state_dict(folder), folder);
+// MarianMT's weights under trafo's names in `dict.out`: the layers, checked against `c`, and the
+// embeddings and output projection reordered to the vocabularies' rows; `c` says whether they are
+// tied.
+void map_weights(ImportedStateDict& dict, const Vocabularies& v, model::ModelConfig& c, const fs::path& folder) {
   for (int64_t i = 0; i < c.encoder_layers; ++i) {
     import_layer(dict, "encoder_layers." + std::to_string(i), "encoder.layers." + std::to_string(i), false, c);
   }
@@ -236,26 +243,28 @@ checkpoint::Checkpoint import_folder(const fs::path& folder) {
   auto target_embedding = first({"decoder.embed_tokens.weight", "shared.weight", "encoder.embed_tokens.weight"});
   // transformers makes the decoder's embedding vocab_size rows long even where decoder_vocab_size is
   // less; the rows past the target vocabulary are never read.
-  if (target_embedding.dim() == 2 && target_embedding.size(0) > target_size) {
-    target_embedding = target_embedding.narrow(0, 0, target_size);
+  if (target_embedding.dim() == 2 && target_embedding.size(0) > v.target_size) {
+    target_embedding = target_embedding.narrow(0, 0, v.target_size);
   }
   const auto output = first({"lm_head.weight", "decoder.embed_tokens.weight", "shared.weight"});
   const auto bias = dict.has("final_logits_bias") ? dict.get("final_logits_bias").reshape({-1})
-                                                  : torch::zeros({target_size});
+                                                  : torch::zeros({v.target_size});
   const auto check_rows = [&](const at::Tensor& tensor, int64_t size, const char* what) {
     if (tensor.dim() != 2 || tensor.size(0) != size || tensor.size(1) != c.d_model) {
       throw InputError(folder.string() + ": the " + std::string(what) + "'s shape does not match config.json");
     }
   };
-  check_rows(source_embedding, static_cast<int64_t>(source_pieces.size()), "source embedding");
-  check_rows(target_embedding, target_size, "target embedding");
-  check_rows(output, target_size, "output projection");
-  if (bias.numel() != target_size) throw InputError(folder.string() + ": final_logits_bias's size does not match config.json");
+  check_rows(source_embedding, v.source_rows, "source embedding");
+  check_rows(target_embedding, v.target_size, "target embedding");
+  check_rows(output, v.target_size, "output projection");
+  if (bias.numel() != v.target_size) {
+    throw InputError(folder.string() + ": final_logits_bias's size does not match config.json");
+  }
   // Tied where the folder's three matrices are one (OPUS-MT's tied-embeddings-all): one vocabulary,
   // and the same numbers in each. The model keeps MarianMT's shapes then, the final_logits_bias as
   // its output_bias; a folder that really is untied imports untied, the bias the projection's.
   const bool tied =
-      !separate && torch::equal(source_embedding, target_embedding) && torch::equal(source_embedding, output);
+      !v.separate && torch::equal(source_embedding, target_embedding) && torch::equal(source_embedding, output);
   c.tie_embeddings = tied;
   c.output_bias = tied;
   // Where decoding starts from pad (OPUS-MT), trafo's pad row repeats the start row (in the one matrix
@@ -264,70 +273,95 @@ checkpoint::Checkpoint import_folder(const fs::path& folder) {
   // label smoothing still sees a finite log p there. The bias alone does this, so tied or untied
   // alike. Rows grown on the target side (separate vocabularies, so untied) are zero, with a bias 30
   // below the lowest.
-  const auto real = static_cast<int64_t>(target.rows.size());
-  auto output_bias = reordered(bias.unsqueeze(1), target, c.vocab_size).squeeze(1);
-  if (start == pad) output_bias[0] -= 30.0;
+  const auto real = static_cast<int64_t>(v.target.rows.size());
+  auto output_bias = reordered(bias.unsqueeze(1), v.target, c.vocab_size).squeeze(1);
+  if (v.start == v.pad) output_bias[0] -= 30.0;
   if (real < c.vocab_size) output_bias.narrow(0, real, c.vocab_size - real).fill_(bias.min().item<float>() - 30.0F);
-  dict.out["source_embedding.embedding.weight"] = reordered(source_embedding, source, c.vocab_size);
+  dict.out["source_embedding.embedding.weight"] = reordered(source_embedding, v.source, c.vocab_size);
   if (tied) {
     dict.out["output_bias"] = output_bias;
   } else {
-    dict.out["target_embedding.embedding.weight"] = reordered(target_embedding, target, c.vocab_size);
-    dict.out["output_projection.weight"] = reordered(output, target, c.vocab_size);
+    dict.out["target_embedding.embedding.weight"] = reordered(target_embedding, v.target, c.vocab_size);
+    dict.out["output_projection.weight"] = reordered(output, v.target, c.vocab_size);
     dict.out["output_projection.bias"] = output_bias;
   }
   dict.drop_inputs();
-  model::validate(c);
+}
 
-  // Into a model of the config (its buffers, the position table, are its own), checking every shape.
+// A model of the config (its buffers, the position table, are its own) holding `weights`, each
+// checked for its shape; `weights` is emptied as they go in.
+model::Transformer filled_model(const model::ModelConfig& c, std::map<std::string, at::Tensor>& weights,
+                                const fs::path& folder) {
   model::Transformer model(c);
   torch::NoGradGuard no_grad;
   for (auto& parameter : model->named_parameters()) {
-    const auto found = dict.out.find(parameter.key());
-    if (found == dict.out.end()) throw InputError(folder.string() + ": no weight for trafo's " + parameter.key());
+    const auto found = weights.find(parameter.key());
+    if (found == weights.end()) throw InputError(folder.string() + ": no weight for trafo's " + parameter.key());
     if (found->second.sizes() != parameter.value().sizes()) {
       throw InputError(folder.string() + ": the weight for " + parameter.key() + " has the wrong shape");
     }
     parameter.value().copy_(found->second);
-    dict.out.erase(found);  // memory: the model's copy is the one kept
+    weights.erase(found);  // memory: the model's copy is the one kept
   }
+  return model;
+}
+
+// The record of how it was made, in the keys `train --init-from` reads for the model and vocabulary.
+std::string import_record(const fs::path& folder, const model::ModelConfig& c, const checkpoint::InferenceInfo& info) {
+  std::string record = "# imported by trafo import from the MarianMT folder " + folder.string() + "\n" +
+                       "vocab-size = " + std::to_string(c.vocab_size) + "\n" +
+                       "d-model = " + std::to_string(c.d_model) + "\n" +
+                       "heads = " + std::to_string(c.heads) + "\n" +
+                       "encoder-layers = " + std::to_string(c.encoder_layers) + "\n" +
+                       "decoder-layers = " + std::to_string(c.decoder_layers) + "\n" +
+                       "d-ff = " + std::to_string(c.d_ff) + "\n" +
+                       "activation = \"" + c.activation + "\"\n" +
+                       "norm = \"post\"\n" +
+                       "tie-embeddings = " + (c.tie_embeddings ? "true" : "false") + "\n" +
+                       "output-bias = " + (c.output_bias ? "true" : "false") + "\n" +
+                       "max-positions = " + std::to_string(c.max_positions) + "\n" +
+                       "positions = \"sinusoidal-halves\"\n";
+  if (!info.src_lang.empty()) record += "src-lang = " + json(info.src_lang).dump() + "\n";
+  if (!info.tgt_lang.empty()) record += "tgt-lang = " + json(info.tgt_lang).dump() + "\n";
+  return record;
+}
+
+checkpoint::Checkpoint import_folder(const fs::path& folder) {
+  std::error_code error;
+  if (!fs::is_directory(folder, error)) throw InputError(folder.string() + " is not a folder");
+  const auto config_path = folder / "config.json";
+  const auto config = read_json(config_path);
+  auto c = marian_model_config(config, config_path);
+  try {  // before any weight is read: a config trafo's model cannot take is config.json's fault
+    model::validate(c);
+  } catch (const InputError& e) {
+    throw InputError(config_path.string() + ": " + e.what());
+  }
+  const auto vocabularies = read_vocabularies(folder, config, config_path, c);
+  ImportedStateDict dict(read_state_dict(folder), folder);
+  map_weights(dict, vocabularies, c, folder);
+  model::validate(c);
 
   checkpoint::Checkpoint result;
   result.model_config = c;
-  result.weights = checkpoint::model_weights(model);
+  result.weights = checkpoint::model_weights(filled_model(c, dict.out, folder));
   // Each SentencePiece model is checked by its file's name first.
   const auto spm = [&](const char* name) {
     auto model = util::read_file(folder / name);
     data::Tokenizer::check_model(model, (folder / name).string());
     return model;
   };
-  result.tokenizer = data::Tokenizer::from_table(spm("source.spm"), spm("target.spm"), source.table,
-                                                 separate ? target.table : std::vector<std::string>{},
-                                                 /*start_is_pad=*/start == pad)
+  const auto& v = vocabularies;
+  result.tokenizer = data::Tokenizer::from_table(spm("source.spm"), spm("target.spm"), v.source.table,
+                                                 v.separate ? v.target.table : std::vector<std::string>{},
+                                                 /*start_is_pad=*/v.start == v.pad)
                          .to_bytes();
-  result.inference.src_lang = value_of<std::string>(tokenizer_config, "source_lang", "", folder);
-  result.inference.tgt_lang = value_of<std::string>(tokenizer_config, "target_lang", "", folder);
-  for (const auto& piece : source.table) {  // a multilingual model's target-language codes, usable as --tag
-    if (!util::tag_language(piece).empty()) {
-      result.inference.tags.push_back(piece);
-    }
+  result.inference.src_lang = value_of<std::string>(v.tokenizer_config, "source_lang", "", folder);
+  result.inference.tgt_lang = value_of<std::string>(v.tokenizer_config, "target_lang", "", folder);
+  for (const auto& piece : v.source.table) {  // a multilingual model's target-language codes, usable as --tag
+    if (!util::tag_language(piece).empty()) result.inference.tags.push_back(piece);
   }
-  // The record of how it was made, in the keys `train --init-from` reads for the model and vocabulary.
-  result.config = "# imported by trafo import from the MarianMT folder " + folder.string() + "\n" +
-                  "vocab-size = " + std::to_string(c.vocab_size) + "\n" +
-                  "d-model = " + std::to_string(c.d_model) + "\n" +
-                  "heads = " + std::to_string(c.heads) + "\n" +
-                  "encoder-layers = " + std::to_string(c.encoder_layers) + "\n" +
-                  "decoder-layers = " + std::to_string(c.decoder_layers) + "\n" +
-                  "d-ff = " + std::to_string(c.d_ff) + "\n" +
-                  "activation = \"" + c.activation + "\"\n" +
-                  "norm = \"post\"\n" +
-                  "tie-embeddings = " + (c.tie_embeddings ? "true" : "false") + "\n" +
-                  "output-bias = " + (c.output_bias ? "true" : "false") + "\n" +
-                  "max-positions = " + std::to_string(c.max_positions) + "\n" +
-                  "positions = \"sinusoidal-halves\"\n";
-  if (!result.inference.src_lang.empty()) result.config += "src-lang = " + json(result.inference.src_lang).dump() + "\n";
-  if (!result.inference.tgt_lang.empty()) result.config += "tgt-lang = " + json(result.inference.tgt_lang).dump() + "\n";
+  result.config = import_record(folder, c, result.inference);
   return result;
 }
 
