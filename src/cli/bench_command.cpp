@@ -179,47 +179,69 @@ train::FittedBudget batch_budget(const BenchOptions& o, const model::ModelConfig
   return train::fit_batch_tokens(o.shape.optim, m, device, bf16, extent);
 }
 
-int run_bench(BenchOptions o) {
+// What one `trafo bench` measures with: the options settled, the model, where it runs, the synthetic
+// batches, and the report its records go to.
+struct BenchRun {
+  BenchOptions o;
+  model::ModelConfig m;
+  int threads = 1;
+  c10::Device device = torch::kCPU;
+  bool native_bf16 = false;
+  std::vector<std::string> precisions;
+  train::FittedBudget budget;
+  std::vector<bench::SyntheticBatch> batches;
+  std::map<std::string, double> peak;  // the matmul peak per precision
+};
+
+// Settles the defaults that depend on the model and the machine: steps, threads, device, the
+// precisions measured and the batches.
+BenchRun settle(BenchOptions o) {
   validate(o);
-  const auto m = bench_model(o);
-  const bool large = m.d_model >= 512;
+  BenchRun run;
+  run.m = bench_model(o);
+  const bool large = run.m.d_model >= 512;
   if (o.train_steps == 0) o.train_steps = large ? 8 : 30;
   if (o.warmup_steps < 0) o.warmup_steps = large ? 2 : 5;
-  const int threads = util::threads_following_load(o.shape.machine.threads);
-  at::set_num_threads(threads);
-  const auto device = util::resolve_device(o.device);
-  const bool native_bf16 = device.is_cuda() ? runtime::cuda_native_bf16() : !runtime::cpu_bf16_flags().empty();
+  run.threads = util::threads_following_load(o.shape.machine.threads);
+  at::set_num_threads(run.threads);
+  run.device = util::resolve_device(o.device);
+  run.native_bf16 = run.device.is_cuda() ? runtime::cuda_native_bf16() : !runtime::cpu_bf16_flags().empty();
   if (o.precision == "auto") {
-    o.precision = native_bf16 ? "both" : "fp32";
-    if (!native_bf16) spdlog::warn("bench: this {} has no native bf16: bf16 skipped; --precision both measures it anyway",
-                                   device.is_cuda() ? "CUDA device (compute capability < 8.0)"
-                                                    : "CPU (neither avx512_bf16 nor amx_bf16)");
+    o.precision = run.native_bf16 ? "both" : "fp32";
+    if (!run.native_bf16) {
+      spdlog::warn("bench: this {} has no native bf16: bf16 skipped; --precision both measures it anyway",
+                   run.device.is_cuda() ? "CUDA device (compute capability < 8.0)" : "CPU (neither avx512_bf16 nor amx_bf16)");
+    }
   }
-  std::vector<std::string> precisions;
-  if (o.precision != "bf16") precisions.push_back("fp32");
-  if (o.precision != "fp32") precisions.push_back("bf16");
+  if (o.precision != "bf16") run.precisions.push_back("fp32");
+  if (o.precision != "fp32") run.precisions.push_back("bf16");
+  run.budget = batch_budget(o, run.m, run.device, run.precisions.front() == "bf16");
+  run.batches = bench::synthetic_batches(std::min<int64_t>(o.train_steps, 10), run.budget.tokens, run.m.vocab_size, o.seed);
+  run.o = std::move(o);
+  return run;
+}
 
-  const auto budget = batch_budget(o, m, device, precisions.front() == "bf16");
-  const auto batches = bench::synthetic_batches(std::min<int64_t>(o.train_steps, 10), budget.tokens,
-                                                m.vocab_size, o.seed);
+// The setup record: the model, the machine and the batches' mean sizes and FLOPs.
+void report_setup(const BenchRun& r, Report& report) {
+  const auto& o = r.o;
+  const auto& m = r.m;
   double flops = 0.0, target_tokens = 0.0, source_tokens = 0.0, rows = 0.0;
-  for (const auto& batch : batches) {
+  for (const auto& batch : r.batches) {
     flops += bench::training_flops(m, batch.pairs);
     target_tokens += static_cast<double>(batch.target_tokens);
     source_tokens += static_cast<double>(batch.source_tokens);
     rows += static_cast<double>(batch.pairs.size());
   }
-  const auto n = static_cast<double>(batches.size());
-  Report report(o.json);
+  const auto n = static_cast<double>(r.batches.size());
   const int64_t parameters = make_model(m, o.seed)->parameter_count();
   report.add({{"record", "setup"}, {"impl", "trafo"}, {"version", TRAFO_VERSION}, {"torch", TORCH_VERSION},
-              {"threads", threads}, {"device", device.str()},
-              {"cuda_graphs", device.is_cuda() && o.shape.machine.cuda_graphs != "off"}, {"native_bf16", native_bf16},
+              {"threads", r.threads}, {"device", r.device.str()},
+              {"cuda_graphs", r.device.is_cuda() && o.shape.machine.cuda_graphs != "off"}, {"native_bf16", r.native_bf16},
               {"cpu_kernels", ops::isa_name(ops::cpu_isa())}, {"vocab_size", m.vocab_size}, {"d_model", m.d_model}, {"heads", m.heads},
               {"encoder_layers", m.encoder_layers}, {"decoder_layers", m.decoder_layers}, {"d_ff", m.d_ff},
-              {"norm", m.norm}, {"parameters", parameters}, {"batch_tokens", budget.tokens},
-              {"batch_tokens_reason", budget.reason},
-              {"batches", batches.size()}, {"mean_sentences", rows / n}, {"mean_source_tokens", source_tokens / n},
+              {"norm", m.norm}, {"parameters", parameters}, {"batch_tokens", r.budget.tokens},
+              {"batch_tokens_reason", r.budget.reason},
+              {"batches", r.batches.size()}, {"mean_sentences", rows / n}, {"mean_source_tokens", source_tokens / n},
               {"mean_target_tokens", target_tokens / n}, {"model_flops_per_target_token", flops / target_tokens},
               {"warmup_steps", o.warmup_steps}, {"train_steps", o.train_steps}, {"rounds", o.rounds},
               {"decode_sentences", o.decode_sentences}, {"seed", o.seed}},
@@ -228,32 +250,34 @@ int run_bench(BenchOptions o) {
                          "{:.0f} target tokens on average; {:.1f} MFLOP per target token (training)\n"
                          "steps: {} warm-up + {} timed, {} round{}\n\n{:<40} {:<6} {}",
                          m.d_model, m.heads, m.encoder_layers, m.decoder_layers, m.d_ff, m.vocab_size, m.norm,
-                         static_cast<double>(parameters) / 1e6, threads, threads == 1 ? "" : "s", device.str(), ops::isa_name(ops::cpu_isa()), batches.size(),
-                         budget.tokens, rows / n, source_tokens / n, target_tokens / n, flops / target_tokens / 1e6,
-                         o.warmup_steps, o.train_steps, o.rounds, o.rounds == 1 ? "" : "s", "measurement",
-                         "dtype", "value"));
+                         static_cast<double>(parameters) / 1e6, r.threads, r.threads == 1 ? "" : "s", r.device.str(),
+                         ops::isa_name(ops::cpu_isa()), r.batches.size(), r.budget.tokens, rows / n, source_tokens / n,
+                         target_tokens / n, flops / target_tokens / 1e6, o.warmup_steps, o.train_steps, o.rounds,
+                         o.rounds == 1 ? "" : "s", "measurement", "dtype", "value"));
+}
 
-  std::map<std::string, double> peak;
-  for (const auto& precision : precisions) {
-    peak[precision] = bench::matmul_peak_flops(precision == "bf16" ? torch::kBFloat16 : torch::kFloat, device);
-    report.add({{"record", "matmul_peak"}, {"precision", precision}, {"size", 2048}, {"gflops", peak[precision] / 1e9}},
-               row("matmul peak 2048x2048", precision, fmt::format("{:.1f} GFLOP/s", peak[precision] / 1e9)));
+// The matmul peak and the training steps in each precision, then the memory they took.
+void measure_training(BenchRun& r, Report& report) {
+  for (const auto& precision : r.precisions) {
+    r.peak[precision] = bench::matmul_peak_flops(precision == "bf16" ? torch::kBFloat16 : torch::kFloat, r.device);
+    report.add({{"record", "matmul_peak"}, {"precision", precision}, {"size", 2048}, {"gflops", r.peak[precision] / 1e9}},
+               row("matmul peak 2048x2048", precision, fmt::format("{:.1f} GFLOP/s", r.peak[precision] / 1e9)));
   }
-  for (const auto& precision : precisions) {
+  for (const auto& precision : r.precisions) {
     bench::TrainOptions options;
-    options.device = device;
+    options.device = r.device;
     options.bf16 = precision == "bf16";
-    options.cuda_graphs = o.shape.machine.cuda_graphs != "off";  // auto: on, the benchmark times what it is given
-    options.warmup_steps = o.warmup_steps;
-    options.timed_steps = o.train_steps;
-    options.rounds = o.rounds;
-    if (!o.profile.empty()) options.profile_path = o.profile + "." + precision + ".json";
-    auto model = make_model(m, o.seed);
-    const auto result = bench::measure_training(model, batches, options);
-    const double mfu = result.model_flops_per_s() / peak[precision];
+    options.cuda_graphs = r.o.shape.machine.cuda_graphs != "off";  // auto: on, the benchmark times what it is given
+    options.warmup_steps = r.o.warmup_steps;
+    options.timed_steps = r.o.train_steps;
+    options.rounds = r.o.rounds;
+    if (!r.o.profile.empty()) options.profile_path = r.o.profile + "." + precision + ".json";
+    auto model = make_model(r.m, r.o.seed);
+    const auto result = bench::measure_training(model, r.batches, options);
+    const double mfu = result.model_flops_per_s() / r.peak[precision];
     report.add({{"record", "train"}, {"precision", precision}, {"tgt_tokens_per_s", result.tokens_per_s()},
                 {"step_ms", result.step_ms()}, {"model_gflops_per_s", result.model_flops_per_s() / 1e9},
-                {"mfu", mfu}, {"steps", o.train_steps}, {"rounds_seconds", result.tokens.seconds}},
+                {"mfu", mfu}, {"steps", r.o.train_steps}, {"rounds_seconds", result.tokens.seconds}},
                row("training", precision,
                    fmt::format("{:>8.0f} tgt tok/s  step {:.0f} ms  {:.1f} GFLOP/s  MFU {:.1f}%",
                                result.tokens_per_s(), result.step_ms(), result.model_flops_per_s() / 1e9, 100 * mfu)));
@@ -261,46 +285,56 @@ int run_bench(BenchOptions o) {
   const auto memory = bench::memory_usage();
   report.add({{"record", "memory"}, {"rss_mb", memory.rss_mb}, {"peak_rss_mb", memory.peak_rss_mb}},
              row("peak RSS after training", "", fmt::format("{:.0f} MB (now {:.0f} MB)", memory.peak_rss_mb, memory.rss_mb)));
+}
 
-  if (o.decode_sentences > 0) {
-    const auto sentences = bench::synthetic_sentences(o.decode_sentences, m.vocab_size, o.seed);
-    // The KV-cached decoder and, for comparison, one that recomputes the whole prefix every step.
-    for (const bool cached : {true, false}) {
-      for (const bool batched : {false, true}) {
-        auto model = make_model(m, o.seed);
-        bench::DecodeBenchOptions options;
-        options.batch_tokens = batched ? 4096 : 1;
-        options.rounds = o.rounds;
-        options.use_cache = cached;
-        options.device = device;
-        const auto rounds = bench::measure_greedy_decoding(model, sentences, options);
-        const std::string batching = batched ? "batched" : "batch1";
-        report.add({{"record", "decode"}, {"decoder", cached ? "cached" : "recomputed"}, {"batching", batching}, {"precision", "fp32"},
-                    {"sentences", sentences.size()}, {"tgt_tokens", rounds.work}, {"tgt_tokens_per_s", rounds.per_s()},
-                    {"rounds_seconds", rounds.seconds}},
-                   row(std::string(batched ? "greedy decoding, batched (4096)" : "greedy decoding, batch 1") +
-                           (cached ? "" : ", recomputed prefix"),
-                       "fp32",
-                       fmt::format("{:>8.0f} tgt tok/s  ({:.0f} tokens)", rounds.per_s(), rounds.work)));
-      }
+// Greedy decoding of synthetic sentences: the KV-cached decoder and, for comparison, one that
+// recomputes the whole prefix every step; one sentence at a time and batched.
+void measure_decoding(const BenchRun& r, Report& report) {
+  const auto sentences = bench::synthetic_sentences(r.o.decode_sentences, r.m.vocab_size, r.o.seed);
+  for (const bool cached : {true, false}) {
+    for (const bool batched : {false, true}) {
+      auto model = make_model(r.m, r.o.seed);
+      bench::DecodeBenchOptions options;
+      options.batch_tokens = batched ? 4096 : 1;
+      options.rounds = r.o.rounds;
+      options.use_cache = cached;
+      options.device = r.device;
+      const auto rounds = bench::measure_greedy_decoding(model, sentences, options);
+      const std::string batching = batched ? "batched" : "batch1";
+      report.add({{"record", "decode"}, {"decoder", cached ? "cached" : "recomputed"}, {"batching", batching}, {"precision", "fp32"},
+                  {"sentences", sentences.size()}, {"tgt_tokens", rounds.work}, {"tgt_tokens_per_s", rounds.per_s()},
+                  {"rounds_seconds", rounds.seconds}},
+                 row(std::string(batched ? "greedy decoding, batched (4096)" : "greedy decoding, batch 1") +
+                         (cached ? "" : ", recomputed prefix"),
+                     "fp32", fmt::format("{:>8.0f} tgt tok/s  ({:.0f} tokens)", rounds.per_s(), rounds.work)));
     }
   }
+}
 
-  if (o.leak_steps > 0) {
-    for (const auto& precision : precisions) {
-      bench::TrainOptions options;
-      options.device = device;
-      options.bf16 = precision == "bf16";
-      auto model = make_model(m, o.seed);
-      const auto trend = bench::measure_memory_trend(model, batches, o.leak_steps, options);
-      report.add({{"record", "memory_trend"}, {"precision", precision}, {"early_step", trend.early_step},
-                  {"early_rss_mb", trend.early_rss_mb}, {"steps", trend.steps}, {"end_rss_mb", trend.end_rss_mb},
-                  {"growth_percent", trend.growth_percent()}, {"peak_rss_mb", bench::memory_usage().peak_rss_mb}},
-                 row("RSS trend of training", precision,
-                     fmt::format("{:.0f} MB at step {} -> {:.0f} MB at step {} ({:+.1f}%)", trend.early_rss_mb,
-                                 trend.early_step, trend.end_rss_mb, trend.steps, trend.growth_percent())));
-    }
+// --leak-steps: the resident memory of a long training run, early and at its end.
+void measure_memory_trends(const BenchRun& r, Report& report) {
+  for (const auto& precision : r.precisions) {
+    bench::TrainOptions options;
+    options.device = r.device;
+    options.bf16 = precision == "bf16";
+    auto model = make_model(r.m, r.o.seed);
+    const auto trend = bench::measure_memory_trend(model, r.batches, r.o.leak_steps, options);
+    report.add({{"record", "memory_trend"}, {"precision", precision}, {"early_step", trend.early_step},
+                {"early_rss_mb", trend.early_rss_mb}, {"steps", trend.steps}, {"end_rss_mb", trend.end_rss_mb},
+                {"growth_percent", trend.growth_percent()}, {"peak_rss_mb", bench::memory_usage().peak_rss_mb}},
+               row("RSS trend of training", precision,
+                   fmt::format("{:.0f} MB at step {} -> {:.0f} MB at step {} ({:+.1f}%)", trend.early_rss_mb,
+                               trend.early_step, trend.end_rss_mb, trend.steps, trend.growth_percent())));
   }
+}
+
+int run_bench(BenchOptions options) {
+  auto run = settle(std::move(options));
+  Report report(run.o.json);
+  report_setup(run, report);
+  measure_training(run, report);
+  if (run.o.decode_sentences > 0) measure_decoding(run, report);
+  if (run.o.leak_steps > 0) measure_memory_trends(run, report);
   return 0;
 }
 
