@@ -159,7 +159,10 @@ int64_t guided_layer(const TrainConfig& c) {
   return c.data.guided_alignment_layer > 0 ? c.data.guided_alignment_layer - 1 : c.model.decoder_layers - 1;
 }
 
-void validate(const TrainConfig& c) {
+namespace {
+
+// The guided alignment options, and the model (model::validate).
+void validate_alignment_and_model(const TrainConfig& c) {
   require(c.data.guided_alignment_layer >= 0 && c.data.guided_alignment_layer <= c.model.decoder_layers,
           "guided-alignment-layer must be a decoder layer, 1 to " + std::to_string(c.model.decoder_layers) +
               " (0: the last), not " + std::to_string(c.data.guided_alignment_layer));
@@ -170,13 +173,20 @@ void validate(const TrainConfig& c) {
           "with --corpus, give each corpus's alignment file as its fifth field (or alignment= in [[corpus]]), "
           "not --guided-alignment");
   model::validate(c.model);
-  // Text options end up in config.toml and in the checkpoint's JSON metadata, which hold UTF-8 only.
+}
+
+// Text options end up in config.toml and in the checkpoint's JSON metadata, which hold UTF-8 only.
+void validate_utf8_texts(const TrainConfig& c) {
   for (const auto& key : config_keys()) {
     const Field field = key.field(const_cast<TrainConfig&>(c));
     if (const auto* text = std::get_if<std::string*>(&field)) {
       data::check_utf8(**text, "--" + std::string(key.name));
     }
   }
+}
+
+// Where the data comes from: a folder, or files and corpora, each given once.
+void validate_data(const TrainConfig& c) {
   const bool train_given = !c.data.corpora.empty() || (!c.data.train_src.empty() && !c.data.train_tgt.empty());
   require(!c.data.data_dir.empty() || (train_given && !c.data.dev_src.empty() && !c.data.dev_tgt.empty()),
           "give --data-dir DIR (with --src-lang/--tgt-lang), or the training data (--train-src/--train-tgt or "
@@ -188,6 +198,10 @@ void validate(const TrainConfig& c) {
   require(c.run.valid_tag.empty() || std::any_of(c.data.corpora.begin(), c.data.corpora.end(),
                                              [&](const CorpusSpec& corpus) { return corpus.tag == c.run.valid_tag; }),
           "valid-tag " + c.run.valid_tag + " is not the tag of a corpus");
+}
+
+// The vocabulary to learn.
+void validate_vocabulary(const TrainConfig& c) {
   require(c.vocab.vocab_size >= 300 && c.vocab.vocab_size <= model::kMaxVocabSize,
           "vocab-size must be between 300 (256 byte pieces, specials and subwords) and " +
               std::to_string(model::kMaxVocabSize) + ", not " + std::to_string(c.vocab.vocab_size));
@@ -200,6 +214,10 @@ void validate(const TrainConfig& c) {
               c.vocab.character_coverage <= 1,
           "vocab-character-coverage must be in (0, 1]");
   require(c.vocab.max_sentences >= 0, "the vocabulary's sentence sample must not be negative");
+}
+
+// The optimizer, its schedule and the batches.
+void validate_optimization(const TrainConfig& c) {
   require(c.optim.optimizer == "adam" || c.optim.optimizer == "adamw", "optimizer must be adam or adamw");
   require(std::isfinite(c.optim.lr) && c.optim.lr > 0, "lr must be positive and finite");
   require(c.optim.warmup_steps >= 0, "warmup-steps must not be negative");
@@ -216,6 +234,10 @@ void validate(const TrainConfig& c) {
   // The batches of one update are held until its step: far beyond any real use, memory runs out.
   require(c.optim.accumulate >= 1 && c.optim.accumulate <= 1000, "accumulate must be between 1 and 1000");
   require(c.optim.ema >= 0 && c.optim.ema < 1, "ema must be in [0, 1) (0: off)");
+}
+
+// When the run stops, validates, saves and logs, and which pairs and corpora it draws.
+void validate_limits(const TrainConfig& c) {
   require(c.stop.max_steps >= 0, "max-steps must not be negative");
   require(c.stop.max_epochs >= 0, "max-epochs must not be negative");
   require(c.stop.max_time.empty() || parse_duration(c.stop.max_time) > 0,
@@ -237,6 +259,10 @@ void validate(const TrainConfig& c) {
           "all-caps-every and title-case-every must not be negative (0: off)");
   require_range(c.data.sampling_temperature, 0.0, HUGE_VAL,
                 "sampling-temperature must be finite and not negative (0: off)");
+}
+
+// The preset, subword sampling, the machine and the processes.
+void validate_run_and_machine(const TrainConfig& c) {
   require(c.run.preset == "auto" || find_preset(c.run.preset) != nullptr,
           "preset must be auto, " + preset_names() + ", not '" + c.run.preset + "'");
   require(c.data.subword_alpha >= 0 && c.data.subword_alpha < 1, "subword-alpha must be in [0, 1) (0: off)");
@@ -252,7 +278,10 @@ void validate(const TrainConfig& c) {
   require(c.parallel.nproc >= 1 && c.parallel.nproc <= 1024, "nproc must be between 1 and 1024");
   require(std::isfinite(c.parallel.dist_timeout) && c.parallel.dist_timeout > 0 && c.parallel.dist_timeout <= 86400,
           "dist-timeout must be more than 0 and at most 86400 seconds");
-  // Every text must go into config.toml and read back: one line, quoted with " or '.
+}
+
+// Every text must go into config.toml and read back: one line, quoted with " or '.
+void validate_texts_fit_config(const TrainConfig& c) {
   TrainConfig texts = c;
   for (const auto& key : config_keys()) {
     const Field field = key.field(texts);
@@ -264,6 +293,19 @@ void validate(const TrainConfig& c) {
     require(!control && (text.find('"') == std::string::npos || text.find('\'') == std::string::npos),
             std::string(key.name) + " must not hold control characters, nor both \" and '");
   }
+}
+
+}  // namespace
+
+void validate(const TrainConfig& c) {
+  validate_alignment_and_model(c);
+  validate_utf8_texts(c);
+  validate_data(c);
+  validate_vocabulary(c);
+  validate_optimization(c);
+  validate_limits(c);
+  validate_run_and_machine(c);
+  validate_texts_fit_config(c);
 }
 
 }  // namespace trafo::run_config
