@@ -4,6 +4,8 @@
 // and keeps it when resumed with another budget.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <tuple>
 
 #include "data_support.h"
@@ -191,8 +193,19 @@ TEST(PresetsCli, ARunSaysWhichPresetAndWhyAndAResumeKeepsIt) {
   EXPECT_NE(std::find(set.begin(), set.end(), "batch-tokens"), set.end()) << start;
   EXPECT_EQ(std::find(set.begin(), set.end(), "vocab-size"), set.end()) << "given: " << start;
   const auto log = read_text(run / "train.log");
-  EXPECT_NE(log.find("preset small-short (--preset auto: 80 training pairs"), std::string::npos) << log;
-  EXPECT_NE(log.find("set batch-tokens 2048"), std::string::npos) << log;
+  EXPECT_NE(log.find("choice: preset small-short (--preset auto: 80 training pairs"), std::string::npos) << log;
+  // Each automatic choice is one line of train.log and one record of the start event: which learning
+  // rate this run uses, and why.
+  EXPECT_NE(log.find("choice: lr 0.002 (the small-short preset"), std::string::npos) << log;
+  EXPECT_NE(log.find("choice: batch-tokens 2048 (the small-short preset"), std::string::npos) << log;
+  std::map<std::string, nlohmann::json> choices;
+  for (const auto& choice : start["choices"]) choices[choice["what"].get<std::string>()] = choice;
+  ASSERT_TRUE(choices.count("lr")) << start;
+  EXPECT_EQ(choices["lr"]["value"], "0.002");
+  EXPECT_NE(choices["lr"]["why"].get<std::string>().find("small-short"), std::string::npos) << start;
+  EXPECT_EQ(choices["preset"]["value"], "small-short");
+  EXPECT_TRUE(choices.count("precision") && choices.count("validation-precision")) << start;
+  EXPECT_FALSE(choices.count("vocab-size")) << "given, and learned whole: " << start;
   EXPECT_NE(read_text(run / "config.toml").find("preset=\"small-short\""), std::string::npos);
 
   // Timed for real: this tiny model trains the 80 pairs thousands of times over in 20 minutes.

@@ -26,11 +26,18 @@ class TrainingStep {
  public:
   TrainingStep(model::Transformer& model, const TrainOptions& options)
       : optimizer_(make_optimizer(model, options)),
-        step_(model, *optimizer_, options.device,
-              train::StepOptions{options.label_smoothing, options.clip_norm, options.bf16, 0.0, 0.0, {},
-                                 options.cuda_graphs}),
+        step_(model, *optimizer_, options.device, step_options(options)),
         lr_(options.lr) {
     model->train();
+  }
+
+  static train::StepOptions step_options(const TrainOptions& options) {
+    train::StepOptions step;
+    step.label_smoothing = options.label_smoothing;
+    step.clip_norm = options.clip_norm;
+    step.bf16 = options.bf16;
+    step.cuda_graphs = options.cuda_graphs;
+    return step;
   }
 
   // Moves `model` to the device first: the optimizer holds the parameters it will update.

@@ -145,8 +145,11 @@ FittedBudget fit_batch_tokens(const run_config::OptimOptions& optim, const model
     model->train();
     optimizer = make_optimizer(optim.optimizer, model->parameters(), optim.lr, optim.adam_beta1, optim.adam_beta2,
                                optim.adam_eps, optim.weight_decay);
-    step = std::make_unique<TrainStep>(model, *optimizer, device,
-                                       StepOptions{optim.label_smoothing, optim.clip_norm, bf16});
+    StepOptions step_options;
+    step_options.label_smoothing = optim.label_smoothing;
+    step_options.clip_norm = optim.clip_norm;
+    step_options.bf16 = bf16;
+    step = std::make_unique<TrainStep>(model, *optimizer, device, step_options);
     fits = [&](int64_t budget) {
       try {
         step->run({random_batch(config, static_cast<int64_t>(static_cast<double>(budget) * kFitHeadroom), length)}, 0.0)

@@ -8,6 +8,7 @@
 
 #include "trafo/metrics/language_id.h"
 #include "trafo/run_config/config_file.h"
+#include "trafo/run_config/config_keys.h"
 #include "trafo/test_hooks.h"
 #include "trafo/train/trainer.h"
 
@@ -56,11 +57,10 @@ SettledConfig settle_config(TrainConfig given, const run_config::DefaultsSpeed& 
   return settled;
 }
 
-TrainConfig final_config(const TrainConfig& settled, const data::Tokenizer& tokenizer, int64_t batch_tokens) {
-  TrainConfig config = settled;
+bool finalize(TrainConfig& config, const data::Tokenizer& tokenizer, int64_t batch_tokens) {
   config.model.vocab_size = tokenizer.vocab_size();
   config.optim.batch_tokens = batch_tokens;
-  return config;
+  return true;
 }
 
 FittedBudget choose_batch_tokens(const SettledConfig& settled, const Placement& place, const TrainingData& data) {
@@ -115,7 +115,8 @@ Session::Session(const TrainConfig& given, const Again* again)
       resume(choose_resume(settled.options, folder, place.replicas)),
       data(settled.options, files, resume, place.threads, place.replicas),
       budget(choose_batch_tokens(settled, place, data)),
-      config(final_config(settled.options, data.tokenizer, budget.tokens)),
+      finalized(finalize(settled.options, data.tokenizer, budget.tokens)),
+      config(settled.options),
       model(make_model(config, resume, place.device, place.replicas)),
       validation(config, files.paths, data.tokenizer, model, place.main()),
       training(config.optim, model, resume, place.main()),
@@ -157,6 +158,37 @@ std::string learn_language_id(const Session& s) {
 }
 
 }  // namespace
+
+std::vector<run_config::Choice> Session::choices() const {
+  std::vector<run_config::Choice> made;
+  const auto& preset = settled.preset;
+  made.push_back({"preset", preset.name, preset.why});
+  for (const auto& key : preset.set) {
+    made.push_back({key, run_config::format_value(*run_config::find_config_key(key), config),
+                    "the " + preset.name + " preset; options given keep their values"});
+  }
+  if (!budget.reason.empty()) made.push_back({"batch-tokens", std::to_string(budget.tokens), budget.reason});
+  const auto pieces = data.tokenizer.vocab_size();
+  if (resumed() || fine_tuned()) {
+    made.push_back({"vocab-size", std::to_string(pieces), "the tokenizer of the checkpoint the run starts from"});
+  } else if (pieces < config.vocab.vocab_size) {
+    made.push_back({"vocab-size", std::to_string(pieces),
+                    "the training text supports " + std::to_string(pieces) + " pieces, not the " +
+                        std::to_string(config.vocab.vocab_size) + " asked for"});
+  }
+  made.push_back({"precision", place.precision.name(), place.precision.reason});
+  made.push_back({"validation-precision", validation.decoding_precision.name(), validation.decoding_precision.reason});
+  if (place.device.is_cuda()) made.push_back({"cuda-graphs", place.cuda_graphs ? "on" : "off", place.cuda_graphs_reason});
+  if (config.machine.threads == 0) {
+    made.push_back({"threads", std::to_string(place.threads),
+                    place.load ? "--threads 0: the cores other processes leave free, followed as the load changes"
+                               : "--threads 0: every core, shared among this machine's ranks"});
+  }
+  if (config.machine.device == "auto") {
+    made.push_back({"device", place.device.str(), "--device auto: CUDA where there is a GPU, else the CPU"});
+  }
+  return made;
+}
 
 checkpoint::Checkpoint run_description(const Session& s) {
   checkpoint::Checkpoint about;

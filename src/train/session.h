@@ -1,7 +1,9 @@
 // What a training run works with, made before its first step: a small struct of named parts, each made
 // by its own function from the parts before it, in the order they are declared (Session's constructor).
-// The options are settled once first (SettledConfig); the tokenizer gives the model's vocabulary, and from
-// then on the run's configuration (`config`) is final and no part writes into it. Internal to train/.
+// The options are settled once first (settle_config); the tokenizer gives the model's vocabulary and
+// the batch budget is fitted (finalize), and from then on the run's one TrainConfig (`config`) is final
+// and no part writes into it. Each automatic choice on the way is a Choice (Session::choices).
+// Internal to train/.
 #pragma once
 
 #include <chrono>
@@ -39,10 +41,10 @@ struct SettledConfig {
 // `speed` times the built-in defaults where --preset auto weighs a --max-time budget (settle_preset).
 SettledConfig settle_config(run_config::TrainConfig given, const run_config::DefaultsSpeed& speed = {});
 
-// `settled` with the tokenizer's size as the model's vocabulary (a small corpus may give fewer pieces than
-// asked for, and a resumed or fine-tuned run keeps its checkpoint's tokenizer) and `batch_tokens`.
-run_config::TrainConfig final_config(const run_config::TrainConfig& settled, const data::Tokenizer& tokenizer,
-                                     int64_t batch_tokens);
+// Makes `config` final: the tokenizer's size as the model's vocabulary (a small corpus may give fewer
+// pieces than asked for, and a resumed or fine-tuned run keeps its checkpoint's tokenizer) and
+// `batch_tokens`. Returns true (a Session member made by it).
+bool finalize(run_config::TrainConfig& config, const data::Tokenizer& tokenizer, int64_t batch_tokens);
 
 // --batch-tokens for this run (batch_fit.h): a budget given, or set by the preset, is kept; auto, or
 // none given on CUDA, is fitted there with one process (kDefaultBatchTokens elsewhere).
@@ -83,8 +85,14 @@ struct Session {
   bool resumed() const { return !resume.path.empty(); }
   bool fine_tuned() const { return !resumed() && !config.init_from.empty(); }  // a new run from --init-from
 
+  // Every automatic choice of the run, in the order made: the preset and the options it set, the
+  // batch budget, the vocabulary's size, the precisions, threads, device and CUDA graphs.
+  std::vector<run_config::Choice> choices() const;
+
   const dist::Environment environment;   // dist::read_environment: a bad one is said before anything else
-  const SettledConfig settled;           // settle_config (its preset may read the data files' line counts)
+  // settle_config (its preset may read the data files' line counts). Its options are the run's one
+  // TrainConfig, which `config` names once finalize has made it final.
+  SettledConfig settled;
   const Clock::time_point started;
   const TrainingFiles files;             // checked before the run does anything (settled only counted lines)
   Placement place;                       // threads, device, precision, replicas
@@ -92,7 +100,8 @@ struct Session {
   ResumePoint resume;                    // choose_resume; its checkpoints released by `training`
   const TrainingData data;               // tokenizer and corpora
   const FittedBudget budget;             // choose_batch_tokens
-  const run_config::TrainConfig config;  // final_config: what every later part reads
+  const bool finalized;                  // finalize(settled.options, ...)
+  const run_config::TrainConfig& config;  // settled.options, final: what every later part reads
   model::Transformer model;              // make_model: raw weights (a resumed run's from its training state)
   Validation validation;                 // rank 0's
   OptimizerState training;               // optimizer, moving average, progress

@@ -91,6 +91,11 @@ nlohmann::json start_record(Session& s) {
   start["preset_reason"] = s.settled.preset.why;
   start["preset_set"] = s.settled.preset.set;
   start["batch_tokens"] = s.budget.tokens;  // fitted by --batch-tokens auto, or as given
+  nlohmann::json choices = nlohmann::json::array();
+  for (const auto& choice : s.choices()) {
+    choices.push_back({{"what", choice.what}, {"value", choice.value}, {"why", choice.why}});
+  }
+  start["choices"] = choices;
   start["precision"] = s.place.precision.name();
   start["precision_reason"] = s.place.precision.reason;
   start["validation_precision"] = s.validation.decoding_precision.name();
@@ -117,17 +122,9 @@ void log_start(const Session& s) {
                  "(--threads N fixes the number)",
                  s.place.busy_at_start, util::resolve_threads(0), s.place.threads);
   }
-  const auto& preset = s.settled.preset;
-  std::string set;
-  for (const auto& key : preset.set) {
-    const auto* row = run_config::find_config_key(key);
-    set += (set.empty() ? "" : ", ") + key + " " + run_config::format_value(*row, s.config);
-  }
-  spdlog::info("preset {} ({}): {}", preset.name, preset.why,
-               set.empty() ? "no option changed" : "set " + set + "; options given keep their values");
-  spdlog::info("precision {}: {}", s.place.precision.name(), s.place.precision.reason);
-  spdlog::info("validation precision {}: {}", s.validation.decoding_precision.name(),
-               s.validation.decoding_precision.reason);
+  // Each automatic choice, the option and the value it took, and why: "which learning rate does this
+  // run use, and why?" is one line here.
+  for (const auto& choice : s.choices()) spdlog::info("choice: {} {} ({})", choice.what, choice.value, choice.why);
 }
 
 }  // namespace trafo::train

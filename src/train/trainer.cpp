@@ -69,6 +69,21 @@ struct LoopParts {
   PaceCheck pace;                // --preset auto's second look
 };
 
+// What each training step does, from the run's options and where it runs.
+StepOptions step_options(const LoopParts& parts) {
+  const auto& c = parts.config;
+  StepOptions step;
+  step.label_smoothing = c.optim.label_smoothing;
+  step.clip_norm = c.optim.clip_norm;
+  step.bf16 = parts.place.precision.bf16;
+  step.src_word_dropout = c.optim.src_word_dropout;
+  step.tgt_word_dropout = c.optim.tgt_word_dropout;
+  step.kept = parts.tags;
+  step.cuda_graphs = parts.place.cuda_graphs;
+  step.guided_alignment_weight = run_config::guided(c) ? c.optim.guided_alignment_weight : 0.0;
+  return step;
+}
+
 // The training loop over a session's parts: take a step, log it, validate and checkpoint, until a limit,
 // early stopping or a signal ends the run.
 class TrainingLoop {
@@ -77,11 +92,7 @@ class TrainingLoop {
       : p_(std::move(parts)),
         c_(p_.config),
         progress_(p_.training.progress),
-        step_(p_.model, *p_.training.optimizer, p_.place.device,
-              StepOptions{c_.optim.label_smoothing, c_.optim.clip_norm, p_.place.precision.bf16,
-                          c_.optim.src_word_dropout, c_.optim.tgt_word_dropout, p_.tags, p_.place.cuda_graphs,
-                          false, run_config::guided(c_) ? c_.optim.guided_alignment_weight : 0.0},
-              &p_.place.replicas),
+        step_(p_.model, *p_.training.optimizer, p_.place.device, step_options(p_), &p_.place.replicas),
         line_(c_, p_.batcher.batches_per_epoch(), p_.clock.max_time_s()),
         stop_requested_(stop_requested),
         // The 1-based epoch of the latest batch, as logs show it.
@@ -349,8 +360,6 @@ TrainResult train_session(Session& s, const std::atomic<bool>* stop_requested, b
                     stop_requested);
   loop.record("start", start_record(s));
   log_start(s);
-  if (s.place.device.is_cuda()) spdlog::info("{}", s.place.cuda_graphs_reason);
-  if (!s.budget.reason.empty()) spdlog::info("{}", s.budget.reason);
   auto result = loop.run(/*validate_first=*/s.main_rank() && s.fine_tuned());
   again = loop.second_look();
   return result;

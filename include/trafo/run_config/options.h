@@ -116,6 +116,14 @@ struct ParallelOptions {
   double dist_timeout = 300.0;        // seconds a collective may wait for the other ranks
 };
 
+// One automatic choice a run makes: the option (its long name), the value chosen, and why. A run's
+// choices are one line each in train.log and one record each in its `start` event.
+struct Choice {
+  std::string what;
+  std::string value;
+  std::string why;
+};
+
 // Every option of `trafo train`, in the groups of the key table (config_keys.cpp).
 struct TrainConfig {
   DataOptions data;
