@@ -211,7 +211,10 @@ TEST_F(CheckpointFile, InferenceInfoIsStoredBesideTheModelAndReadFromTheConfigOf
   EXPECT_EQ(saved.inference.src_lang, "en");
   EXPECT_EQ(saved.inference.tgt_lang, "de");
   EXPECT_TRUE(saved.inference.tags.empty());
-  saved.inference = {"de", "en", {"<ft>"}};
+  saved.inference = checkpoint::InferenceInfo{};
+  saved.inference.src_lang = "de";
+  saved.inference.tgt_lang = "en";
+  saved.inference.tags = {"<ft>"};
   checkpoint::save(*dir_ / "stored.pt", saved);
   const auto stored = checkpoint::load(*dir_ / "stored.pt");
   EXPECT_EQ(stored.inference.src_lang, "de");

@@ -13,6 +13,23 @@
 
 using namespace trafo;
 
+namespace {
+
+// A corpus of the config, its fields named.
+run_config::CorpusSpec config_corpus(const std::string& src, const std::string& tgt, double weight, const std::string& tag,
+                              const std::string& src_lang = "", const std::string& tgt_lang = "") {
+  run_config::CorpusSpec spec;
+  spec.src = src;
+  spec.tgt = tgt;
+  spec.weight = weight;
+  spec.tag = tag;
+  spec.src_lang = src_lang;
+  spec.tgt_lang = tgt_lang;
+  return spec;
+}
+
+}  // namespace
+
 TEST(ConfigKeys, EveryKeyIsNamedOnceAndReadsBackWhatItWrites) {
   run_config::TrainConfig changed;
   std::set<std::string> names;
@@ -124,7 +141,7 @@ TEST(ConfigFile, TextsThatCannotBeWrittenBackAreRefused) {
 TEST(ConfigFile, CorporaOfSeveralTargetsAreTaggedByTheirTarget) {
   run_config::TrainConfig one;
   one.data.tgt_lang = "de";
-  one.data.corpora = {{"a.en", "a.de", 1.0, ""}, {"b.en", "b.de", 1.0, "<bt>", "", "en", "de"}};
+  one.data.corpora = {config_corpus("a.en", "a.de", 1.0, ""), config_corpus("b.en", "b.de", 1.0, "<bt>", "en", "de")};
   const auto before = one.data.corpora;
   run_config::tag_targets(one);
   EXPECT_TRUE(one.data.corpora == before);
@@ -133,8 +150,8 @@ TEST(ConfigFile, CorporaOfSeveralTargetsAreTaggedByTheirTarget) {
 
   run_config::TrainConfig several;
   several.data.tgt_lang = "fr";
-  several.data.corpora = {{"a.en", "a.de", 1.0, "", "", "en", "de"}, {"b.en", "b.fr", 1.0, ""},
-                          {"c.en", "c.es", 1.0, ">>es<<", "", "en", "es"}};
+  several.data.corpora = {config_corpus("a.en", "a.de", 1.0, "", "en", "de"), config_corpus("b.en", "b.fr", 1.0, ""),
+                          config_corpus("c.en", "c.es", 1.0, ">>es<<", "en", "es")};
   run_config::tag_targets(several);
   EXPECT_EQ(several.data.corpora[0].tag, ">>de<<");
   EXPECT_EQ(several.data.corpora[1].tag, ">>fr<<");
@@ -159,7 +176,7 @@ TEST(ConfigFile, CorporaOfSeveralTargetsAreTaggedByTheirTarget) {
 
 TEST(ConfigFile, CorpusTablesReadBackAndTheCommandLineWins) {
   run_config::TrainConfig config;
-  config.data.corpora = {{"a.en", "a.de", 3.0, ""}, {"b en", "b.de", 0.5, ">>fr<<", "", "en", "fr"}};
+  config.data.corpora = {config_corpus("a.en", "a.de", 3.0, ""), config_corpus("b en", "b.de", 0.5, ">>fr<<", "en", "fr")};
   const std::string toml = run_config::to_toml(config);
   EXPECT_NE(toml.find("src-lang=\"en\"\ntgt-lang=\"fr\"\n"), std::string::npos) << toml;
   run_config::TrainConfig again;
@@ -170,7 +187,7 @@ TEST(ConfigFile, CorpusTablesReadBackAndTheCommandLineWins) {
   EXPECT_EQ(run_config::to_toml(again), toml);
 
   run_config::TrainConfig given;
-  given.data.corpora = {{"c.en", "c.de", 1.0, ""}};
+  given.data.corpora = {config_corpus("c.en", "c.de", 1.0, "")};
   run_config::read_config_text(toml, "dumped.toml", given, {"corpus"});
   ASSERT_EQ(given.data.corpora.size(), 1u);
   EXPECT_EQ(given.data.corpora[0].src, "c.en");
@@ -179,7 +196,7 @@ TEST(ConfigFile, CorpusTablesReadBackAndTheCommandLineWins) {
   for (const std::string tag : {"a,b", "a b", "<s>", "<0x41>"}) {
     run_config::TrainConfig tagged;
     tagged.data.data_dir = "data";
-    tagged.data.corpora = {{"a.en", "a.de", 1.0, tag}};
+    tagged.data.corpora = {config_corpus("a.en", "a.de", 1.0, tag)};
     EXPECT_THROW(run_config::validate(tagged), InputError) << tag;
   }
   for (const std::string bad : {"[[corpus]]\nweight = \"x\"\n", "[[corpus]]\nsrc = a.en\n", "[corpus]\nsrc = \"a\"\n",

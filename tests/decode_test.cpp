@@ -260,7 +260,9 @@ TEST(DecodeTest, TargetPrefixesBeginEveryOutput) {
   EXPECT_EQ(forced[0][0].tokens, free[0][0].tokens) << "the model's own first pieces as the prefix";
   for (size_t i = 0; i < sources.size(); ++i) {
     EXPECT_TRUE(begins(forced[i][0], prefixes[i])) << "sentence " << i;
-    if (prefixes[i].empty()) EXPECT_EQ(forced[i][0].tokens, free[i][0].tokens) << "sentence " << i;
+    if (prefixes[i].empty()) {
+      EXPECT_EQ(forced[i][0].tokens, free[i][0].tokens) << "sentence " << i;
+    }
   }
   EXPECT_GT(forced[2][0].score, -std::numeric_limits<double>::infinity());
   // Greedy as CUDA runs it (rows kept, src on the CPU here) forces the same pieces.
