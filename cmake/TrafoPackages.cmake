@@ -13,6 +13,7 @@ find_package(Threads REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
 pkg_check_modules(LIBXML2 REQUIRED IMPORTED_TARGET libxml-2.0)
+pkg_check_modules(ICU REQUIRED IMPORTED_TARGET icu-uc icu-i18n)
 
 # The wheel's include folder carries fmt 12 headers, Debian's spdlog is built against fmt 9:
 # a folder holding only a link to the system's fmt goes ahead of torch's include folders.

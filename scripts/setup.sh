@@ -41,6 +41,7 @@ APT_PACKAGES=(
   libsentencepiece-dev sentencepiece
   googletest libgtest-dev libbenchmark-dev
   nlohmann-json3-dev libutfcpp-dev libxml2-dev libgloo-dev libxxhash-dev libjemalloc-dev libboost-dev
+  libicu-dev libcld2-dev libzip-dev
   libjs-chart.js chromium
   clang-14 libclang-rt-14-dev
 )

@@ -142,8 +142,13 @@ def gzip_request(body, encoding):
 
 def case_equal():
     """Served text equals offline text, whatever shared the batch, for every client and option."""
-    lines = dev_lines(60) + ["", "tab\there", "  spaces  around  ", "Ünïcödé ☃ text"]
+    # Paragraphs too: a line of several sentences is translated sentence by sentence, served as offline.
+    paragraphs = [" ".join(dev_lines(3)), "  ".join(dev_lines(5)[2:])]
+    lines = dev_lines(60) + ["", "tab\there", "  spaces  around  ", "Ünïcödé ☃ text"] + paragraphs
     expected = offline(lines)
+    alone = offline(dev_lines(5))
+    assert expected[-2] == " ".join(alone[:3]), (expected[-2], alone[:3])
+    assert expected[-1] == "  ".join(alone[2:]), (expected[-1], alone[2:])
     assert len(set(expected)) > len(lines) // 2, "the model translates too many lines alike to show anything"
     # Decoders under load run on one thread each, and a lone one on all: a sentence's text must not
     # depend on the threads, greedy or beam.
@@ -189,6 +194,10 @@ def case_equal():
         assert decoded and decoded > 0, "decoder %s decoded nothing: %s" % (decoder, decoded)
     batches, sentences = server.metric("trafo_batch_sentences_count"), server.metric("trafo_batch_sentences_sum")
     assert batches and sentences > batches, "no batch held more than one sentence: %s batches, %s sentences" % (batches, sentences)
+
+    # split_sentences false: the paragraph whole, as `translate --split-sentences off` has it.
+    whole = post(server, "/translate", {"q": paragraphs[0], "source": "en", "target": "de", "split_sentences": False})
+    assert whole["translatedText"] == offline(paragraphs[:1], "--split-sentences", "off")[0], whole
 
     # A text of several lines: each line is translated, the line breaks kept.
     multi = post(server, "/translate", {"q": lines[0] + "\n" + lines[1], "source": "en", "target": "de"})

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -64,6 +65,67 @@ class TranslateCli : public ::testing::Test {
   static std::filesystem::path* dir_;
 };
 std::filesystem::path* TranslateCli::dir_ = nullptr;
+
+// A line of several sentences (a paragraph) is cut into them, each translated as it would be alone,
+// and joined with the line's own spaces: a model trained on sentences drops sentences of a paragraph
+// given whole. --split-sentences off translates it whole; alignments, n-best lists and HTML runs
+// follow the sentences.
+TEST_F(TranslateCli, AParagraphIsTranslatedSentenceBySentence) {
+  const std::vector<std::string> sentences = {"The cat sees a dog.", "Red birds fly over the river.", "Sun!"};
+  const std::string paragraph = sentences[0] + " " + sentences[1] + "  " + sentences[2];
+  write_text(*dir_ / "sentences.txt", sentences[0] + "\n" + sentences[1] + "\n" + sentences[2] + "\n");
+  write_text(*dir_ / "paragraph.txt", paragraph + "\n" + sentences[1] + "\n");
+  const auto alone = run_trafo(translate("--input " + path("sentences.txt")));
+  ASSERT_EQ(alone.exit_code, 0) << alone.errors;
+  const auto each = lines_of(alone.output);
+  ASSERT_EQ(each.size(), 3u);
+  const auto joined = run_trafo(translate("--input " + path("paragraph.txt")));
+  ASSERT_EQ(joined.exit_code, 0) << joined.errors;
+  EXPECT_EQ(lines_of(joined.output), (std::vector<std::string>{each[0] + " " + each[1] + "  " + each[2], each[1]}));
+  const auto whole = run_trafo(translate("--split-sentences off --input " + path("paragraph.txt")));
+  ASSERT_EQ(whole.exit_code, 0) << whole.errors;
+  EXPECT_NE(lines_of(whole.output).front(), lines_of(joined.output).front()) << "splitting changed nothing";
+
+  // Word links point into the whole line on either side, each sentence's after the words before it.
+  const auto aligned = run_trafo(translate("--alignment --input " + path("paragraph.txt")));
+  ASSERT_EQ(aligned.exit_code, 0) << aligned.errors;
+  const auto line = lines_of(aligned.output).front();
+  const auto bar = line.find(" ||| ");
+  ASSERT_NE(bar, std::string::npos) << line;
+  EXPECT_EQ(line.substr(0, bar), lines_of(joined.output).front());
+  const auto words = [](const std::string& text) {
+    std::istringstream in(text);
+    return static_cast<int>(std::distance(std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()));
+  };
+  const int source_words = words(paragraph), target_words = words(line.substr(0, bar));
+  std::istringstream links(line.substr(bar + 5));
+  int linked = 0, past_first = 0;
+  for (std::string link; links >> link; ++linked) {
+    const int s = std::stoi(link.substr(0, link.find('-'))), t = std::stoi(link.substr(link.find('-') + 1));
+    EXPECT_LT(s, source_words) << link;
+    EXPECT_LT(t, target_words) << link;
+    past_first += s >= words(sentences[0]);
+  }
+  EXPECT_GT(past_first, 0) << "no link from the second or third sentence: " << line;
+
+  // The n-best of a paragraph: the k-th of each sentence's, joined.
+  const auto nbest_alone = lines_of(run_trafo(translate("--beam 2 --n-best 2 --input " + path("sentences.txt"))).output);
+  const auto nbest = lines_of(run_trafo(translate("--beam 2 --n-best 2 --input " + path("paragraph.txt"))).output);
+  ASSERT_EQ(nbest_alone.size(), 6u);
+  ASSERT_EQ(nbest.size(), 4u);
+  const auto text_of = [](const std::string& row) {
+    const auto at = row.find(" ||| ") + 5;
+    return row.substr(at, row.find(" ||| ", at) - at);
+  };
+  EXPECT_EQ(text_of(nbest[0]), text_of(nbest_alone[0]) + " " + text_of(nbest_alone[2]) + "  " + text_of(nbest_alone[4]));
+  EXPECT_EQ(text_of(nbest[1]), text_of(nbest_alone[1]) + " " + text_of(nbest_alone[3]) + "  " + text_of(nbest_alone[5]));
+
+  // An HTML run of several sentences: the same joined translation inside its element.
+  write_text(*dir_ / "paragraph.html", "<p>" + sentences[0] + " " + sentences[1] + "</p>");
+  const auto page = run_trafo(translate("--format html --input " + path("paragraph.html")));
+  ASSERT_EQ(page.exit_code, 0) << page.errors;
+  EXPECT_NE(page.output.find(each[0] + " " + each[1]), std::string::npos) << page.output;
+}
 
 TEST_F(TranslateCli, KeepsLineCountAndEmptyLines) {
   write_text(*dir_ / "input.txt", "the cat sees a dog\n\nred bird flies over the river\n\nsun\n");

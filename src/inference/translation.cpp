@@ -2,8 +2,10 @@
 
 #include <algorithm>
 
+#include "trafo/decode/output_text.h"
 #include "trafo/errors.h"
 #include "trafo/inference/pages.h"
+#include "trafo/text/sentences.h"
 #include "trafo/util/language_tag.h"
 
 namespace trafo::inference {
@@ -28,12 +30,63 @@ Glossary::File read_glossary(const std::filesystem::path& path) { return Glossar
 
 Translation::Translation(std::shared_ptr<const LoadedModel> loaded, SearchOptions options,
                          const Glossary::File& glossary, const std::string& target_language)
-    : loaded_(std::move(loaded)), options_(decoding_for(std::move(options), *loaded_)) {
+    : loaded_(std::move(loaded)),
+      options_(decoding_for(std::move(options), *loaded_)),
+      splitter_(std::make_shared<const text::SentenceSplitter>(loaded_->inference.src_lang)) {
   options_.source_tag = target_tag(*loaded_, target_language);
   if (!glossary.pairs.empty()) {
     options_.glossary = std::make_shared<const Glossary>(Glossary::from_pairs(glossary.pairs, tokenizer(), glossary.places));
   }
   decode::validate(options_);
+}
+
+SplitLines Translation::split(const std::vector<std::string>& lines, bool split) const {
+  SplitLines out;
+  for (const auto& line : lines) {
+    out.first.push_back(out.sentences.size());
+    auto cut = split ? splitter_->split(line) : text::LineSentences{};
+    if (cut.sentences.size() < 2) {  // a line of one sentence (or none) goes whole
+      out.sentences.push_back(line);
+      out.gaps.emplace_back();
+      continue;
+    }
+    for (auto& sentence : cut.sentences) out.sentences.push_back(std::move(sentence));
+    out.gaps.push_back(std::move(cut.gaps));
+  }
+  out.first.push_back(out.sentences.size());
+  return out;
+}
+
+std::vector<Translated> Translation::join(const SplitLines& split, std::vector<Translated> sentences, int n_best) {
+  if (sentences.size() != split.sentences.size()) throw std::invalid_argument("Translation::join: one result per sentence");
+  std::vector<Translated> lines(split.lines());
+  for (size_t i = 0; i < split.lines(); ++i) {
+    const size_t first = split.first[i], count = split.first[i + 1] - first;
+    if (count == 1) {
+      lines[i] = std::move(sentences[first]);
+      continue;
+    }
+    auto& line = lines[i];
+    line.hypotheses.assign(static_cast<size_t>(std::max(1, n_best)), Hypothesis{});
+    int source_words = 0, target_words = 0;  // of the sentences before: where the next one's words start
+    for (size_t s = 0; s < count; ++s) {
+      const auto& sentence = sentences[first + s];
+      for (size_t k = 0; k < line.hypotheses.size(); ++k) {
+        const auto& part = sentence.hypotheses[std::min(k, sentence.hypotheses.size() - 1)];
+        auto& whole = line.hypotheses[k];
+        if (s > 0) whole.text += split.gaps[i][s - 1];
+        whole.text += part.text;
+        whole.tokens.insert(whole.tokens.end(), part.tokens.begin(), part.tokens.end());
+        whole.score += part.score;
+      }
+      for (const auto& [source, target] : sentence.alignment) {
+        line.alignment.emplace_back(source + source_words, target + target_words);
+      }
+      source_words += decode::count_words(split.sentences[first + s]);
+      target_words += decode::count_words(sentence.hypotheses.front().text);
+    }
+  }
+  return lines;
 }
 
 std::shared_ptr<const Glossary> Translation::glossary(const std::vector<std::pair<std::string, std::string>>& pairs) const {
@@ -75,8 +128,9 @@ std::vector<std::string> Translation::translate_best(const std::vector<std::stri
   return best;
 }
 
-std::vector<std::string> Translation::translate_pages(const Pages& pages) const {
-  return pages.render(translate(prepare(pages.lines()), /*alignment=*/true));
+std::vector<std::string> Translation::translate_pages(const Pages& pages, bool split) const {
+  const auto runs = this->split(pages.lines(), split);
+  return pages.render(join(runs, translate(prepare(runs.sentences), /*alignment=*/true), options_.n_best));
 }
 
 std::vector<PairScore> Translation::score(const Sentences& sources, const std::vector<std::string>& targets,

@@ -41,6 +41,7 @@ struct TranslateOptions {
   std::string target_prefix;   // a file, one line per input line: text each translation begins with ("": none)
   std::string glossary;        // a file of term pairs the translations must use ("": none)
   std::string format = "text"; // text: a sentence a line; html: the whole input is one HTML page
+  std::string split_sentences = "on";  // on: a line (an HTML run) of several sentences is translated sentence by sentence
 };
 
 // --target-prefix: every line of the file, checked as input is; InputError for a file that is
@@ -155,12 +156,12 @@ inference::Pages read_html(int fd, const std::string& input_name) {
 
 // --format html: the page's runs of text translated as lines, their inline tags placed by the
 // translations' word alignments, the page written whole.
-void translate_page(const inference::Pages& page, const inference::Translation& engine, std::ostream& out) {
+void translate_page(const inference::Pages& page, const inference::Translation& engine, bool split, std::ostream& out) {
   const auto& runs = page.lines();
   for (size_t i = 0; i < runs.size(); ++i) {
     inference::require_target(engine.loaded(), runs[i], "run " + std::to_string(i + 1) + " of the page");
   }
-  out << engine.translate_pages(page).front();
+  out << engine.translate_pages(page, split).front();
   out.flush();
   spdlog::info("translated an HTML page of {} runs of text", runs.size());
 }
@@ -224,10 +225,12 @@ void check_chunk(std::vector<std::string>& chunk, int64_t first, const inference
 }
 
 // Text: the lines as they arrive, a chunk at a time, each chunk's translations written before the
-// next is read. Returns the lines translated.
+// next is read; a line of several sentences is translated sentence by sentence (not with target
+// prefixes, which begin whole lines). Returns the lines translated.
 int64_t translate_lines(LineReader& reader, const inference::Translation& engine, const TranslateOptions& options,
                         const std::vector<std::string>& prefixes, const std::string& input_name, std::ostream& out) {
-  int64_t lines_done = 0;
+  const bool split = options.split_sentences == "on" && options.target_prefix.empty();
+  int64_t lines_done = 0, sentences_done = 0;
   std::vector<std::string> chunk;
   for (std::string line; reader.read(line);) {
     chunk.assign(1, line);
@@ -244,7 +247,11 @@ int64_t translate_lines(LineReader& reader, const inference::Translation& engine
       }
       chunk_prefixes.assign(prefixes.begin() + lines_done, prefixes.begin() + static_cast<std::ptrdiff_t>(needed));
     }
-    const auto results = engine.translate(engine.prepare(chunk, chunk_prefixes), options.alignment, lines_done);
+    const auto sentences = engine.split(chunk, split);
+    const auto results = inference::Translation::join(
+        sentences, engine.translate(engine.prepare(sentences.sentences, chunk_prefixes), options.alignment, sentences_done),
+        options.decode.n_best);
+    sentences_done += static_cast<int64_t>(sentences.sentences.size());
     write_chunk(out, results, lines_done, options.decode.n_best > 1, options.alignment);
     if (!out) {
       throw RunError("cannot write the translations to " + (options.output == "-" ? "standard output" : options.output));
@@ -289,7 +296,7 @@ int run_translate(const TranslateOptions& options) {
   }
   std::ostream& out = options.output == "-" ? std::cout : file;
   if (page) {
-    translate_page(*page, engine, out);
+    translate_page(*page, engine, options.split_sentences == "on", out);
     if (!out) {
       throw RunError("cannot write the translation to " + (options.output == "-" ? "standard output" : options.output));
     }
@@ -327,6 +334,13 @@ CommandRunner add_translate_command(CLI::App& app) {
                       "a file of terms, 'source term<TAB>target term' a line: where a source term occurs in a line, "
                       "its translation holds the target term (lexically constrained beam search, the beam raised to "
                       "the term pieces + 1, at most 16; docs/guide-translating.md)");
+  command
+      ->add_option("--split-sentences", options->split_sentences,
+                   "on: a line (an HTML run) of several sentences is cut into them (ICU's sentence breaks for the "
+                   "model's source language, its abbreviations kept whole), each translated alone and joined with "
+                   "the line's own spaces; off: each line whole. Not with --target-prefix, which begins whole lines")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   command
       ->add_option("--format", options->format,
                    "text: a sentence a line; html: the input is one HTML page (or fragment), each block's text "

@@ -48,6 +48,16 @@ Job ApiContext::job_for(const Fields& fields) const {
   return job;
 }
 
+Outcome ApiContext::run_sentences(const Fields& fields, Job job) const {
+  const bool split = (!fields.has("split_sentences") || fields.flag("split_sentences")) && job.prefixes.empty();
+  const auto cut = service.directions()[job.direction].engine->split(job.sentences, split);
+  const int n_best = job.options.n_best;
+  job.sentences = cut.sentences;
+  auto outcome = run(std::move(job));
+  outcome.translations = inference::Translation::join(cut, std::move(outcome.translations), n_best);
+  return outcome;
+}
+
 Job ApiContext::job_of(const Fields& fields, const std::string& text_field, std::vector<size_t>& line_counts,
                        bool& listed) const {
   auto job = job_for(fields);

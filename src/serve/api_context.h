@@ -38,6 +38,10 @@ struct ApiContext {
   inference::SearchOptions decoding(const Fields& fields, const Direction& direction) const;
   // The service's answer within --request-timeout: 503 when busy or late, 400 for bad input.
   Outcome run(Job job) const;
+  // run() with each line cut into its sentences, each decoded as a line of its own, and put back
+  // together: the outcome per line. Not where the request says split_sentences false, nor with
+  // target prefixes, which begin whole lines.
+  Outcome run_sentences(const Fields& fields, Job job) const;
 };
 
 // LibreTranslate's API.

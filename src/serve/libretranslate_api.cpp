@@ -30,7 +30,7 @@ json translate_pages(const ApiContext& api, const Fields& fields, Job job, int64
   api.check_limits(job.sentences, 0);
   job.alignment = true;
   sentences = static_cast<int64_t>(job.sentences.size());
-  const auto outcome = job.sentences.empty() ? Outcome{} : api.run(std::move(job));
+  const auto outcome = job.sentences.empty() ? Outcome{} : api.run_sentences(fields, std::move(job));
   json translated = json::array();
   for (auto& page : pages->render(outcome.translations)) translated.push_back(std::move(page));
   return {{"translatedText", listed ? translated : translated.front()}};
@@ -53,7 +53,7 @@ json libretranslate_translate(const ApiContext& api, const http::Request& reques
     job.options.n_best = static_cast<int>(alternatives) + 1;
   }
   sentences = static_cast<int64_t>(job.sentences.size());
-  const auto outcome = api.run(std::move(job));
+  const auto outcome = api.run_sentences(fields, std::move(job));
   json translated = json::array(), others = json::array();
   size_t at = 0;
   for (const size_t lines : line_counts) {

@@ -38,7 +38,7 @@ json native_translate(const ApiContext& api, const http::Request& request, int64
   if (job.alignment && job.options.n_best > 1) throw HttpError(400, "alignment aligns the best translation: leave out n_best");
   sentences = static_cast<int64_t>(job.sentences.size());
   const bool alignment = job.alignment;
-  const auto outcome = api.run(std::move(job));
+  const auto outcome = api.run_sentences(fields, std::move(job));
   json translations = json::array();
   for (const auto& translated : outcome.translations) {
     const auto& best = translated.hypotheses.front();

@@ -20,6 +20,10 @@
 #include "trafo/inference/loaded_model.h"
 #include "trafo/inference/pair_scores.h"
 
+namespace trafo::text {
+class SentenceSplitter;
+}
+
 namespace trafo::inference {
 
 class Pages;
@@ -48,6 +52,15 @@ struct Translated {
   Links alignment;                     // the best one's word links, where asked
 };
 
+// Lines cut into their sentences (Translation::split): what is translated, and how each line is put
+// back together (Translation::join).
+struct SplitLines {
+  std::vector<std::string> sentences;          // the lines to translate
+  std::vector<size_t> first;                   // line i's are sentences[first[i] .. first[i + 1])
+  std::vector<std::vector<std::string>> gaps;  // line i's spaces between its sentences
+  size_t lines() const { return gaps.size(); }
+};
+
 class Translation {
  public:
   // `options`: the search (the flags' or a request's), given the model's precision, its tag (or that
@@ -63,6 +76,14 @@ class Translation {
 
   // A request's own glossary, cut by this model's tokenizer (InputError for a term it cannot hold).
   std::shared_ptr<const Glossary> glossary(const std::vector<std::pair<std::string, std::string>>& pairs) const;
+
+  // Each line cut into its sentences by the rules of the model's source language (text/sentences.h),
+  // or, with `split` false, each line whole. A line of one sentence stays as it is.
+  SplitLines split(const std::vector<std::string>& lines, bool split = true) const;
+  // Each line's translation from its sentences' (`sentences[k]` for split.sentences[k]): the k-th
+  // hypothesis of each, joined with the line's own spaces, is its k-th (their scores summed); the
+  // best ones' word links side by side. A blank line gives `n_best` empty hypotheses.
+  static std::vector<Translated> join(const SplitLines& split, std::vector<Translated> sentences, int n_best);
 
   // `lines` tokenized after the tag `tag` (the engine's: options().source_tag), and `prefixes` (none,
   // or one per line) as target pieces.
@@ -81,8 +102,9 @@ class Translation {
   }
   // The best translation's text of each line.
   std::vector<std::string> translate_best(const std::vector<std::string>& lines) const;
-  // Each page with its runs translated, their inline tags placed by the word links.
-  std::vector<std::string> translate_pages(const Pages& pages) const;
+  // Each page with its runs translated (each run cut into its sentences unless `split` is false),
+  // their inline tags placed by the word links.
+  std::vector<std::string> translate_pages(const Pages& pages, bool split = true) const;
 
   // How likely the model finds each target given its source (pair_scores.h), with the precision and
   // batch budget of `options` (the engine's where null).
@@ -94,6 +116,7 @@ class Translation {
  private:
   std::shared_ptr<const LoadedModel> loaded_;
   SearchOptions options_;
+  std::shared_ptr<const text::SentenceSplitter> splitter_;  // the source language's
 };
 
 }  // namespace trafo::inference
