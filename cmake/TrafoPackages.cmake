@@ -14,6 +14,17 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
 pkg_check_modules(LIBXML2 REQUIRED IMPORTED_TARGET libxml-2.0)
 pkg_check_modules(ICU REQUIRED IMPORTED_TARGET icu-uc icu-i18n)
+# CLD2 (Debian's libcld2-dev) has no pkg-config file.
+find_library(TRAFO_CLD2_LIBRARY cld2)
+find_path(TRAFO_CLD2_INCLUDE cld2/public/compact_lang_det.h)
+if(NOT TRAFO_CLD2_LIBRARY OR NOT TRAFO_CLD2_INCLUDE)
+  message(FATAL_ERROR "CLD2 not found: install libcld2-dev (scripts/setup.sh does)")
+endif()
+if(NOT TARGET trafo_cld2)
+  add_library(trafo_cld2 INTERFACE IMPORTED)
+  target_link_libraries(trafo_cld2 INTERFACE ${TRAFO_CLD2_LIBRARY})
+  target_include_directories(trafo_cld2 SYSTEM INTERFACE ${TRAFO_CLD2_INCLUDE})
+endif()
 
 # The wheel's include folder carries fmt 12 headers, Debian's spdlog is built against fmt 9:
 # a folder holding only a link to the system's fmt goes ahead of torch's include folders.

@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import html_check  # noqa: E402  (tests/html_check.py)
 
 ARGS = None
+FRENCH = "Ceci est une longue phrase écrite en français, une langue que personne ici ne traduit."
 DECODING = ["--threads", "1", "--precision", "fp32"]
 STARTED = []  # every server process, killed at exit if a failed check left it running
 
@@ -367,7 +368,8 @@ def case_bad():
         ("too long a line", http_request("POST", "/translate", json.dumps(dict(ok, q="a" * 201)).encode()), 413),
         ("too large a body", http_request("POST", "/translate", json.dumps(dict(ok, q=["ab"] * 1200)).encode()), 413),
         ("an unknown direction", http_request("POST", "/translate", json.dumps({"q": "a", "source": "fr", "target": "de"}).encode()), 400),
-        ("source auto", http_request("POST", "/translate", json.dumps({"q": "a", "source": "auto", "target": "de"}).encode()), 400),
+        ("source auto, text of no served language", http_request("POST", "/translate", json.dumps({"q": FRENCH, "source": "auto", "target": "de"}).encode()), 400),
+        ("source auto into a target not served", http_request("POST", "/translate", json.dumps({"q": "a", "source": "auto", "target": "fr"}).encode()), 400),
         ("format xml", http_request("POST", "/translate", json.dumps(dict(ok, q="a", format="xml")).encode()), 400),
         ("a huge beam", http_request("POST", "/v1/translate", json.dumps(dict(ok, text="a", beam=100000)).encode()), 400),
         ("n_best above the beam", http_request("POST", "/v1/translate", json.dumps(dict(ok, text="a", beam=2, n_best=3)).encode()), 400),
@@ -398,8 +400,8 @@ def case_bad():
         assert got == status, "%s: %s, not %d" % (name, got, status)
         server.healthy()
     # JSON reasons, as LibreTranslate gives them.
-    answer = requests.post(server.url + "/translate", json={"q": "a", "source": "auto", "target": "de"}, timeout=10)
-    assert answer.status_code == 400 and "error" in answer.json(), answer.text
+    answer = requests.post(server.url + "/translate", json={"q": FRENCH, "source": "auto", "target": "de"}, timeout=10)
+    assert answer.status_code == 400 and "the text is in fr" in answer.json()["error"], answer.text
     answer = requests.post(server.url + "/translate", json=dict(ok, q=["ab"] * 1200), timeout=10)
     assert answer.status_code == 413 and "error" in answer.json(), answer.text
     # A small chunked body, as a client streaming a body of unknown length sends it, is taken, from
@@ -677,6 +679,33 @@ def case_stop():
             assert status == 503 and b"Retry-After: 1" in received, received[:300]
     assert statuses.count(200) >= 4, statuses
     assert server.process.wait(60) == 0
+
+
+def case_detect():
+    """source "auto" and /detect as LibreTranslate's client uses them: the language of each text found
+    among those served; text in another one is refused, naming it."""
+    server = Server()
+    lt = LibreTranslateAPI(server.url)
+    lines = dev_lines(2)
+    detected = lt.detect(lines[0])
+    assert detected[0]["language"] == "en" and detected[0]["confidence"] > 50, detected
+    assert lt.translate(lines[0], "auto", "de") == offline(lines[:1])[0]
+    assert [language["code"] for language in lt.languages()] == ["en"]
+    both = post(server, "/translate", {"q": lines, "source": "auto", "target": "de"})
+    assert both["translatedText"] == offline(lines), both
+    assert [d["language"] for d in both["detectedLanguage"]] == ["en", "en"], both
+    one = post(server, "/translate", {"q": lines[0], "source": "auto", "target": "de"})
+    assert one["detectedLanguage"]["language"] == "en" and one["translatedText"] == offline(lines[:1])[0], one
+    # A short string CLD2 cannot tell is the one language served.
+    short = post(server, "/translate", {"q": "ok", "source": "auto", "target": "de"})
+    assert short["detectedLanguage"] == {"confidence": 0.0, "language": "en"}, short
+    # Text in a language no model here takes: /detect names it, /translate refuses it naming it.
+    assert lt.detect(FRENCH)[0]["language"] == "fr"
+    refused = requests.post(server.url + "/translate", json={"q": FRENCH, "source": "auto", "target": "de"}, timeout=30)
+    assert refused.status_code == 400 and "fr" in refused.json()["error"], refused.text
+    form = requests.post(server.url + "/detect", data={"q": lines[1]}, timeout=30)
+    assert form.status_code == 200 and form.json()[0]["language"] == "en", form.text
+    server.healthy()
 
 
 def case_start_errors():

@@ -77,6 +77,7 @@ TEST_F(ServeCli, IdleSlowAndDeafClientsNeverTakeTheServerDown) { check("hostile"
 TEST_F(ServeCli, ApiKeysAreRequiredAndNeverLogged) { check("keys"); }
 TEST_F(ServeCli, SigtermAndSigintAnswerWhatIsInFlightThenExitZero) { check("stop"); }
 TEST_F(ServeCli, BadStartsAreOneLineAndExitTwo) { check("start_errors"); }
+TEST_F(ServeCli, SourceAutoAndDetectFindTheLanguagesServed) { check("detect"); }
 TEST_F(ServeCli, ACheckpointOfSeveralTargetsServesEach) { check("targets", "multi"); }
 
 }  // namespace

@@ -1,9 +1,12 @@
 // Sentences of a line (text/sentences.h, ICU's sentence breaks with each language's abbreviations).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
+#include "trafo/inference/language_detection.h"
+#include "trafo/text/languages.h"
 #include "trafo/text/sentences.h"
 
 namespace trafo::text {
@@ -32,6 +35,42 @@ TEST(Sentences, AParagraphIsCutIntoItsSentencesAndItsSpacesKept) {
   EXPECT_TRUE(english.split("").sentences.empty());
   EXPECT_EQ(SentenceSplitter("").split("Ünï cödé. Ärger again.").sentences, (Strings{"Ünï cödé.", "Ärger again."}));
   EXPECT_EQ(SentenceSplitter("xx-unknown").split("A b. C d.").sentences, (Strings{"A b.", "C d."}));
+}
+
+// CLD2's guesses, then the languages served: the best of them first, a short string CLD2 cannot tell
+// taken by the models' own identifier (or by the one language there is), another language named.
+TEST(Languages, TheLanguagesServedAreFoundAndAnotherIsNamed) {
+  const std::string english = "The slow big father thinks that my man will close the book.";
+  const std::string german = "Der langsame große Vater denkt, dass mein Mann das Buch schließen wird.";
+  const std::string french = "Ceci est une longue phrase écrite en français, une langue que personne ne traduit.";
+  const auto guessed = guess_languages(english);
+  ASSERT_FALSE(guessed.guesses.empty());
+  EXPECT_EQ(guessed.guesses.front().language, "en");
+  EXPECT_TRUE(guessed.reliable);
+  EXPECT_TRUE(guess_languages("ok").guesses.empty());
+
+  const inference::LanguageDetector both({"en", "de"}, {});
+  EXPECT_EQ(both.detect(german).front().language, "de");
+  EXPECT_GT(both.detect(german).front().confidence, 50.0);
+  std::string other;
+  EXPECT_TRUE(both.detect(french, nullptr, &other).empty());
+  EXPECT_EQ(other, "fr");
+  const std::vector<std::string> only_english = {"en"};
+  EXPECT_EQ(both.detect("ok", &only_english).front().language, "en");
+  EXPECT_EQ(both.detect("ok", &only_english).front().confidence, 0.0);
+  EXPECT_TRUE(both.detect("ok").empty()) << "two languages and nothing to tell them by";
+
+  // The models' own identifier tells short strings apart where CLD2 cannot.
+  std::map<std::string, std::vector<std::string>> lines;
+  for (int i = 0; i < 50; ++i) {
+    lines["en"].push_back("open the file and save the file " + std::to_string(i));
+    lines["de"].push_back("öffne die Datei und speichere die Datei " + std::to_string(i));
+  }
+  const inference::LanguageDetector known({"en", "de"}, {metrics::LanguageId::learn(lines)});
+  ASSERT_TRUE(guess_languages("die Datei").guesses.empty() || !guess_languages("die Datei").reliable);
+  const auto found = known.detect("die Datei");
+  ASSERT_FALSE(found.empty());
+  EXPECT_EQ(found.front().language, "de");
 }
 
 }  // namespace

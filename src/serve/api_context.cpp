@@ -1,5 +1,6 @@
 #include "api_context.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -18,20 +19,61 @@ bool same_key(const std::string& given, const std::string& key) {
   return difference == 0;
 }
 
-size_t direction_of(const Fields& fields, const Service& service) {
-  const auto source = fields.text("source"), target = fields.text("target");
-  if (source == "auto") throw HttpError(400, "source \"auto\": this server detects no language; name the source language");
+std::string offered_directions(const Service& service) {
+  std::string offered;
+  for (const auto& d : service.directions()) offered += (offered.empty() ? "" : ", ") + d.source + "-" + d.target;
+  return offered;
+}
+
+}  // namespace
+
+inference::LanguageDetector detector_for(const Service& service) {
+  std::vector<std::string> sources;
+  std::vector<metrics::LanguageId> identifiers;
+  std::vector<const inference::LoadedModel*> seen;
+  for (const auto& d : service.directions()) {
+    if (std::find(sources.begin(), sources.end(), d.source) == sources.end()) sources.push_back(d.source);
+    const auto* model = &d.engine->loaded();
+    if (std::find(seen.begin(), seen.end(), model) != seen.end() || model->inference.language_id.empty()) continue;
+    seen.push_back(model);
+    identifiers.push_back(metrics::LanguageId::from_json(model->inference.language_id));
+  }
+  return inference::LanguageDetector(std::move(sources), std::move(identifiers));
+}
+
+size_t ApiContext::direction_of(const std::string& source, const std::string& target) const {
   const int found = service.find(source, target);
   if (found < 0) {
-    std::string offered;
-    for (const auto& d : service.directions()) offered += (offered.empty() ? "" : ", ") + d.source + "-" + d.target;
     throw HttpError(400, source + " to " + target + " is not a direction this server translates (it has: " +
-                             offered + ")");
+                             offered_directions(service) + ")");
   }
   return static_cast<size_t>(found);
 }
 
-}  // namespace
+inference::DetectedLanguage ApiContext::detect_source(const std::string& text, const std::string& target) const {
+  std::vector<std::string> into;  // the sources translated into `target`
+  for (const auto& d : service.directions()) {
+    if (d.target == target) into.push_back(d.source);
+  }
+  if (into.empty()) {
+    throw HttpError(400, "no model here translates into " + target + " (it has: " + offered_directions(service) + ")");
+  }
+  std::string other;
+  const auto found = detector.detect(text, &into, &other);
+  if (!found.empty()) return found.front();
+  if (other.empty()) {
+    throw HttpError(400, "source \"auto\": cannot tell the language of the text; name the source language");
+  }
+  throw HttpError(400, "source \"auto\": the text is in " + other + ", which no model here translates into " + target +
+                           " (it has: " + offered_directions(service) + ")");
+}
+
+Job ApiContext::job_in(size_t direction) const {
+  Job job;
+  job.direction = direction;
+  job.options = service.directions()[direction].engine->options();
+  return job;
+}
 
 void ApiContext::check_key(const std::string& given) const {
   if (options.api_keys.empty()) return;
@@ -42,10 +84,9 @@ void ApiContext::check_key(const std::string& given) const {
 
 Job ApiContext::job_for(const Fields& fields) const {
   check_key(fields.has("api_key") ? fields.text("api_key") : "");
-  Job job;
-  job.direction = direction_of(fields, service);
-  job.options = service.directions()[job.direction].engine->options();
-  return job;
+  const auto source = fields.text("source"), target = fields.text("target");
+  if (source == "auto") throw HttpError(400, "source \"auto\" is taken by /translate only: name the source language");
+  return job_in(direction_of(source, target));
 }
 
 Outcome ApiContext::run_sentences(const Fields& fields, Job job) const {

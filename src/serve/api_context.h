@@ -12,19 +12,32 @@
 
 #include "request_fields.h"
 #include "trafo/http/message.h"
+#include "trafo/inference/language_detection.h"
 #include "trafo/serve/http_server.h"
 #include "trafo/serve/service.h"
 
 namespace trafo::serve::detail {
 
+// The language detector of the sources `service` translates from, with the identifiers its
+// models' checkpoints hold.
+inference::LanguageDetector detector_for(const Service& service);
+
 struct ApiContext {
   Service& service;
   const ServerOptions& options;
+  inference::LanguageDetector detector = detector_for(service);
 
   // 403 unless `given` is one of --api-keys (when there are any).
   void check_key(const std::string& given) const;
   // A job for the request's direction with its decoding defaults, the key checked; no sentences yet.
   Job job_for(const Fields& fields) const;
+  // A job for direction `direction` with its decoding defaults (the key checked before).
+  Job job_in(size_t direction) const;
+  // The direction from `source` to `target`; 400 naming the directions there are.
+  size_t direction_of(const std::string& source, const std::string& target) const;
+  // The language `text` is in among those translated into `target`: 400 naming the language found
+  // where no model here translates it into `target`, or where nothing can tell.
+  inference::DetectedLanguage detect_source(const std::string& text, const std::string& target) const;
   // The job for the texts of `text_field`: the key checked, the direction found, each text split into
   // its lines and bounded by the limits (`line_counts` per text), and the direction's decoding
   // defaults. `listed`: the texts came as a list.
@@ -47,6 +60,7 @@ struct ApiContext {
 // LibreTranslate's API.
 nlohmann::json libretranslate_translate(const ApiContext& api, const http::Request& request, int64_t& sentences);
 nlohmann::json libretranslate_languages(const Service& service);
+nlohmann::json libretranslate_detect(const ApiContext& api, const http::Request& request);
 
 // trafo's own.
 nlohmann::json native_translate(const ApiContext& api, const http::Request& request, int64_t& sentences);

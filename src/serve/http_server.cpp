@@ -98,13 +98,16 @@ struct HttpServer::Impl {
     if (path == "/v1/score" && method == "POST") {
       return route("v1/score", q, [&](int64_t& n) { return detail::native_score(api, q, n); });
     }
+    if (path == "/detect" && method == "POST") {
+      return route("detect", q, [&](int64_t&) { return detail::libretranslate_detect(api, q); });
+    }
     // Public, as LibreTranslate has them: clients ask which languages there are before they have a key.
     if (path == "/languages" && (method == "GET" || method == "POST")) {
       return route("languages", q, [&](int64_t&) { return detail::libretranslate_languages(service); });
     }
     if (path == "/health" && method == "GET") return route("health", q, [&](int64_t&) { return health(); });
     if (path == "/metrics" && method == "GET") return metrics_text(q);
-    if (decodes(q) || path == "/languages" || path == "/health" || path == "/metrics") {
+    if (decodes(q) || path == "/detect" || path == "/languages" || path == "/health" || path == "/metrics") {
       return refusal(405, q.method + " is not allowed here");
     }
     return refusal(404, "no such endpoint: " + path);

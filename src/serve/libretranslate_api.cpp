@@ -1,5 +1,5 @@
 // LibreTranslate's API, as its clients call it: POST /translate (q a string or a list, a form or
-// JSON, alternatives) and GET|POST /languages.
+// JSON, alternatives, source "auto"), POST /detect and GET|POST /languages.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -13,48 +13,44 @@ namespace {
 
 using json = nlohmann::json;
 
+// The texts of one direction, translated: each text's translation and, with alternatives, its
+// next-best ones.
+struct Translations {
+  std::vector<std::string> texts;
+  std::vector<std::vector<std::string>> alternatives;
+};
+
 // format "html": each text is a page (inference/pages.h); its runs of text are the job's
 // sentences, aligned to their translations to place the inline tags.
-json translate_pages(const ApiContext& api, const Fields& fields, Job job, int64_t& sentences) {
-  if (fields.has("alternatives") && fields.integer("alternatives", 0, 0, api.options.limits.max_beam - 1) > 0) {
-    throw HttpError(400, "alternatives: plain text only (not with format html)");
-  }
-  bool listed = false;
+Translations translate_pages(const ApiContext& api, const Fields& fields, Job job, const std::vector<std::string>& texts,
+                             int64_t& sentences) {
   std::optional<inference::Pages> pages;
   try {
-    pages.emplace(fields.texts("q", listed));
+    pages.emplace(texts);
   } catch (const InputError& e) {
     throw HttpError(400, std::string("q: ") + e.what());
   }
   job.sentences = pages->lines();
   api.check_limits(job.sentences, 0);
   job.alignment = true;
-  sentences = static_cast<int64_t>(job.sentences.size());
+  sentences += static_cast<int64_t>(job.sentences.size());
   const auto outcome = job.sentences.empty() ? Outcome{} : api.run_sentences(fields, std::move(job));
-  json translated = json::array();
-  for (auto& page : pages->render(outcome.translations)) translated.push_back(std::move(page));
-  return {{"translatedText", listed ? translated : translated.front()}};
+  return {pages->render(outcome.translations), {}};
 }
 
-}  // namespace
-
-json libretranslate_translate(const ApiContext& api, const http::Request& request, int64_t& sentences) {
-  Fields fields(request);
-  auto job = api.job_for(fields);  // the key first
-  const auto format = fields.text_or("format", "text");
-  if (format == "html") return translate_pages(api, fields, std::move(job), sentences);
-  if (format != "text") throw HttpError(400, "format \"" + format + "\": text or html");
-  bool listed = false;
+// format "text": each text's lines translated, the line breaks kept; `alternatives` next-best ones
+// from a beam of at least alternatives + 1.
+Translations translate_lines(const ApiContext& api, const Fields& fields, Job job, const std::vector<std::string>& texts,
+                             int64_t alternatives, int64_t& sentences) {
   std::vector<size_t> line_counts;
-  job.sentences = api.sentences_of(fields.texts("q", listed), line_counts);
-  const auto alternatives = fields.integer("alternatives", 0, 0, api.options.limits.max_beam - 1);
+  job.sentences = api.sentences_of(texts, line_counts);
   if (alternatives > 0) {
     job.options.beam = std::max<int>(job.options.beam, static_cast<int>(alternatives) + 1);
     job.options.n_best = static_cast<int>(alternatives) + 1;
   }
-  sentences = static_cast<int64_t>(job.sentences.size());
+  sentences += static_cast<int64_t>(job.sentences.size());
   const auto outcome = api.run_sentences(fields, std::move(job));
-  json translated = json::array(), others = json::array();
+  Translations out;
   size_t at = 0;
   for (const size_t lines : line_counts) {
     std::string text;
@@ -68,12 +64,68 @@ json libretranslate_translate(const ApiContext& api, const http::Request& reques
         alternative[k] += (i ? "\n" : "") + h.text;
       }
     }
-    translated.push_back(text);
-    others.push_back(alternative);
+    out.texts.push_back(std::move(text));
+    out.alternatives.push_back(std::move(alternative));
   }
-  json answer = {{"translatedText", listed ? translated : translated.front()}};
-  if (alternatives > 0) answer["alternatives"] = listed ? others : others.front();
+  return out;
+}
+
+}  // namespace
+
+json libretranslate_translate(const ApiContext& api, const http::Request& request, int64_t& sentences) {
+  Fields fields(request);
+  api.check_key(fields.has("api_key") ? fields.text("api_key") : "");
+  const auto source = fields.text("source"), target = fields.text("target");
+  const auto format = fields.text_or("format", "text");
+  if (format != "text" && format != "html") throw HttpError(400, "format \"" + format + "\": text or html");
+  const auto alternatives = fields.integer("alternatives", 0, 0, api.options.limits.max_beam - 1);
+  if (format == "html" && alternatives > 0) throw HttpError(400, "alternatives: plain text only (not with format html)");
+  bool listed = false;
+  const auto texts = fields.texts("q", listed);
+  // The texts by direction: the one named, or with source "auto" each text's own.
+  std::vector<inference::DetectedLanguage> detected;
+  std::map<size_t, std::vector<size_t>> by_direction;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (source != "auto") {
+      by_direction[api.direction_of(source, target)].push_back(i);
+      continue;
+    }
+    detected.push_back(api.detect_source(texts[i], target));
+    by_direction[api.direction_of(detected.back().language, target)].push_back(i);
+  }
+  std::vector<std::string> translated(texts.size());
+  std::vector<std::vector<std::string>> others(texts.size());
+  sentences = 0;
+  for (const auto& [direction, indices] : by_direction) {
+    std::vector<std::string> group;
+    for (const size_t i : indices) group.push_back(texts[i]);
+    const auto done = format == "html" ? translate_pages(api, fields, api.job_in(direction), group, sentences)
+                                       : translate_lines(api, fields, api.job_in(direction), group, alternatives, sentences);
+    for (size_t k = 0; k < indices.size(); ++k) {
+      translated[indices[k]] = done.texts[k];
+      if (!done.alternatives.empty()) others[indices[k]] = done.alternatives[k];
+    }
+  }
+  json answer = {{"translatedText", listed ? json(translated) : json(translated.front())}};
+  if (alternatives > 0) answer["alternatives"] = listed ? json(others) : json(others.front());
+  if (!detected.empty()) {
+    json languages = json::array();
+    for (const auto& d : detected) languages.push_back({{"confidence", d.confidence}, {"language", d.language}});
+    answer["detectedLanguage"] = listed ? languages : languages.front();
+  }
   return answer;
+}
+
+json libretranslate_detect(const ApiContext& api, const http::Request& request) {
+  Fields fields(request);
+  api.check_key(fields.has("api_key") ? fields.text("api_key") : "");
+  std::string other;
+  const auto found = api.detector.detect(fields.text("q"), nullptr, &other);
+  json list = json::array();
+  for (const auto& d : found) list.push_back({{"confidence", d.confidence}, {"language", d.language}});
+  // Text in a language no model here takes: what it is, so that the client can say so.
+  if (found.empty() && !other.empty()) list.push_back({{"confidence", 0.0}, {"language", other}});
+  return list;
 }
 
 json libretranslate_languages(const Service& service) {

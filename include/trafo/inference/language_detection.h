@@ -1,0 +1,38 @@
+// Which of the languages a server (or a command) translates from a text is in: CLD2's guesses
+// (text/languages.h), and, where CLD2 cannot tell (a short UI string), the character n-gram
+// identifiers learned from the models' own corpora (metrics::LanguageId, kept in checkpoints of
+// several target languages), which know those languages better.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "trafo/metrics/language_id.h"
+
+namespace trafo::inference {
+
+struct DetectedLanguage {
+  std::string language;     // one of the candidates
+  double confidence = 0.0;  // 0-100, as LibreTranslate gives it
+};
+
+class LanguageDetector {
+ public:
+  // `candidates`: the languages an answer may name; `identifiers`: from the models' checkpoints.
+  LanguageDetector(std::vector<std::string> candidates, std::vector<metrics::LanguageId> identifiers);
+
+  const std::vector<std::string>& candidates() const { return candidates_; }
+  // The candidates `text` may be in (those of `among` alone, where given), most likely first: CLD2's,
+  // with its share of the text as the confidence; where CLD2 has no reliable guess among them, the
+  // identifiers' (confidence 50); where nothing names a language and there is one candidate, that
+  // one (confidence 0). None when the text is in another language (`other` then names CLD2's guess)
+  // or nothing can tell.
+  std::vector<DetectedLanguage> detect(const std::string& text, const std::vector<std::string>* among = nullptr,
+                                       std::string* other = nullptr) const;
+
+ private:
+  std::vector<std::string> candidates_;
+  std::vector<metrics::LanguageId> identifiers_;
+};
+
+}  // namespace trafo::inference
