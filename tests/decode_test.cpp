@@ -12,6 +12,7 @@
 
 #include "model_support.h"
 #include "trafo/data/tokenizer.h"
+#include "trafo/decode/continuous.h"
 #include "trafo/decode/search.h"
 #include "trafo/decode/translator.h"
 #include "trafo/errors.h"
@@ -354,6 +355,76 @@ TEST(DecodeTest, TrainingModeIsRestoredAndOptionsAreChecked) {
   EXPECT_THROW(Translator translator(model, make_options(2, 3)), InputError);  // n-best above the beam
   EXPECT_THROW(Translator translator(model, make_options(0)), InputError);
   EXPECT_THROW(Translator translator(model, make_options(2, 1, -1.0)), InputError);
+}
+
+// --- repetition guard ---
+
+// How many times an N-gram of `pieces` repeats one before it.
+int repeated_ngrams(const std::vector<int>& pieces, size_t n) {
+  std::set<std::vector<int>> seen;
+  int repeats = 0;
+  for (size_t start = 0; start + n <= pieces.size(); ++start) {
+    const std::vector<int> gram(pieces.begin() + static_cast<std::ptrdiff_t>(start),
+                                pieces.begin() + static_cast<std::ptrdiff_t>(start + n));
+    repeats += seen.insert(gram).second ? 0 : 1;
+  }
+  return repeats;
+}
+
+// A model that rarely says eos loops; with --no-repeat-ngram N no hypothesis, greedy or beam,
+// holds an N-gram twice, and a sentence's translation is the same alone and inside a batch.
+TEST(RepetitionGuard, NoHypothesisHoldsAnNgramTwice) {
+  auto model = tiny_model(11, 20, /*eos_bias=*/-4.0);
+  const auto sources = random_sources(10, 6, 14, 11);
+  for (const int beam : {1, 3}) {
+    auto options = make_options(beam, beam);
+    options.max_length_a = 3.0;
+    int unguarded = 0;
+    for (const auto& hypotheses : Translator(model, options).translate_ids(sources)) {
+      for (const auto& hypothesis : hypotheses) unguarded += repeated_ngrams(hypothesis.tokens, 2);
+    }
+    EXPECT_GT(unguarded, 0) << "beam " << beam << ": the model should loop without the guard";
+    options.no_repeat_ngram = 2;
+    const auto guarded = Translator(model, options).translate_ids(sources);
+    for (size_t i = 0; i < guarded.size(); ++i) {
+      for (const auto& hypothesis : guarded[i]) {
+        EXPECT_EQ(repeated_ngrams(hypothesis.tokens, 2), 0) << "beam " << beam << " sentence " << i;
+      }
+      expect_same(Translator(model, options).translate_ids({sources[i]}), {guarded[i]});
+    }
+  }
+}
+
+// --repetition-penalty P: a piece the translation holds has its log p times P. P = 1 changes
+// nothing; a large P keeps every piece of a short output distinct (the vocabulary has 16 ordinary
+// pieces), and the continuous decoder leaves such options to the Translator.
+TEST(RepetitionGuard, APenaltyMakesHeldPiecesLessLikely) {
+  auto model = tiny_model(12, 20, /*eos_bias=*/-4.0);
+  const auto sources = random_sources(10, 4, 8, 12);
+  auto options = make_options(1);
+  options.max_length_a = 1.0;
+  options.max_length_b = 4;  // at most 12 pieces
+  const auto plain = Translator(model, options).translate_ids(sources);
+  options.repetition_penalty = 1.0;
+  expect_same(plain, Translator(model, options).translate_ids(sources));
+  int plain_repeats = 0;
+  for (const auto& hypotheses : plain) plain_repeats += repeated_ngrams(hypotheses.front().tokens, 1);
+  EXPECT_GT(plain_repeats, 0);
+  options.repetition_penalty = 100.0;
+  for (const int beam : {1, 2}) {
+    options.beam = beam;
+    const auto penalised = Translator(model, options).translate_ids(sources);
+    for (size_t i = 0; i < penalised.size(); ++i) {
+      EXPECT_EQ(repeated_ngrams(penalised[i].front().tokens, 1), 0) << "beam " << beam << " sentence " << i;
+    }
+  }
+  options.beam = 1;
+  EXPECT_FALSE(ContinuousDecoder::supports(options));
+  options.repetition_penalty = 0.5;
+  EXPECT_THROW(Translator translator(model, options), InputError);
+  options.repetition_penalty = 1.0;
+  options.no_repeat_ngram = 101;
+  EXPECT_THROW(Translator translator(model, options), InputError);
 }
 
 // --- sampling ---

@@ -159,7 +159,8 @@ TEST_F(OutputContract, EveryAlignmentLinkPointsAtAPrintedWord) {
 TEST_F(OutputContract, DecodingOptionsThatWouldDoNothingAreRefused) {
   for (const std::string options :
        {"--sampling-topk -5", "--sampling-topp 0.5", "--sampling-temperature 2", "--seed 3", "--tag e",
-        "--tag bt", "--tag '<xx>'"}) {
+        "--tag bt", "--tag '<xx>'", "--no-repeat-ngram -1", "--no-repeat-ngram 101", "--repetition-penalty 0.5",
+        "--repetition-penalty nan"}) {
     const auto result = run_trafo(translate(options));
     EXPECT_EQ(result.exit_code, 2) << options << ": " << result.errors;
     const auto errors = lines_of(result.errors);
@@ -177,6 +178,7 @@ TEST_F(OutputContract, DecodingOptionsThatWouldDoNothingAreRefused) {
   EXPECT_EQ(run_trafo(translate("--sampling-topk 5 --sampling-topp 0.5 --sampling-temperature 2 --seed 3"))
                 .exit_code, 0);
   EXPECT_EQ(run_trafo(translate("--tag '<bt>'")).exit_code, 0);
+  EXPECT_EQ(run_trafo(translate("--no-repeat-ngram 3 --repetition-penalty 1.2 --beam 2")).exit_code, 0);
 }
 
 }  // namespace

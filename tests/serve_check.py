@@ -200,6 +200,12 @@ def case_equal():
     whole = post(server, "/translate", {"q": paragraphs[0], "source": "en", "target": "de", "split_sentences": False})
     assert whole["translatedText"] == offline(paragraphs[:1], "--split-sentences", "off")[0], whole
 
+    # The repetition guard, served as offline, while plain requests share the decoder.
+    guarded = post(server, "/v1/translate", {"text": lines[:20], "source": "en", "target": "de", "beam": 2,
+                                             "no_repeat_ngram": 2, "repetition_penalty": 1.5})
+    assert [t["text"] for t in guarded["translations"]] == \
+        offline(lines[:20], "--beam", "2", "--no-repeat-ngram", "2", "--repetition-penalty", "1.5"), guarded
+
     # A text of several lines: each line is translated, the line breaks kept.
     multi = post(server, "/translate", {"q": lines[0] + "\n" + lines[1], "source": "en", "target": "de"})
     assert multi["translatedText"] == expected[0] + "\n" + expected[1], multi
@@ -375,6 +381,8 @@ def case_bad():
         ("n_best above the beam", http_request("POST", "/v1/translate", json.dumps(dict(ok, text="a", beam=2, n_best=3)).encode()), 400),
         ("sampling_topp alone", http_request("POST", "/v1/translate", json.dumps(dict(ok, text="a", sampling_topp=0.5)).encode()), 400),
         ("a negative top-k", http_request("POST", "/v1/translate", json.dumps(dict(ok, text="a", sampling_topk=-5)).encode()), 400),
+        ("a repetition penalty below 1",
+         http_request("POST", "/v1/translate", json.dumps(dict(ok, text="a", repetition_penalty=0.5)).encode()), 400),
         ("an unknown tag", http_request("POST", "/v1/translate", json.dumps(dict(ok, text="a", tag="<xx>")).encode()), 400),
         ("beam a string", http_request("POST", "/v1/translate", json.dumps(dict(ok, text="a", beam="4")).encode()), 400),
         ("score with fewer translations", http_request("POST", "/v1/score", json.dumps(dict(ok, text=["a", "b"], translation=["c"])).encode()), 400),

@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include "repetition_guard.h"
 #include "step_decoder.h"
 #include "trafo/data/tokenizer.h"
 #include "trafo/decode/search.h"
@@ -344,7 +345,12 @@ std::vector<std::vector<Hypothesis>> BeamSearch::search(const std::vector<model:
 
   for (int64_t step = 0; !beams.active.empty(); ++step) {
     const auto groups = static_cast<int64_t>(beams.active.size());
-    const auto log_probs = decoder.next_log_probs(tokens, step);                        // [N*K,V]
+    auto log_probs = decoder.next_log_probs(tokens, step);                              // [N*K,V]
+    if (detail::guards_repetition(options)) {
+      std::vector<const std::vector<int>*> histories;
+      for (const auto& history : beams.histories) histories.push_back(&history);
+      detail::guard_repetition(log_probs, histories, options);
+    }
     const auto candidates = (scores.unsqueeze(1) + log_probs).view({groups, beam * vocab});  // [N,K*V]
     const auto [top_scores, top_ids] = selector.select(candidates, 2 * beam);          // [N,2K]
     const auto host = detail::to_host({top_scores, top_ids});                           // [2,N,2K]

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "repetition_guard.h"
 #include "step_decoder.h"
 #include "trafo/decode/output_text.h"
 #include "trafo/decode/search.h"
@@ -44,7 +45,8 @@ struct ContinuousDecoder::State {
 bool ContinuousDecoder::supports(const DecodeOptions& options) {
   // A language check decodes some sentences again, by beam search: Translator does that.
   const bool checked = options.language_check && options.retry_off_target > 0;
-  return options.beam == 1 && options.n_best == 1 && !options.sampling() && options.use_cache && !checked;
+  return options.beam == 1 && options.n_best == 1 && !options.sampling() && options.use_cache && !checked &&
+         !detail::guards_repetition(options);
 }
 
 ContinuousDecoder::ContinuousDecoder(model::Transformer model, const Tokenizer& tokenizer, const DecodeOptions& options)

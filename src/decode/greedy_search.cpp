@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include "repetition_guard.h"
 #include "step_decoder.h"
 #include "trafo/data/tokenizer.h"
 #include "trafo/decode/search.h"
@@ -74,7 +75,8 @@ std::vector<std::vector<Hypothesis>> GreedySearch::search(const std::vector<mode
   c10::InferenceMode inference;
   const int64_t check_every =
       check_every_ == kByDevice ? (src.device().is_cuda() ? kSyncFreeSteps : 0) : check_every_;
-  if (check_every > 0 && src.size(0) > 0) {
+  // The repetition guard reads each row's pieces on the host at every step.
+  if (check_every > 0 && src.size(0) > 0 && !detail::guards_repetition(options)) {
     return search_keeping_rows(models, src, max_lengths, options, selector, sentences, prefixes, check_every);
   }
   const int64_t rows = src.size(0);
@@ -87,8 +89,13 @@ std::vector<std::vector<Hypothesis>> GreedySearch::search(const std::vector<mode
   for (int64_t step = 0; !alive.empty(); ++step) {
     std::vector<int64_t> row_sentences;  // the input sentence of each decoder row
     for (const int64_t row : alive) row_sentences.push_back(sentences.empty() ? row : sentences[row]);
-    const auto [chosen, ids] =
-        selector.select(decoder.next_log_probs(tokens, step), 1, {&row_sentences, step});  // [N,1], [N,1]
+    auto log_probs = decoder.next_log_probs(tokens, step);  // [N,V]
+    if (detail::guards_repetition(options)) {
+      std::vector<const std::vector<int>*> histories;
+      for (const int64_t row : alive) histories.push_back(&results[row].front().tokens);
+      detail::guard_repetition(log_probs, histories, options);
+    }
+    const auto [chosen, ids] = selector.select(log_probs, 1, {&row_sentences, step});  // [N,1], [N,1]
     const auto best = chosen.squeeze(1), next = ids.squeeze(1);                           // [N], [N]
     const auto host = detail::to_host({next, best});                           // [2,N]
     const auto values = host.accessor<double, 2>();

@@ -58,6 +58,13 @@ void validate(const DecodeOptions& options) {
     throw InputError("--retry-off-target decodes again by beam search, not by sampling: it and --sampling-topk "
                      "exclude each other");
   }
+  if (options.no_repeat_ngram < 0 || options.no_repeat_ngram > 100) {
+    throw InputError("no-repeat-ngram must be between 0 (off) and 100, not " + std::to_string(options.no_repeat_ngram));
+  }
+  if (!std::isfinite(options.repetition_penalty) || options.repetition_penalty < 1.0 || options.repetition_penalty > 100.0) {
+    throw InputError("repetition-penalty must be between 1 (off) and 100, not " +
+                     std::to_string(options.repetition_penalty));
+  }
   if (options.batch_tokens < 1 || options.batch_tokens > kMaxBatchTokens) {
     throw InputError("batch tokens must be between 1 and " + std::to_string(kMaxBatchTokens) + ", not " +
                      std::to_string(options.batch_tokens));

@@ -28,6 +28,15 @@ void add_decode_flags(CLI::App& command, inference::SearchOptions& options, bool
       ->capture_default_str();
   command.add_option("--max-length-b", options.max_length_b, "see --max-length-a")->capture_default_str();
   command
+      .add_option("--no-repeat-ngram", options.no_repeat_ngram,
+                  "no N consecutive output pieces twice in one translation (0: off; 3 or 4 stops a looping model)")
+      ->capture_default_str();
+  command
+      .add_option("--repetition-penalty", options.repetition_penalty,
+                  "multiply the log-probability of each piece a translation already holds by P before choosing "
+                  "the next (1: off; 1.1-1.3 is usual)")
+      ->capture_default_str();
+  command
       .add_option("--batch-tokens", options.batch_tokens,
                   "source pieces (padding included) per decoding batch; sentences are sorted by length")
       ->capture_default_str();

@@ -16,7 +16,8 @@ class App;
 namespace trafo::cli {
 
 
-// --beam, --length-penalty, [--n-best,] --max-length-a, --max-length-b, --batch-tokens.
+// --beam, --length-penalty, [--n-best,] --max-length-a, --max-length-b, --no-repeat-ngram,
+// --repetition-penalty, --batch-tokens.
 void add_decode_flags(CLI::App& command, inference::SearchOptions& options, bool with_n_best);
 // --retry-off-target (translate, eval, serve): the language check of a model of several targets.
 void add_language_check_flag(CLI::App& command, inference::SearchOptions& options);

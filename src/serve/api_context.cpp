@@ -137,6 +137,8 @@ inference::SearchOptions ApiContext::decoding(const Fields& fields, const Direct
   o.length_penalty = fields.number("length_penalty", o.length_penalty);
   o.max_length_a = fields.number("max_length_a", o.max_length_a);
   o.max_length_b = fields.integer("max_length_b", o.max_length_b, 0, 1000000);
+  o.no_repeat_ngram = static_cast<int>(fields.integer("no_repeat_ngram", o.no_repeat_ngram, 0, 100));
+  o.repetition_penalty = fields.number("repetition_penalty", o.repetition_penalty);
   if (fields.has("sampling_topk")) {
     o.sampling_topk = fields.integer("sampling_topk", 0, 0, 1000000000);
     o.sampling_topp = fields.number("sampling_topp", 1.0);

@@ -19,7 +19,9 @@ std::string batch_key(const Job& job) {
   std::ostringstream key;
   key << job.direction << '|' << o.beam << '|' << o.length_penalty << '|' << o.n_best << '|' << o.max_length_a << '|'
       << o.max_length_b << '|' << o.batch_tokens << '|' << o.bf16 << '|' << o.source_tag << '|' << job.alignment << '|'
-      << !job.targets.empty() << '|' << !job.prefixes.empty() << '|' << o.glossary.get();
+      << !job.targets.empty() << '|' << !job.prefixes.empty() << '|' << o.glossary.get() << '|' << o.sampling_topk
+      << '|' << o.sampling_topp << '|' << o.sampling_temperature << '|' << o.seed << '|' << o.retry_off_target << '|'
+      << o.no_repeat_ngram << '|' << o.repetition_penalty;
   return key.str();
 }
 

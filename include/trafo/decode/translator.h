@@ -60,6 +60,11 @@ struct DecodeOptions {
   // the model (inference::decoding_for); null: no check (a model of one target language).
   int retry_off_target = 0;
   std::shared_ptr<const LanguageCheck> language_check;
+  // Repetition kept out (CTranslate2's no_repeat_ngram_size and repetition_penalty): no N-gram of
+  // pieces twice in one hypothesis (0: off), and each piece a hypothesis holds has its log p
+  // multiplied by the penalty (1: off; above 1 the piece is less likely again).
+  int no_repeat_ngram = 0;
+  double repetition_penalty = 1.0;
   bool sampling() const { return sampling_topk >= 0; }
 };
 
