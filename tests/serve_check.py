@@ -716,6 +716,37 @@ def case_detect():
     server.healthy()
 
 
+def case_cache():
+    """A sentence asked again is answered from the cache, with the text decoding gave it; other options
+    are other entries; --cache-sentences 0 keeps none."""
+    lines = list(dict.fromkeys(dev_lines(50)))[:30]
+    assert len(lines) == 30
+    expected = offline(lines)
+    server = Server("--cache-sentences", "20")
+    assert post(server, "/translate", {"q": lines[:20], "source": "en", "target": "de"})["translatedText"] == expected[:20]
+    assert server.metric("trafo_cache_hits_total") == 0 and server.metric("trafo_cache_misses_total") == 20
+    # Half repeats, half new, in another order: the repeats from memory, the text as offline.
+    mixed = lines[10:30][::-1]
+    assert post(server, "/translate", {"q": mixed, "source": "en", "target": "de"})["translatedText"] == expected[10:30][::-1]
+    assert server.metric("trafo_cache_hits_total") == 10 and server.metric("trafo_cache_misses_total") == 30
+    assert server.metric("trafo_cache_sentences") == 20
+    decoded = server.metric("trafo_decoder_sentences_total{decoder=\"0\"}")
+    # A paragraph's sentences are entries of their own; a beam is another entry.
+    paragraph = " ".join(lines[25:28])
+    assert post(server, "/translate", {"q": paragraph, "source": "en", "target": "de"})["translatedText"] == \
+        " ".join(expected[25:28])
+    assert server.metric("trafo_decoder_sentences_total{decoder=\"0\"}") == decoded
+    beam = post(server, "/v1/translate", {"text": lines[29:30], "source": "en", "target": "de", "beam": 3})
+    assert beam["translations"][0]["text"] == offline(lines[29:30], "--beam", "3")[0]
+    assert server.metric("trafo_decoder_sentences_total{decoder=\"0\"}") == decoded + 1
+    server.stop()
+    off = Server("--cache-sentences", "0")
+    for _ in range(2):
+        assert post(off, "/translate", {"q": lines[:5], "source": "en", "target": "de"})["translatedText"] == expected[:5]
+    assert off.metric("trafo_cache_hits_total") == 0 and off.metric("trafo_cache_sentences") == 0
+    assert off.metric("trafo_decoder_sentences_total{decoder=\"0\"}") == 10
+
+
 def case_start_errors():
     """A bad checkpoint, a taken port or a bad option: one line and exit 2."""
     def start(*extra):

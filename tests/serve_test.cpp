@@ -78,6 +78,7 @@ TEST_F(ServeCli, ApiKeysAreRequiredAndNeverLogged) { check("keys"); }
 TEST_F(ServeCli, SigtermAndSigintAnswerWhatIsInFlightThenExitZero) { check("stop"); }
 TEST_F(ServeCli, BadStartsAreOneLineAndExitTwo) { check("start_errors"); }
 TEST_F(ServeCli, SourceAutoAndDetectFindTheLanguagesServed) { check("detect"); }
+TEST_F(ServeCli, ARepeatedSentenceIsAnsweredFromTheCacheAsDecoded) { check("cache"); }
 TEST_F(ServeCli, ACheckpointOfSeveralTargetsServesEach) { check("targets", "multi"); }
 
 }  // namespace

@@ -30,15 +30,25 @@ struct Decoding {
   }
 };
 
-TEST(Service, ServedTranslationsAreTheTranslatorsTaggedOrNot) {
+// The toy model on the CPU in fp32, on 2 threads.
+std::shared_ptr<const inference::LoadedModel> toy_model() {
   at::set_num_threads(2);
   inference::RuntimeOptions runtime;
   runtime.checkpoint = kToyModel;
   runtime.device = "cpu";
   runtime.threads = 2;
   runtime.precision = "fp32";
-  const auto loaded = std::make_shared<const inference::LoadedModel>(inference::load_for_translation(runtime));
-  Direction direction{"en", "de", std::make_shared<const inference::Translation>(loaded, inference::SearchOptions{}), {}};
+  return std::make_shared<const inference::LoadedModel>(inference::load_for_translation(runtime));
+}
+
+// The toy model as the direction en-de, with the default decoding options.
+Direction toy_direction(const std::shared_ptr<const inference::LoadedModel>& loaded) {
+  return {"en", "de", std::make_shared<const inference::Translation>(loaded, inference::SearchOptions{}), {}};
+}
+
+TEST(Service, ServedTranslationsAreTheTranslatorsTaggedOrNot) {
+  const auto loaded = toy_model();
+  const auto direction = toy_direction(loaded);
   const auto& tokenizer = loaded->tokenizer;
   auto sentences = toy_sentences(60);
   std::string very_long;
@@ -88,6 +98,47 @@ TEST(Service, ServedTranslationsAreTheTranslatorsTaggedOrNot) {
   };
   EXPECT_NE(best_texts(offline[0]), best_texts(offline[1])) << "the tag changed no translation: nothing shown";
   EXPECT_EQ(service.stats().sentences_decoded, static_cast<int64_t>(kinds.size() * sentences.size()));
+}
+
+// The translation cache answers a sentence asked again with the same options from memory, as
+// decoding answered it; other options are other entries, the least recently used leave first, and
+// sampling is never cached.
+TEST(Service, TheCacheAnswersRepeatsAsDecodingDid) {
+  const auto loaded = toy_model();
+  const auto direction = toy_direction(loaded);
+  const auto sentences = toy_sentences(4);
+  Service service({direction}, /*max_queue=*/10000, /*decoders=*/1, /*cache_sentences=*/3);
+  const Decoding decoding{service};
+  const auto run = [&](std::vector<size_t> rows, int beam = 1, bool sampling = false) {
+    Job job;
+    job.options.beam = beam;
+    if (sampling) job.options.sampling_topk = 0;
+    for (const auto row : rows) job.sentences.push_back(sentences[row]);
+    const auto outcome = service.run(std::move(job), std::chrono::steady_clock::now() + std::chrono::minutes(5));
+    std::vector<std::string> texts;
+    for (const auto& translated : outcome.translations) texts.push_back(translated.hypotheses.front().text);
+    return texts;
+  };
+  const auto first = run({0, 1});
+  EXPECT_EQ(service.stats().cache_misses, 2);
+  EXPECT_EQ(run({1, 0}), (std::vector<std::string>{first[1], first[0]}));
+  EXPECT_EQ(service.stats().cache_hits, 2);
+  EXPECT_EQ(service.stats().sentences_decoded, 2);
+  // A sentence held, among new ones: the new ones are decoded, the answer in the order asked.
+  const auto mixed = run({2, 0, 3});
+  EXPECT_EQ(mixed[1], first[0]);
+  EXPECT_EQ(service.stats().cache_hits, 3);
+  EXPECT_EQ(service.stats().sentences_decoded, 4);
+  EXPECT_EQ(service.stats().cached_sentences, 3);  // 2, 0 and 3 held; 1, used least recently, left
+  run({1});
+  EXPECT_EQ(service.stats().cache_hits, 3);
+  // Beams are other entries; sampling is never looked up.
+  run({3}, /*beam=*/2);
+  run({3}, /*beam=*/1, /*sampling=*/true);
+  run({3}, /*beam=*/1, /*sampling=*/true);
+  EXPECT_EQ(service.stats().cache_hits, 3);
+  EXPECT_EQ(service.stats().cache_misses, 6);
+  EXPECT_EQ(service.stats().sentences_decoded, 8);
 }
 
 }  // namespace

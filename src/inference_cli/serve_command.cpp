@@ -33,6 +33,7 @@ struct ServeOptions {
   serve::ServerOptions server;
   int64_t max_queue = 100000;
   int decoders = 0;  // batches decoded side by side on CPU; 0: one per thread
+  int64_t cache_sentences = 10000;  // translations kept to answer a sentence asked again; 0: none
   std::string api_keys;
   std::string glossary;  // terms every direction's translations use ("": none); a request's own replace them
 };
@@ -60,6 +61,7 @@ void check_limits(const ServeOptions& o) {
   within("--max-queue", static_cast<double>(o.max_queue), 1, 100000000);
   within("--max-beam", l.max_beam, 1, 1024);
   within("--decoders", o.decoders, 0, 1024);
+  within("--cache-sentences", static_cast<double>(o.cache_sentences), 0, 100000000);
   within("--request-timeout", l.request_seconds, 1, 86400);
   within("--read-timeout", l.read_seconds, 1, 3600);
   if (o.decode.beam > l.max_beam) throw InputError("--beam is above --max-beam");
@@ -117,7 +119,7 @@ int run_serve(ServeOptions& o) {
   const bool on_cpu = directions_served.front().engine->loaded().model->parameters().front().device().is_cpu();
   const int decoders = !on_cpu ? 1 : o.decoders > 0 ? o.decoders : at::get_num_threads();
   if (!on_cpu && o.decoders > 1) spdlog::warn("--decoders {} applies on CPU: one decoder drives the GPU", o.decoders);
-  serve::Service service(std::move(directions_served), o.max_queue, decoders);
+  serve::Service service(std::move(directions_served), o.max_queue, decoders, o.cache_sentences);
   serve::HttpServer server(service, o.server);
   server.bind();
   std::string directions;
@@ -211,6 +213,11 @@ CommandRunner add_serve_command(CLI::App& app) {
       ->add_option("--decoders", options->decoders,
                    "batches decoded side by side (CPU), each on a thread of its own: one alone uses every "
                    "--threads, under load the others take one each; 0: one per thread")
+      ->capture_default_str();
+  command
+      ->add_option("--cache-sentences", options->cache_sentences,
+                   "translations kept in memory (least recently used leave first): a sentence asked again with "
+                   "the same options is answered from them, as decoding would answer it; 0: no cache")
       ->capture_default_str();
   command->add_option("--max-beam", limits.max_beam, "the largest beam (and n-best) a request may ask for")
       ->capture_default_str();

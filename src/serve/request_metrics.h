@@ -78,28 +78,26 @@ class Metrics {
     out << "trafo_batch_sentences_bucket{le=\"+Inf\"} " << stats.batches << '\n'
         << "trafo_batch_sentences_sum " << total << '\n'
         << "trafo_batch_sentences_count " << stats.batches << '\n';
-    out << "# HELP trafo_queue_sentences Sentences waiting for a batch.\n"
-           "# TYPE trafo_queue_sentences gauge\n"
-           "trafo_queue_sentences "
-        << stats.queued_sentences << '\n';
-    out << "# HELP trafo_output_tokens_total Pieces produced by the decoder.\n"
-           "# TYPE trafo_output_tokens_total counter\n"
-           "trafo_output_tokens_total "
-        << stats.output_tokens << '\n';
+    // One series of one value: its help, its type and the value.
+    const auto single = [&out](const char* name, const char* type, const char* help, auto value) {
+      out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n'
+          << name << ' ' << value << '\n';
+    };
+    single("trafo_queue_sentences", "gauge", "Sentences waiting for a batch.", stats.queued_sentences);
+    single("trafo_output_tokens_total", "counter", "Pieces produced by the decoder.", stats.output_tokens);
     out << "# HELP trafo_decoder_sentences_total Sentences decoded by each decoder (--decoders).\n"
            "# TYPE trafo_decoder_sentences_total counter\n";
     for (size_t i = 0; i < stats.sentences_by_decoder.size(); ++i) {
       out << "trafo_decoder_sentences_total{decoder=\"" << i << "\"} " << stats.sentences_by_decoder[i] << '\n';
     }
-    out << "# HELP trafo_decoding_seconds_total Time in which a decoder was busy.\n"
-           "# TYPE trafo_decoding_seconds_total counter\n"
-           "trafo_decoding_seconds_total "
-        << stats.decoding_seconds << '\n';
-    out << "# HELP trafo_tokens_per_second Pieces produced per second of decoding, since start.\n"
-           "# TYPE trafo_tokens_per_second gauge\n"
-           "trafo_tokens_per_second "
-        << (stats.decoding_seconds > 0 ? static_cast<double>(stats.output_tokens) / stats.decoding_seconds : 0.0)
-        << '\n';
+    single("trafo_decoding_seconds_total", "counter", "Time in which a decoder was busy.", stats.decoding_seconds);
+    single("trafo_cache_hits_total", "counter", "Sentences answered from the translation cache (--cache-sentences).",
+           stats.cache_hits);
+    single("trafo_cache_misses_total", "counter", "Sentences looked up in the translation cache and decoded.",
+           stats.cache_misses);
+    single("trafo_cache_sentences", "gauge", "Translations the cache holds.", stats.cached_sentences);
+    single("trafo_tokens_per_second", "gauge", "Pieces produced per second of decoding, since start.",
+           stats.decoding_seconds > 0 ? static_cast<double>(stats.output_tokens) / stats.decoding_seconds : 0.0);
     return out.str();
   }
 

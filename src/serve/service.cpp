@@ -8,6 +8,7 @@
 
 #include "service_state.h"
 #include "trafo/model/linear.h"
+#include "translation_cache.h"
 
 namespace trafo::serve {
 
@@ -27,8 +28,9 @@ std::string batch_key(const Job& job) {
 
 }  // namespace
 
-Service::Service(std::vector<Direction> directions, int64_t max_queue, int decoders)
+Service::Service(std::vector<Direction> directions, int64_t max_queue, int decoders, int64_t cache_sentences)
     : directions_(std::move(directions)), max_queue_(max_queue) {
+  if (cache_sentences > 0) cache_ = std::make_unique<detail::TranslationCache>(cache_sentences);
   for (int i = 0; i < std::max(1, decoders); ++i) {
     decoders_.push_back(std::make_unique<Decoder>());
     decoders_.back()->index = static_cast<size_t>(i);
@@ -60,6 +62,7 @@ void Service::stop() {
 ServiceStats Service::stats() const {
   std::lock_guard lock(mutex_);
   auto stats = stats_;
+  stats.cached_sentences = cache_ ? cache_->size() : 0;
   if (busy_decoders_ > 0) {
     stats.decoding_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - busy_since_).count();
   }
@@ -71,9 +74,50 @@ Outcome Service::run(Job job, std::chrono::steady_clock::time_point deadline) {
   // A request's own glossary makes a batch of its own: its pointer is in the batch key.
   if (!job.glossary.empty()) job.options.glossary = engine.glossary(job.glossary);
   inference::validate(job.options);
+  const auto key = batch_key(job);
+  // Sampling draws, scores and a request's own glossary (a pointer in the key, compiled anew for
+  // each request) are never cached.
+  const bool cached = cache_ && !job.options.sampling() && job.targets.empty() && job.glossary.empty();
+  if (!cached) return decode(std::move(job), key, deadline);
+
+  // The sentences the cache holds are answered from it; the others are decoded, then kept.
+  const auto entry = [&](const Job& of, size_t i) {
+    return key + '\n' + of.sentences[i] + '\n' + (of.prefixes.empty() ? std::string() : of.prefixes[i]);
+  };
+  Outcome outcome;
+  outcome.translations.resize(job.sentences.size());
+  Job missing = job;
+  missing.sentences.clear();
+  missing.prefixes.clear();
+  std::vector<size_t> missing_rows;
+  for (size_t i = 0; i < job.sentences.size(); ++i) {
+    if (auto hit = cache_->find(entry(job, i))) {
+      outcome.translations[i] = std::move(*hit);
+      continue;
+    }
+    missing_rows.push_back(i);
+    missing.sentences.push_back(job.sentences[i]);
+    if (!job.prefixes.empty()) missing.prefixes.push_back(job.prefixes[i]);
+  }
+  {
+    std::lock_guard lock(mutex_);
+    stats_.cache_misses += static_cast<int64_t>(missing_rows.size());
+    stats_.cache_hits += static_cast<int64_t>(job.sentences.size() - missing_rows.size());
+  }
+  if (missing_rows.empty()) return outcome;
+  auto decoded = decode(std::move(missing), key, deadline);
+  for (size_t j = 0; j < missing_rows.size(); ++j) {
+    cache_->store(entry(job, missing_rows[j]), decoded.translations[j]);
+    outcome.translations[missing_rows[j]] = std::move(decoded.translations[j]);
+  }
+  return outcome;
+}
+
+Outcome Service::decode(Job job, const std::string& key, std::chrono::steady_clock::time_point deadline) {
+  const auto& engine = *directions_.at(job.direction).engine;
   auto pending = std::make_shared<Pending>();
   pending->sentences = engine.prepare(job.sentences, job.prefixes, job.options.source_tag);
-  pending->key = batch_key(job);
+  pending->key = key;
   if (job.options.sampling()) pending->key += "|sampling|" + std::to_string(reinterpret_cast<uintptr_t>(pending.get()));
   pending->job = std::move(job);
   if (pending->job.sentences.empty()) return {};

@@ -42,6 +42,10 @@ class PackedInference;
 
 namespace trafo::serve {
 
+namespace detail {
+class TranslationCache;
+}
+
 // One direction the service translates.
 struct Direction {
   std::string source, target;      // language codes, as requests name them
@@ -86,13 +90,17 @@ struct ServiceStats {
   double decoding_seconds = 0.0; // wall time in which a decoder was busy
   std::map<int64_t, int64_t> batch_sizes;  // how many batches held each number of sentences
   std::vector<int64_t> sentences_by_decoder;  // sentences decoded by each decoder
+  int64_t cache_hits = 0;      // sentences answered from the translation cache
+  int64_t cache_misses = 0;    // sentences the cache could have answered but did not hold
+  int64_t cached_sentences = 0;  // sentences the cache holds now
 };
 
 class Service {
  public:
-  // `max_queue`: sentences that may wait; `decoders`: batches decoded side by side (CPU). Nothing is
-  // decoded until a thread calls run_decoder().
-  Service(std::vector<Direction> directions, int64_t max_queue, int decoders = 1);
+  // `max_queue`: sentences that may wait; `decoders`: batches decoded side by side (CPU);
+  // `cache_sentences`: the translations kept to answer a sentence asked again (0: none; not for
+  // sampling, scoring or a request's own glossary). Nothing is decoded until a thread calls run_decoder().
+  Service(std::vector<Direction> directions, int64_t max_queue, int decoders = 1, int64_t cache_sentences = 0);
   ~Service();
   Service(const Service&) = delete;
   Service& operator=(const Service&) = delete;
@@ -102,6 +110,7 @@ class Service {
   int find(const std::string& source, const std::string& target) const;
 
   // Runs `job` and waits for it; throws Busy, TimedOut, or trafo::InputError for a bad option.
+  // Sentences the cache holds are answered from it, the others decoded.
   Outcome run(Job job, std::chrono::steady_clock::time_point deadline);
 
   // Decodes until stop() and the line is empty: the first decoder on the calling thread, the others
@@ -118,6 +127,8 @@ class Service {
   struct Pending;
   using Part = std::pair<std::shared_ptr<Pending>, std::vector<size_t>>;  // a job and sentences of it
   struct Decoder;  // a decoding thread and its batch
+  // Queues `job` (validated, its glossary compiled) for the decoders and waits for it.
+  Outcome decode(Job job, const std::string& key, std::chrono::steady_clock::time_point deadline);
   // Takes sentences of the waiting jobs of `key`, one from each in turn, up to `budget` source
   // pieces and `most` sentences (the first always); the jobs that gave go to the back of the line.
   // Under mutex_.
@@ -150,6 +161,7 @@ class Service {
   // Each model's weights stay packed while the service lives (model/linear.h): its decoders share them.
   std::vector<std::unique_ptr<model::PackedInference>> packed_;
   int threads_ = 1;  // LibTorch threads the decoders share (the caller of run_decoder's)
+  std::unique_ptr<detail::TranslationCache> cache_;
   mutable std::mutex mutex_;
   std::condition_variable work_;  // idle decoders wait on it for jobs
   std::deque<std::shared_ptr<Pending>> waiting_;
