@@ -3,6 +3,7 @@
 // tests/serve_check.py drives the same rules through sockets.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 #include "trafo/http/message.h"
@@ -64,6 +65,8 @@ TEST(HttpMessage, FormsAreDecodedUrlencodedAndMultipart) {
             Parsed::kComplete);
   EXPECT_EQ(request.param("q"), "line one\r\nline two");
   EXPECT_EQ(request.param("file"), "from a file");
+  EXPECT_EQ(request.file_name("file"), "a.txt");
+  EXPECT_EQ(request.file_name("q"), "");
   EXPECT_EQ(refusal("POST / HTTP/1.1\r\nContent-Type: multipart/form-data; boundary=XyZ\r\nContent-Length: 5\r\n\r\n"
                     "hello"),
             400);
@@ -88,6 +91,37 @@ TEST(HttpMessage, BodiesThatTheLimitCannotBoundAreRefusedFromTheHead) {
   EXPECT_EQ(refusal(many + "\r\n"), 431);
   // A request line and headers each under the limit, together over it (Beast checks them apart).
   EXPECT_EQ(refusal("GET /" + std::string(10000, 'a') + " HTTP/1.1\r\nX: " + std::string(10000, 'b') + "\r\n\r\n"), 431);
+}
+
+// A path with a limit of its own (POST /translate_file: a document) takes larger bodies than the
+// rest, sized or chunked, and is bound by its own limit.
+TEST(HttpMessage, APathMayTakeLargerBodies) {
+  MessageLimits limits;
+  limits.max_body_bytes = 1000;
+  limits.max_body_bytes_at["/translate_file"] = 5000;
+  const auto status = [&](const std::string& path, size_t size, bool chunked = false) {
+    Request request;
+    std::string bytes = "POST " + path + " HTTP/1.1\r\nHost: a\r\n";
+    if (chunked) {
+      char hex[32];
+      std::snprintf(hex, sizeof hex, "%zx", size);
+      bytes += "Transfer-Encoding: chunked\r\n\r\n" + std::string(hex) + "\r\n" + std::string(size, 'x') + "\r\n0\r\n\r\n";
+    } else {
+      bytes += "Content-Length: " + std::to_string(size) + "\r\n\r\n" + std::string(size, 'x');
+    }
+    const auto parsed = parse_request(bytes, limits, request);
+    if (parsed.kind == Parsed::kComplete) {
+      EXPECT_EQ(request.body.size(), size);
+    }
+    return parsed.kind == Parsed::kRefused ? parsed.status : parsed.kind == Parsed::kComplete ? 200 : 0;
+  };
+  EXPECT_EQ(status("/translate_file", 3000), 200);
+  EXPECT_EQ(status("/translate_file", 3000, /*chunked=*/true), 200);
+  EXPECT_EQ(status("/translate_file", 6000), 413);
+  EXPECT_EQ(status("/translate_file", 6000, true), 413);
+  EXPECT_EQ(status("/translate", 3000), 413);
+  EXPECT_EQ(status("/translate", 3000, true), 413);
+  EXPECT_EQ(status("/translate", 900), 200);
 }
 
 TEST(HttpMessage, MalformedHeadsAreRefused) {

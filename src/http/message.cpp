@@ -98,8 +98,9 @@ std::string parameter(std::string_view value, std::string_view name) {
   return "";
 }
 
-// A multipart/form-data body's parts as fields (a file part too: its content is the value).
-bool add_parts(std::string_view body, const std::string& boundary, Pairs& out) {
+// A multipart/form-data body's parts as fields (a file part too: its content is the value, its
+// name in `files`).
+bool add_parts(std::string_view body, const std::string& boundary, Pairs& out, Pairs& files) {
   const std::string delimiter = "--" + boundary;
   auto at = body.find(delimiter);
   if (boundary.empty() || at == std::string_view::npos) return false;
@@ -112,14 +113,18 @@ bool add_parts(std::string_view body, const std::string& boundary, Pairs& out) {
     if (head_stop == std::string_view::npos) return false;
     const auto next = body.find("\r\n" + delimiter, head_stop + 4);
     if (next == std::string_view::npos) return false;
-    std::string name;
+    std::string name, file_name;
+    bool file = false;
     for (const auto line : lines_of(body.substr(head_start, head_stop - head_start))) {
       const auto colon = line.find(':');
       if (colon != std::string_view::npos && lower(trimmed(line.substr(0, colon))) == "content-disposition") {
         name = parameter(line.substr(colon + 1), "name");
+        file_name = parameter(line.substr(colon + 1), "filename");
+        file = line.find("filename") != std::string_view::npos;
       }
     }
     if (name.empty()) return false;
+    if (file) files.emplace_back(name, file_name);
     out.emplace_back(name, std::string(body.substr(head_stop + 4, next - head_stop - 4)));
     at = next + 2;
   }
@@ -141,12 +146,13 @@ bool another_version(std::string_view bytes) {
 }
 
 // Beast's reason for refusing `bytes`, as an answer.
-Parsed refused_by_parser(const boost::system::error_code& error, const MessageLimits& limits, std::string_view bytes) {
+Parsed refused_by_parser(const boost::system::error_code& error, const MessageLimits& limits, int64_t body_limit,
+                         std::string_view bytes) {
   if (error == beast::error::header_limit) {
     return refused(431, fmt::format("the request line and headers are larger than {} bytes", limits.max_head_bytes));
   }
   if (error == beast::error::body_limit) {
-    return refused(413, fmt::format("the request is larger than {} bytes", limits.max_body_bytes));
+    return refused(413, fmt::format("the request is larger than {} bytes", body_limit));
   }
   if (error == beast::error::bad_content_length) return refused(400, "a malformed or conflicting Content-Length");
   if (error == beast::error::bad_transfer_encoding) {
@@ -172,12 +178,17 @@ struct RequestReader::Impl {
   bool head_checked = false;
   bool started = false;  // past the blank lines a request may follow
   size_t head_bytes = 0;  // of the head, taken by the parser so far
+  int64_t body_limit;     // the limit of this request's path
   Parsed state;
 
-  explicit Impl(const MessageLimits& l) : limits(l) {
+  explicit Impl(const MessageLimits& l) : limits(l), body_limit(l.max_body_bytes) {
     parser.emplace();
     parser->header_limit(static_cast<std::uint32_t>(std::min<size_t>(limits.max_head_bytes, UINT32_MAX)));
-    parser->body_limit(static_cast<std::uint64_t>(std::max<int64_t>(limits.max_body_bytes, 0)));
+    // Beast checks a Content-Length as it reads the head, before the path is known: the largest
+    // limit here, and the path's own once the head is read.
+    int64_t largest = limits.max_body_bytes;
+    for (const auto& [path, limit] : limits.max_body_bytes_at) largest = std::max(largest, limit);
+    parser->body_limit(static_cast<std::uint64_t>(std::max<int64_t>(largest, 0)));
     parser->eager(false);  // stop after the head, so that it is checked before a byte of the body is read
   }
 
@@ -215,6 +226,14 @@ struct RequestReader::Impl {
     const auto query = target.find('?');
     head.path = std::string(target.substr(0, query));
     if (query != std::string_view::npos) add_fields(target.substr(query + 1), head.params);
+    if (const auto own = limits.max_body_bytes_at.find(head.path); own != limits.max_body_bytes_at.end()) {
+      body_limit = own->second;
+    }
+    const auto length = parser->content_length();
+    if (length && *length > static_cast<std::uint64_t>(std::max<int64_t>(body_limit, 0))) {
+      return refused(413, fmt::format("the request is larger than {} bytes", body_limit));
+    }
+    parser->body_limit(static_cast<std::uint64_t>(std::max<int64_t>(body_limit, 0)));
     return std::nullopt;
   }
 
@@ -235,7 +254,7 @@ struct RequestReader::Impl {
       used += n;
       if (in_head) head_bytes += n;
       if (error == beast::error::need_more) break;
-      if (error) return state = refused_by_parser(error, limits, bytes.substr(used));
+      if (error) return state = refused_by_parser(error, limits, body_limit, bytes.substr(used));
       if (parser->is_header_done() && !head_checked) {
         head_checked = true;
         if (auto refusal = check_head()) return state = *refusal;
@@ -264,7 +283,7 @@ struct RequestReader::Impl {
     if (type.rfind("application/x-www-form-urlencoded", 0) == 0) {
       add_fields(head.body, head.params);
     } else if (type.rfind("multipart/form-data", 0) == 0 &&
-               !add_parts(head.body, parameter(head.header("content-type"), "boundary"), head.params)) {
+               !add_parts(head.body, parameter(head.header("content-type"), "boundary"), head.params, head.file_names)) {
       return state = refused(400, "a malformed multipart/form-data body");
     }
     state.kind = Parsed::kComplete;
@@ -293,6 +312,13 @@ size_t Request::param_count(std::string_view name) const {
 std::string Request::param(std::string_view name, size_t index) const {
   for (const auto& [key, value] : params) {
     if (key == name && index-- == 0) return value;
+  }
+  return "";
+}
+
+std::string Request::file_name(std::string_view field) const {
+  for (const auto& [key, value] : file_names) {
+    if (key == field) return value;
   }
   return "";
 }

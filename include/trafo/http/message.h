@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,12 +25,14 @@ struct Request {
   Pairs headers;       // names in lower case, in the order sent
   std::string body;    // decoded from chunks when it came chunked
   Pairs params;  // the query's fields, then the body's (a urlencoded or multipart form)
+  Pairs file_names;  // a multipart form's file fields: the field's name, the file's name as sent
   bool keep_alive = true;
 
   std::string header(std::string_view lower_name) const;  // "" when absent
   bool has_param(std::string_view name) const;
   size_t param_count(std::string_view name) const;
   std::string param(std::string_view name, size_t index = 0) const;  // "" when absent
+  std::string file_name(std::string_view field) const;  // "" when the field was not a file
 };
 
 struct Response {
@@ -40,6 +44,8 @@ struct Response {
 
 struct MessageLimits {
   int64_t max_body_bytes = int64_t{1} << 20;  // decoded bytes, whether sized by Content-Length or chunked
+  // Paths whose bodies have a limit of their own (POST /translate_file: a document).
+  std::map<std::string, int64_t, std::less<>> max_body_bytes_at;
   size_t max_head_bytes = 16384;              // request line and headers together
   size_t max_headers = 100;
 };
