@@ -19,6 +19,8 @@ SAFETENSORS_VERSION=0.7.0
 # The clients `trafo serve` is tested with.
 REQUESTS_VERSION=2.34.2
 LIBRETRANSLATEPY_VERSION=2.1.4
+# websocket-client: tests/browser.py drives headless Chromium through its DevTools socket.
+WEBSOCKET_CLIENT_VERSION=1.8.0
 # Argos Translate (LibreTranslate's engine): a test installs trafo's .argosmodel and translates with
 # it. Installed without its declared dependencies, which would add spaCy (126 MB) that it does not
 # need; torch, numpy, protobuf, requests and sympy are already here.
@@ -43,6 +45,7 @@ APT_PACKAGES=(
   nlohmann-json3-dev libutfcpp-dev libxml2-dev libgloo-dev libxxhash-dev libjemalloc-dev libboost-dev
   libicu-dev libcld2-dev libzip-dev
   libjs-chart.js chromium
+  libreoffice-writer-nogui libreoffice-impress-nogui
   clang-14 libclang-rt-14-dev
 )
 
@@ -95,13 +98,17 @@ if [ "$have_ctranslate2" != "$CTRANSLATE2_VERSION" ] || [ "$have_sentencepiece" 
     "ctranslate2==$CTRANSLATE2_VERSION" "sentencepiece==$SENTENCEPIECE_VERSION" "safetensors==$SAFETENSORS_VERSION" \
     || fail "pip could not install ctranslate2==$CTRANSLATE2_VERSION (is PyPI reachable?)"
 fi
-# The clients `trafo serve` is checked with: LibreTranslate's own Python client and requests.
+# The clients `trafo serve` is checked with: LibreTranslate's own Python client, requests, and a
+# browser (websocket-client).
 have_requests=$("$VENV/bin/python" -c 'import requests; print(requests.__version__)' 2>/dev/null || true)
 have_libretranslatepy=$(version_in_venv libretranslatepy)
-if [ "$have_requests" != "$REQUESTS_VERSION" ] || [ "$have_libretranslatepy" != "$LIBRETRANSLATEPY_VERSION" ]; then
-  say "installing requests==$REQUESTS_VERSION and libretranslatepy==$LIBRETRANSLATEPY_VERSION into $VENV"
+have_websocket_client=$(version_in_venv websocket-client)
+if [ "$have_requests" != "$REQUESTS_VERSION" ] || [ "$have_libretranslatepy" != "$LIBRETRANSLATEPY_VERSION" ] \
+  || [ "$have_websocket_client" != "$WEBSOCKET_CLIENT_VERSION" ]; then
+  say "installing requests==$REQUESTS_VERSION, libretranslatepy==$LIBRETRANSLATEPY_VERSION and websocket-client==$WEBSOCKET_CLIENT_VERSION into $VENV"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
     "requests==$REQUESTS_VERSION" "libretranslatepy==$LIBRETRANSLATEPY_VERSION" \
+    "websocket-client==$WEBSOCKET_CLIENT_VERSION" \
     || fail "pip could not install requests==$REQUESTS_VERSION (is PyPI reachable?)"
 fi
 have_argostranslate=$(version_in_venv argostranslate)
@@ -122,6 +129,6 @@ if [ "$have_eflomal" != "$EFLOMAL_VERSION" ]; then
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${EFLOMAL_PACKAGES[@]}" \
     || fail "pip could not install eflomal==$EFLOMAL_VERSION (is PyPI reachable?)"
 fi
-"$VENV/bin/python" -c 'import torch, sacrebleu, tensorboard, ctranslate2, sentencepiece, safetensors, requests, libretranslatepy, transformers, eflomal' \
-  || fail "torch, sacrebleu, tensorboard, ctranslate2, sentencepiece, safetensors, requests, libretranslatepy, transformers or eflomal does not import from $VENV"
+"$VENV/bin/python" -c 'import torch, sacrebleu, tensorboard, ctranslate2, sentencepiece, safetensors, requests, libretranslatepy, websocket, transformers, eflomal' \
+  || fail "torch, sacrebleu, tensorboard, ctranslate2, sentencepiece, safetensors, requests, libretranslatepy, websocket-client, transformers or eflomal does not import from $VENV"
 say "done"

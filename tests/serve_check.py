@@ -10,6 +10,7 @@ holds, and prints what failed otherwise.
 import argparse
 import atexit
 import gzip
+import io
 import json
 import os
 import re
@@ -19,13 +20,17 @@ import subprocess
 import sys
 import threading
 import time
+import zipfile
 import zlib
 
 import requests
 from libretranslatepy import LibreTranslateAPI
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import document_check  # noqa: E402  (tests/document_check.py)
 import html_check  # noqa: E402  (tests/html_check.py)
+
+DOCUMENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "documents")
 
 ARGS = None
 FRENCH = "Ceci est une longue phrase écrite en français, une langue que personne ici ne traduit."
@@ -802,6 +807,102 @@ def case_targets():
     assert started.stderr.splitlines()[-1].startswith("trafo: error: --retry-off-target has nothing to check"), started.stderr
 
 
+def post_file(server, name, data, status=200, **fields):
+    """POST /translate_file as a browser sends it: a multipart form with the file and its name."""
+    answer = requests.post(server.url + "/translate_file", files={"file": (name, data)},
+                           data=dict({"source": "en", "target": "de"}, **fields), timeout=300)
+    assert answer.status_code == status, "%s: %d %s" % (name, answer.status_code, answer.text)
+    return answer.json()
+
+
+def case_documents():
+    """Documents through /translate_file: each comes back whole, as `trafo translate` translates it
+    offline, and opens in LibreOffice; bad files get a 4xx naming the cause, and the server stays up."""
+    server = Server("--max-file-bytes", "1000000")
+    served, originals = [], []
+    for name in sorted(os.listdir(DOCUMENTS)):
+        if name.endswith(".py"):
+            continue
+        path = os.path.join(DOCUMENTS, name)
+        with open(path, "rb") as f:
+            data = f.read()
+        url = post_file(server, name, data)["translatedFileUrl"]
+        assert re.fullmatch(r"http://127\.0\.0\.1:%d/download_file/[0-9a-f]{32}\.%s" % (server.port, re.escape(name)), url), url
+        download = requests.get(url, timeout=60)
+        assert download.status_code == 200 and "attachment" in download.headers["Content-Disposition"], download.headers
+        kept = os.path.join(ARGS.workdir, "served-" + name)
+        with open(kept, "wb") as f:
+            f.write(download.content)
+        offline_copy = os.path.join(ARGS.workdir, "offline-" + name)
+        result = subprocess.run([ARGS.trafo, "translate", "--checkpoint", ARGS.checkpoint, "--input", path, "--output",
+                                 offline_copy] + DECODING, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        # Served = offline, part by part; every other entry as it was.
+        assert document_check.text_of(kept) == document_check.text_of(offline_copy), name
+        problems = document_check.compare(path, kept)
+        assert not problems, (name, problems)
+        assert document_check.text_of(kept) != document_check.text_of(path), name + ": nothing was translated"
+        served.append(kept)
+        originals.append(path)
+    failed = document_check.open_in_libreoffice(served, ARGS.workdir)
+    assert not failed, failed
+    # A text file: its lines, as offline; source "auto" finds English.
+    lines = dev_lines(5)
+    text = post_file(server, "notes.txt", ("\n".join(lines) + "\n").encode(), source="auto")["translatedFileUrl"]
+    assert requests.get(text, timeout=60).text == "".join(t + "\n" for t in offline(lines))
+
+    # Bad files: a zip bomb (half a megabyte that unpacks to 520 MiB), a .docx that is not a zip, an
+    # unknown extension, a file over the limit, "auto" on text of no served language.
+    bomb = os.path.join(ARGS.workdir, "bomb.docx")
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as z:
+        with z.open("word/document.xml", "w", force_zip64=True) as entry:
+            chunk = b" " * (1 << 20)
+            for _ in range(520):
+                entry.write(chunk)
+    with open(bomb, "rb") as f:
+        bomb_data = f.read()
+    assert len(bomb_data) < 1000000, len(bomb_data)
+    assert "zip bomb" in post_file(server, "bomb.docx", bomb_data, status=413)["error"]
+    assert "not a zip archive" in post_file(server, "letter.docx", b"Dear friend, this is no zip.", status=400)["error"]
+    assert ".docx" in post_file(server, "scan.pdf", b"%PDF-1.4", status=400)["error"]
+    assert "at most 1000000" in post_file(server, "big.txt", b"word " * 250000, status=413)["error"]
+    assert "fr" in post_file(server, "lettre.txt", FRENCH.encode(), status=400, source="auto")["error"]
+    missing = requests.post(server.url + "/translate_file", data={"source": "en", "target": "de"}, timeout=30)
+    assert missing.status_code == 400 and "file" in missing.json()["error"], missing.text
+    assert requests.get(server.url + "/download_file/0123.x.docx", timeout=30).status_code == 404
+    server.healthy()
+
+
+def case_page():
+    """GET / in headless Chromium: the page loads its settings and languages, translates a sentence
+    typed into it as the API does (source auto too), and translates a file; a screenshot is kept."""
+    import browser  # noqa: E402  (tests/browser.py: needs websocket-client)
+    server = Server()
+    settings = requests.get(server.url + "/frontend/settings", timeout=30).json()
+    assert settings["filesTranslation"] and ".docx" in settings["supportedFilesFormat"], settings
+    assert settings["language"]["target"]["code"] == "de", settings
+    sentence = dev_lines(1)[0]
+    expected = offline([sentence])[0]
+    with browser.Browser(ARGS.workdir) as page:
+        page.navigate(server.url + "/")
+        page.wait_for("document.body.dataset.state === 'ready'")
+        assert page.evaluate("[...document.getElementById('source').options].map((o) => o.value)") == ["auto", "en"]
+        page.type_text("#text", sentence)
+        page.wait_for("document.body.dataset.state === 'translated'", timeout=60)
+        assert page.evaluate("document.getElementById('output').textContent") == expected
+        assert "en" in page.evaluate("document.getElementById('detected').textContent")
+        page.set_file("#file", os.path.join(DOCUMENTS, "word.docx"))
+        page.click("#translate-file")
+        href = page.wait_for("document.body.dataset.fileState === 'translated' && "
+                             "document.getElementById('file-result').href", timeout=120)
+        assert not document_check.compare(os.path.join(DOCUMENTS, "word.docx"), io.BytesIO(requests.get(href, timeout=60).content))
+        page.command("Emulation.setDeviceMetricsOverride", {"width": 1000, "height": 820, "deviceScaleFactor": 1, "mobile": False})
+        os.makedirs(ARGS.artifacts, exist_ok=True)
+        page.screenshot(os.path.join(ARGS.artifacts, "serve-page.png"))
+        assert not page.errors, page.errors
+    assert os.path.getsize(os.path.join(ARGS.artifacts, "serve-page.png")) > 10000
+
+
 CASES = {name[len("case_"):]: f for name, f in globals().items() if name.startswith("case_")}
 
 if __name__ == "__main__":
@@ -811,6 +912,8 @@ if __name__ == "__main__":
     parser.add_argument("--checkpoint", required=True)
     parser.add_argument("--dev", required=True)
     parser.add_argument("--workdir", required=True)
+    parser.add_argument("--artifacts", help="where a case keeps what a person may look at (default: --workdir)")
     ARGS = parser.parse_args()
+    ARGS.artifacts = ARGS.artifacts or ARGS.workdir
     CASES[ARGS.case]()
     print("ok")

@@ -59,7 +59,8 @@ class ServeCli : public ::testing::Test {
                                     "/tests/serve_check.py' " + name + " --trafo '" + TRAFO_BINARY +
                                     "' --checkpoint '" + checkpoint(run).string() +
                                     "' --dev '" + (*root_ / "toy" / "dev.en").string() + "' --workdir '" +
-                                    work.string() + "'");
+                                    work.string() + "' --artifacts '" +
+                                    (std::filesystem::path(TRAFO_BINARY).parent_path() / "test-artifacts").string() + "'");
     EXPECT_EQ(result.exit_code, 0) << result.output << result.errors;
     EXPECT_NE(result.output.find("ok"), std::string::npos) << result.output;
   }
@@ -79,6 +80,15 @@ TEST_F(ServeCli, SigtermAndSigintAnswerWhatIsInFlightThenExitZero) { check("stop
 TEST_F(ServeCli, BadStartsAreOneLineAndExitTwo) { check("start_errors"); }
 TEST_F(ServeCli, SourceAutoAndDetectFindTheLanguagesServed) { check("detect"); }
 TEST_F(ServeCli, ARepeatedSentenceIsAnsweredFromTheCacheAsDecoded) { check("cache"); }
+TEST_F(ServeCli, DocumentsComeBackWholeAsOfflineAndOpenInLibreOffice) {
+  TRAFO_REQUIRE_TOOL(run_command("command -v soffice").exit_code == 0, "soffice");
+  check("documents");
+}
+TEST_F(ServeCli, ThePageTranslatesWhatIsTypedAndAFileInChromium) {
+  TRAFO_REQUIRE_TOOL(run_command("command -v chromium").exit_code == 0, "chromium");
+  TRAFO_REQUIRE_PYTHON_MODULE("websocket");
+  check("page");
+}
 TEST_F(ServeCli, ACheckpointOfSeveralTargetsServesEach) { check("targets", "multi"); }
 
 }  // namespace

@@ -245,6 +245,33 @@ TEST_F(TranslateCli, HtmlPagesKeepEveryTagAndTranslateEachRunAsALine) {
   expect_one_error(run_trafo(translate("--format xml --input " + path("page.html"))), "--format");
 }
 
+// A document (--format auto, by its extension) comes back whole in its own format: every entry of
+// the archive in its order, those without text as they were (tests/document_check.py); an HTML file
+// is a page as with --format html. Bad documents and outputs are one-line errors.
+TEST_F(TranslateCli, DocumentsAreWrittenWholeInTheirOwnFormat) {
+  const auto fixtures = std::filesystem::path(TRAFO_SOURCE_DIR) / "tests" / "fixtures" / "documents";
+  const std::string check = std::string("'") + TRAFO_PYTHON + "' '" + TRAFO_SOURCE_DIR + "/tests/document_check.py' ";
+  for (const std::string name : {"word.docx", "text.odt", "slides.pptx"}) {
+    const auto done = run_trafo(translate("--input " + quoted(fixtures / name) + " --output " + path("out-" + name)));
+    ASSERT_EQ(done.exit_code, 0) << name << ": " << done.errors;
+    const auto compared = run_command(check + "compare " + quoted(fixtures / name) + " " + path("out-" + name));
+    EXPECT_EQ(compared.exit_code, 0) << name << ": " << compared.output;
+  }
+  const auto s = lines_of(read_text(*dir_ / "test.en"));
+  write_text(*dir_ / "doc.html", "<p>" + s[0] + " <b>" + s[1] + "</b></p>");
+  EXPECT_EQ(run_trafo(translate("--input " + path("doc.html"))).output,
+            run_trafo(translate("--format html --input " + path("doc.html"))).output);
+  expect_one_error(run_trafo(translate("--input " + quoted(fixtures / "word.docx") + " --output " + path("x.odt"))),
+                   "a document is written in its own format, as .docx");
+  expect_one_error(run_trafo(translate("--format document")), "--format document reads the file --input names");
+  write_text(*dir_ / "letter.docx", "Dear friend, this is not a zip.");
+  expect_one_error(run_trafo(translate("--input " + path("letter.docx") + " --output " + path("y.docx"))),
+                   "letter.docx: the Word document is not a zip archive");
+  expect_one_error(run_trafo(translate("--max-file-bytes 100 --input " + quoted(fixtures / "word.docx"))),
+                   "larger than 100 bytes");
+  expect_one_error(run_trafo(translate("--format document --input " + path("test.en"))), "the extension .en");
+}
+
 // --target-prefix: each translation begins with its line's text, greedy or beam; an empty line
 // leaves its translation as it was; a file of another length is a one-line input error.
 TEST_F(TranslateCli, TargetPrefixesBeginTheirTranslations) {

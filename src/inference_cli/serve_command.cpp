@@ -57,6 +57,7 @@ void check_limits(const ServeOptions& o) {
   within("--max-request-bytes", static_cast<double>(l.max_request_bytes), 1024, 1 << 30);
   within("--max-sentences", static_cast<double>(l.max_sentences), 1, 1000000);
   within("--max-line-bytes", static_cast<double>(l.max_line_bytes), 16, 1 << 24);
+  within("--max-file-bytes", static_cast<double>(l.max_file_bytes), 1024, 1 << 30);
   within("--max-connections", l.max_connections, 1, 4096);
   within("--max-queue", static_cast<double>(o.max_queue), 1, 100000000);
   within("--max-beam", l.max_beam, 1, 1024);
@@ -203,6 +204,11 @@ CommandRunner add_serve_command(CLI::App& app) {
   command->add_option("--max-sentences", limits.max_sentences, "more lines in one request are answered 413")
       ->capture_default_str();
   command->add_option("--max-line-bytes", limits.max_line_bytes, "a longer line is answered 413")->capture_default_str();
+  command
+      ->add_option("--max-file-bytes", limits.max_file_bytes,
+                   "a larger document sent to /translate_file is answered 413 (an archive's entries may unpack to "
+                   "at most 512 MiB, in 10,000 entries at most)")
+      ->capture_default_str();
   command
       ->add_option("--max-connections", limits.max_connections,
                    "requests that decode worked on at once; as many more wait, and past that a request is answered 503")

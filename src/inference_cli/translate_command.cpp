@@ -6,9 +6,11 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -22,6 +24,7 @@
 #include "trafo/inference_cli/commands.h"
 #include "decode_flags.h"
 #include "trafo/data/corpus.h"
+#include "trafo/documents/document.h"
 #include "trafo/errors.h"
 #include "trafo/inference/pages.h"
 #include "trafo/inference/translation.h"
@@ -40,7 +43,8 @@ struct TranslateOptions {
   bool alignment = false;      // after each translation, " ||| " and its word alignment (Pharaoh)
   std::string target_prefix;   // a file, one line per input line: text each translation begins with ("": none)
   std::string glossary;        // a file of term pairs the translations must use ("": none)
-  std::string format = "text"; // text: a sentence a line; html: the whole input is one HTML page
+  std::string format = "auto"; // text: a sentence a line; html: one HTML page; document: by extension; auto: by extension
+  int64_t max_file_bytes = documents::Limits{}.max_file_bytes;  // --format html or document: the input's limit
   std::string split_sentences = "on";  // on: a line (an HTML run) of several sentences is translated sentence by sentence
 };
 
@@ -127,43 +131,74 @@ class LineReader {
   bool eof_ = false;
 };
 
-// --format html: the whole input, at most a page's limit.
-std::string read_page(int fd, const std::string& name) {
-  const size_t kMaxPageBytes = inference::Pages::kMaxBytes;
-  std::string page;
+// The format the input is read in: --format's, or with auto (and document) its extension's: .html
+// and .htm a page, .docx, .pptx, .odt and .odp a document, anything else (with auto) text.
+std::string format_of_input(const TranslateOptions& options) {
+  if (options.format != "auto" && options.format != "document") return options.format;
+  if (options.input == "-") {
+    if (options.format == "auto") return "text";
+    throw InputError("--format document reads the file --input names: its extension names the format");
+  }
+  if (options.format == "auto" && !documents::extension_known(options.input)) return "text";
+  switch (documents::format_of(options.input)) {
+    case documents::Format::kText:
+      return "text";
+    case documents::Format::kHtml:
+      return "html";
+    default:
+      return "document";
+  }
+}
+
+// --format html or document: the whole input, at most `limit` bytes.
+std::string read_whole(int fd, const std::string& name, size_t limit) {
+  std::string bytes;
   char chunk[1 << 16];
   for (;;) {
     const ssize_t count = ::read(fd, chunk, sizeof chunk);
     if (count < 0 && errno == EINTR) continue;
     if (count < 0) throw InputError("cannot read " + name + ": " + std::strerror(errno));
-    if (count == 0) return page;
-    page.append(chunk, static_cast<size_t>(count));
-    if (page.size() > kMaxPageBytes) {
-      throw InputError(name + " is larger than " + std::to_string(kMaxPageBytes >> 20) + " MiB: not one HTML page");
+    if (count == 0) return bytes;
+    bytes.append(chunk, static_cast<size_t>(count));
+    if (bytes.size() > limit) {
+      throw InputError(name + " is larger than " + std::to_string(limit) + " bytes, the limit (--max-file-bytes)");
     }
   }
 }
 
-// --format html: the whole input parsed as one page; InputError naming the input.
-inference::Pages read_html(int fd, const std::string& input_name) {
-  const std::string text = read_page(fd, input_name);
+// A page or a document read whole and parsed into the pages of text it holds, before the model
+// loads, so that a bad file fails at once; InputError naming the input.
+struct PagedInput {
+  std::optional<documents::Document> document;  // none: an HTML page
+  inference::Pages pages;
+};
+
+PagedInput read_paged(int fd, const std::string& input_name, const std::string& format, const TranslateOptions& options) {
+  const size_t limit = std::min<size_t>(inference::Pages::kMaxBytes, static_cast<size_t>(options.max_file_bytes));
+  std::string bytes = read_whole(fd, input_name, limit);
   try {
-    return inference::Pages({text});
+    if (format == "html") return {std::nullopt, inference::Pages({bytes})};
+    documents::Limits limits;
+    limits.max_file_bytes = options.max_file_bytes;
+    documents::Document document(documents::format_of(options.input), std::move(bytes), limits);
+    inference::Pages pages(document.pages());
+    return {std::move(document), std::move(pages)};
   } catch (const InputError& e) {
     throw InputError(input_name + ": " + e.what());
   }
 }
 
-// --format html: the page's runs of text translated as lines, their inline tags placed by the
-// translations' word alignments, the page written whole.
-void translate_page(const inference::Pages& page, const inference::Translation& engine, bool split, std::ostream& out) {
-  const auto& runs = page.lines();
+// A page's (or each page of a document's) runs of text translated as lines, their inline tags
+// placed by the translations' word alignments, the file written whole.
+void translate_paged(const PagedInput& input, const inference::Translation& engine, bool split, std::ostream& out) {
+  const auto& runs = input.pages.lines();
   for (size_t i = 0; i < runs.size(); ++i) {
-    inference::require_target(engine.loaded(), runs[i], "run " + std::to_string(i + 1) + " of the page");
+    inference::require_target(engine.loaded(), runs[i], "run " + std::to_string(i + 1) + " of the input");
   }
-  out << engine.translate_pages(page, split).front();
+  const auto translated = engine.translate_pages(input.pages, split);
+  out << (input.document ? input.document->write(translated) : translated.front());
   out.flush();
-  spdlog::info("translated an HTML page of {} runs of text", runs.size());
+  spdlog::info("translated {} runs of text in {} page(s)", runs.size(), translated.size());
 }
 
 void write_chunk(std::ostream& out, const std::vector<inference::Translated>& results, int64_t first_index,
@@ -191,9 +226,19 @@ void check_options(const TranslateOptions& options) {
   if (options.alignment && options.decode.n_best > 1) {
     throw InputError("--alignment aligns the best translation of each line: leave out --n-best");
   }
-  if (options.format == "html" &&
+  const auto format = format_of_input(options);
+  if (format != "text" &&
       (options.decode.n_best > 1 || options.alignment || !options.target_prefix.empty() || options.skip_invalid)) {
-    throw InputError("--format html writes one page: leave out --n-best, --alignment, --target-prefix and --skip-invalid");
+    throw InputError("an HTML page or a document is written whole (--format " + format +
+                     "): leave out --n-best, --alignment, --target-prefix and --skip-invalid");
+  }
+  if (options.max_file_bytes < 1) throw InputError("--max-file-bytes must be 1 or more");
+  // A document is written in its own format: x.docx into y.docx.
+  if (format == "document" && options.output != "-" &&
+      (!documents::extension_known(options.output) ||
+       documents::format_of(options.output) != documents::format_of(options.input))) {
+    throw InputError("--output " + options.output + ": a document is written in its own format, as " +
+                     std::filesystem::path(options.input).extension().string());
   }
   if (!options.glossary.empty() && options.decode.sampling()) {
     throw InputError("a glossary needs the best pieces, not sampled ones: --glossary and --sampling-topk exclude each other");
@@ -282,8 +327,9 @@ int run_translate(const TranslateOptions& options) {
   const auto prefixes = options.target_prefix.empty() ? std::vector<std::string>() : read_prefixes(options.target_prefix);
   // The glossary's form is checked before the model loads; its terms are cut by the model's tokenizer.
   const auto glossary = options.glossary.empty() ? inference::Glossary::File{} : inference::read_glossary(options.glossary);
-  // A page is read and parsed whole before the model loads, so that bad HTML fails at once.
-  const auto page = options.format == "html" ? std::optional<inference::Pages>(read_html(fd, input_name)) : std::nullopt;
+  const auto format = format_of_input(options);
+  const auto paged =
+      format == "text" ? std::nullopt : std::optional<PagedInput>(read_paged(fd, input_name, format, options));
   const inference::Translation engine(
       std::make_shared<const inference::LoadedModel>(inference::load_for_translation(options.runtime)), options.decode,
       glossary);
@@ -295,8 +341,8 @@ int run_translate(const TranslateOptions& options) {
     if (!file) throw_write_error(options.output, errno);
   }
   std::ostream& out = options.output == "-" ? std::cout : file;
-  if (page) {
-    translate_page(*page, engine, options.split_sentences == "on", out);
+  if (paged) {
+    translate_paged(*paged, engine, options.split_sentences == "on", out);
     if (!out) {
       throw RunError("cannot write the translation to " + (options.output == "-" ? "standard output" : options.output));
     }
@@ -345,8 +391,15 @@ CommandRunner add_translate_command(CLI::App& app) {
       ->add_option("--format", options->format,
                    "text: a sentence a line; html: the input is one HTML page (or fragment), each block's text "
                    "translated as a line and its inline tags placed around the translation of the words they "
-                   "wrapped, by the word alignment (docs/guide-translating.md)")
-      ->check(CLI::IsMember({"text", "html"}))
+                   "wrapped, by the word alignment (docs/guide-translating.md); document: the --input file by its "
+                   "extension (.txt, .html, .htm, .docx, .pptx, .odt, .odp), written whole in its own format, "
+                   "formatting, pictures and tables kept; auto: as document for those extensions, else text")
+      ->check(CLI::IsMember({"auto", "text", "html", "document"}))
+      ->capture_default_str();
+  command
+      ->add_option("--max-file-bytes", options->max_file_bytes,
+                   "the largest page or document taken (an archive's entries may unpack to at most 512 MiB, and "
+                   "hold 10,000 entries)")
       ->capture_default_str();
   command
       ->add_option("--buffer-lines", options->buffer_lines,

@@ -111,6 +111,8 @@ std::string HtmlPage::render_source() const {
   return out;
 }
 
+void escape_text(std::string_view text, std::string& out) { detail::escape(text, out, /*in_attribute=*/false); }
+
 Links parse_pharaoh(std::string_view text) {
   Links links;
   for (const auto pair : split_words(text)) {

@@ -57,8 +57,14 @@ struct ApiContext {
   Outcome run_sentences(const Fields& fields, Job job) const;
 };
 
+class FileStore;
+
 // LibreTranslate's API.
 nlohmann::json libretranslate_translate(const ApiContext& api, const http::Request& request, int64_t& sentences);
+// A document translated, kept in `files`: {"translatedFileUrl": its GET /download_file address}.
+nlohmann::json libretranslate_translate_file(const ApiContext& api, const http::Request& request, FileStore& files,
+                                             int64_t& sentences);
+nlohmann::json libretranslate_frontend_settings(const ApiContext& api);
 nlohmann::json libretranslate_languages(const Service& service);
 nlohmann::json libretranslate_detect(const ApiContext& api, const http::Request& request);
 

@@ -3,12 +3,16 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "api_context.h"
+#include "file_store.h"
 #include "trafo/http/transport.h"
 #include "request_metrics.h"
 #include "trafo/errors.h"
@@ -22,13 +26,36 @@ using detail::ApiContext;
 using detail::HttpError;
 using detail::Metrics;
 
+// The media type of a document by its extension.
+std::string media_type(const std::string& name) {
+  static const std::vector<std::pair<std::string, std::string>> types = {
+      {".docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"},
+      {".pptx", "application/vnd.openxmlformats-officedocument.presentationml.presentation"},
+      {".odt", "application/vnd.oasis.opendocument.text"},
+      {".odp", "application/vnd.oasis.opendocument.presentation"},
+      {".html", "text/html; charset=utf-8"},
+      {".htm", "text/html; charset=utf-8"},
+      {".txt", "text/plain; charset=utf-8"}};
+  for (const auto& [extension, type] : types) {
+    if (name.size() >= extension.size() && name.compare(name.size() - extension.size(), extension.size(), extension) == 0) {
+      return type;
+    }
+  }
+  return "application/octet-stream";
+}
+
 }  // namespace
+
+namespace detail {
+extern const std::string_view kPageHtml;  // src/serve/page.html, embedded by the build
+}  // namespace detail
 
 struct HttpServer::Impl {
   Service& service;
   ServerOptions options;
   ApiContext api{service, options};
   Metrics metrics;
+  detail::FileStore files;
   std::unique_ptr<http::Transport> transport;
 
   Impl(Service& service, ServerOptions options) : service(service), options(std::move(options)) {}
@@ -83,7 +110,28 @@ struct HttpServer::Impl {
   // Requests that decode go to a worker; the rest are cheap and answered on the connections' thread,
   // so that /health answers while every worker decodes.
   static bool decodes(const http::Request& request) {
-    return request.path == "/translate" || request.path == "/v1/translate" || request.path == "/v1/score";
+    return request.path == "/translate" || request.path == "/v1/translate" || request.path == "/v1/score" ||
+           request.path == "/translate_file";
+  }
+
+  // GET /download_file/NAME: a document /translate_file translated, as an attachment.
+  http::Response download(const std::string& name) {
+    const auto file = files.find(name);
+    if (!file) return refusal(404, "no such file: it was never made here, or is gone (files are kept an hour)");
+    http::Response response;
+    response.content_type = media_type(file->name);
+    response.body = file->bytes;
+    response.headers.emplace_back("Content-Disposition", "attachment; filename=\"" + file->name + "\"");
+    metrics.record("download_file", 200, 0, 0.0);
+    return response;
+  }
+
+  http::Response page() {
+    http::Response response;
+    response.content_type = "text/html; charset=utf-8";
+    response.body = std::string(detail::kPageHtml);
+    metrics.record("page", 200, 0, 0.0);
+    return response;
   }
 
   http::Response answer(const http::Request& q) {
@@ -98,6 +146,16 @@ struct HttpServer::Impl {
     if (path == "/v1/score" && method == "POST") {
       return route("v1/score", q, [&](int64_t& n) { return detail::native_score(api, q, n); });
     }
+    if (path == "/translate_file" && method == "POST") {
+      return route("translate_file", q,
+                   [&](int64_t& n) { return detail::libretranslate_translate_file(api, q, files, n); });
+    }
+    if (path == "/" && method == "GET") return page();
+    if (path == "/frontend/settings" && method == "GET") {
+      return route("frontend/settings", q, [&](int64_t&) { return detail::libretranslate_frontend_settings(api); });
+    }
+    const std::string downloads = "/download_file/";
+    if (path.rfind(downloads, 0) == 0 && method == "GET") return download(path.substr(downloads.size()));
     if (path == "/detect" && method == "POST") {
       return route("detect", q, [&](int64_t&) { return detail::libretranslate_detect(api, q); });
     }
@@ -107,7 +165,8 @@ struct HttpServer::Impl {
     }
     if (path == "/health" && method == "GET") return route("health", q, [&](int64_t&) { return health(); });
     if (path == "/metrics" && method == "GET") return metrics_text(q);
-    if (decodes(q) || path == "/detect" || path == "/languages" || path == "/health" || path == "/metrics") {
+    if (decodes(q) || path == "/detect" || path == "/languages" || path == "/health" || path == "/metrics" ||
+        path == "/" || path == "/frontend/settings" || path.rfind(downloads, 0) == 0) {
       return refusal(405, q.method + " is not allowed here");
     }
     return refusal(404, "no such endpoint: " + path);
@@ -131,6 +190,8 @@ HttpServer::HttpServer(Service& service, ServerOptions options)
   t.port = i.options.port;
   t.workers = i.options.limits.max_connections;
   t.message.max_body_bytes = i.options.limits.max_request_bytes;
+  // A document, and the multipart form around it.
+  t.message.max_body_bytes_at["/translate_file"] = i.options.limits.max_file_bytes + (int64_t{1} << 20);
   t.read_seconds = i.options.limits.read_seconds;
   http::Handlers handlers;
   handlers.answer = [&i](const http::Request& q) { return i.answer(q); };

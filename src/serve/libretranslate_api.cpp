@@ -1,10 +1,13 @@
 // LibreTranslate's API, as its clients call it: POST /translate (q a string or a list, a form or
-// JSON, alternatives, source "auto"), POST /detect and GET|POST /languages.
+// JSON, alternatives, source "auto"), POST /translate_file, POST /detect, GET|POST /languages and
+// GET /frontend/settings.
 #include <algorithm>
 #include <map>
 #include <optional>
 
 #include "api_context.h"
+#include "file_store.h"
+#include "trafo/documents/document.h"
 #include "trafo/errors.h"
 #include "trafo/inference/pages.h"
 
@@ -20,22 +23,25 @@ struct Translations {
   std::vector<std::vector<std::string>> alternatives;
 };
 
-// format "html": each text is a page (inference/pages.h); its runs of text are the job's
-// sentences, aligned to their translations to place the inline tags.
-Translations translate_pages(const ApiContext& api, const Fields& fields, Job job, const std::vector<std::string>& texts,
-                             int64_t& sentences) {
-  std::optional<inference::Pages> pages;
+// HTML pages parsed; 400 naming `field` for one that is not.
+inference::Pages parse_pages(const std::vector<std::string>& texts, const std::string& field) {
   try {
-    pages.emplace(texts);
+    return inference::Pages(texts);
   } catch (const InputError& e) {
-    throw HttpError(400, std::string("q: ") + e.what());
+    throw HttpError(400, field + ": " + e.what());
   }
-  job.sentences = pages->lines();
+}
+
+// Each page's runs of text (inference/pages.h) are the job's sentences, aligned to their
+// translations to place the inline tags.
+Translations translate_pages(const ApiContext& api, const Fields& fields, Job job, const inference::Pages& pages,
+                             int64_t& sentences) {
+  job.sentences = pages.lines();
   api.check_limits(job.sentences, 0);
   job.alignment = true;
   sentences += static_cast<int64_t>(job.sentences.size());
   const auto outcome = job.sentences.empty() ? Outcome{} : api.run_sentences(fields, std::move(job));
-  return {pages->render(outcome.translations), {}};
+  return {pages.render(outcome.translations), {}};
 }
 
 // format "text": each text's lines translated, the line breaks kept; `alternatives` next-best ones
@@ -99,7 +105,7 @@ json libretranslate_translate(const ApiContext& api, const http::Request& reques
   for (const auto& [direction, indices] : by_direction) {
     std::vector<std::string> group;
     for (const size_t i : indices) group.push_back(texts[i]);
-    const auto done = format == "html" ? translate_pages(api, fields, api.job_in(direction), group, sentences)
+    const auto done = format == "html" ? translate_pages(api, fields, api.job_in(direction), parse_pages(group, "q"), sentences)
                                        : translate_lines(api, fields, api.job_in(direction), group, alternatives, sentences);
     for (size_t k = 0; k < indices.size(); ++k) {
       translated[indices[k]] = done.texts[k];
@@ -114,6 +120,64 @@ json libretranslate_translate(const ApiContext& api, const http::Request& reques
     answer["detectedLanguage"] = listed ? languages : languages.front();
   }
   return answer;
+}
+
+json libretranslate_translate_file(const ApiContext& api, const http::Request& request, FileStore& files,
+                                   int64_t& sentences) {
+  Fields fields(request);
+  api.check_key(fields.has("api_key") ? fields.text("api_key") : "");
+  const auto name = request.file_name("file");
+  if (name.empty() || !request.has_param("file")) {
+    throw HttpError(400, "file: send the document as the multipart/form-data file field \"file\", with its name");
+  }
+  documents::Format format;
+  try {
+    format = documents::format_of(name);
+  } catch (const InputError& e) {
+    throw HttpError(400, e.what());
+  }
+  std::optional<documents::Document> document;
+  try {
+    documents::Limits limits;
+    limits.max_file_bytes = api.options.limits.max_file_bytes;
+    document.emplace(format, request.param("file"), limits);
+  } catch (const documents::DocumentTooLarge& e) {
+    throw HttpError(413, name + ": " + e.what());
+  } catch (const InputError& e) {
+    throw HttpError(400, name + ": " + e.what());
+  }
+  const bool text = document->format() == documents::Format::kText;
+  const auto pages = text ? std::nullopt : std::optional<inference::Pages>(parse_pages(document->pages(), name));
+  const auto& runs = text ? document->lines() : pages->lines();
+  // With source "auto", the language of the document's first kilobytes of text.
+  auto source = fields.text("source");
+  const auto target = fields.text("target");
+  if (source == "auto") {
+    std::string sample;
+    for (size_t i = 0; i < runs.size() && sample.size() < 2000; ++i) sample += runs[i] + "\n";
+    source = api.detect_source(sample, target).language;
+  }
+  const auto job = api.job_in(api.direction_of(source, target));
+  sentences = 0;
+  const auto translated = text ? translate_lines(api, fields, job, runs, 0, sentences).texts
+                               : translate_pages(api, fields, job, *pages, sentences).texts;
+  const auto download = files.keep({name, document->write(translated)});
+  const auto host = request.header("host");
+  return {{"translatedFileUrl", "http://" + (host.empty() ? api.options.host : host) + "/download_file/" + download}};
+}
+
+json libretranslate_frontend_settings(const ApiContext& api) {
+  const auto& directions = api.service.directions();
+  const std::string target = directions.empty() ? "" : directions.front().target;
+  const bool keys = !api.options.api_keys.empty();
+  return {{"charLimit", -1},
+          {"frontendTimeout", 500},
+          {"apiKeys", keys},
+          {"keyRequired", keys},
+          {"suggestions", false},
+          {"filesTranslation", true},
+          {"supportedFilesFormat", documents::extensions()},
+          {"language", {{"source", {{"code", "auto"}, {"name", "Auto Detect"}}}, {"target", {{"code", target}, {"name", target}}}}}};
 }
 
 json libretranslate_detect(const ApiContext& api, const http::Request& request) {

@@ -58,6 +58,9 @@ class HtmlPage {
   std::vector<std::string> segments_;
 };
 
+// Appends `text` as HTML text: &, < and > escaped, U+00A0 as &nbsp;.
+void escape_text(std::string_view text, std::string& out);
+
 // Pharaoh links, "0-0 1-2 ..."; pairs that do not parse are skipped.
 Links parse_pharaoh(std::string_view text);
 

@@ -1,5 +1,7 @@
 // The HTTP face of the translation service (docs/guide-serving.md has the endpoints):
-//   POST /translate, GET|POST /languages   LibreTranslate's API
+//   POST /translate, POST /translate_file, LibreTranslate's API (and GET /, a page to try it)
+//   GET /download_file/NAME, POST /detect,
+//   GET|POST /languages, GET /frontend/settings
 //   POST /v1/translate, POST /v1/score     trafo's own: beams, n-best with scores, sampling, tags,
 //                                          alignments, log-probabilities of given translations
 //   GET /health, GET /metrics              liveness, and Prometheus' text format
@@ -20,6 +22,7 @@ struct Limits {
   int64_t max_request_bytes = int64_t{1} << 20;  // a body past this: 413
   int64_t max_sentences = 10000;                 // lines in one request: 413
   int64_t max_line_bytes = 10000;                // one line: 413
+  int64_t max_file_bytes = int64_t{16} << 20;    // a document sent to /translate_file: 413 past it
   int max_connections = 64;                      // requests that decode at once; as many wait, then 503
   int max_beam = 16;                             // a request's beam: 400 past it
   double request_seconds = 60.0;                 // waiting for the decoder: 503 past it
