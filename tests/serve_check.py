@@ -807,6 +807,46 @@ def case_targets():
     assert started.stderr.splitlines()[-1].startswith("trafo: error: --retry-off-target has nothing to check"), started.stderr
 
 
+def case_translate_auto():
+    """`trafo translate --src-lang auto` with an en-de and a de-en checkpoint: each line goes to the
+    checkpoint of its language, and gets that checkpoint's own translation; a line in a third
+    language is a one-line error, or with --skip-invalid an empty line."""
+    toy = os.path.dirname(ARGS.dev)
+    de_en = os.path.join(ARGS.workdir, "de-en")
+    trained = subprocess.run([ARGS.trafo, "train", "--data-dir", toy, "--src-lang", "de", "--tgt-lang", "en", "--run-dir",
+                              de_en, "--d-model", "32", "--heads", "2", "--encoder-layers", "1", "--decoder-layers", "1",
+                              "--d-ff", "64", "--vocab-size", "400", "--threads", "1", "--max-steps", "5",
+                              "--valid-every", "5", "--early-stopping", "0"], capture_output=True, text=True, timeout=600)
+    assert trained.returncode == 0, trained.stderr
+    de_en_checkpoint = os.path.join(de_en, "checkpoint-best.pt")
+    english = dev_lines(4)
+    with open(os.path.join(toy, "dev.de"), encoding="utf-8") as f:
+        german = f.read().splitlines()[10:14]
+    mixed = [english[0], german[0], english[1], "", german[1], english[2], german[2], english[3], german[3]]
+
+    def translate(lines, *extra):
+        return subprocess.run([ARGS.trafo, "translate", "--checkpoint", ARGS.checkpoint, "--checkpoint", de_en_checkpoint]
+                              + DECODING + list(extra), input="".join(l + "\n" for l in lines), capture_output=True,
+                              text=True, timeout=300)
+
+    routed = translate(mixed, "--src-lang", "auto")
+    assert routed.returncode == 0, routed.stderr
+    from_german = subprocess.run([ARGS.trafo, "translate", "--checkpoint", de_en_checkpoint] + DECODING,
+                                 input="".join(l + "\n" for l in german), capture_output=True, text=True, timeout=300)
+    expected = {line: out for line, out in zip(english, offline(english))}
+    expected.update(zip(german, from_german.stdout.splitlines()))
+    expected[""] = ""
+    assert routed.stdout.splitlines() == [expected[line] for line in mixed], (routed.stdout, expected)
+    # A code picks its checkpoint.
+    assert translate(german, "--src-lang", "de").stdout == from_german.stdout
+    refused = translate(english[:1] + [FRENCH], "--src-lang", "auto")
+    assert refused.returncode == 2 and refused.stderr.splitlines()[-1].startswith("trafo: error: "), refused.stderr
+    assert "line 2 is in fr" in refused.stderr, refused.stderr
+    skipped = translate(english[:1] + [FRENCH], "--src-lang", "auto", "--skip-invalid")
+    assert skipped.returncode == 0 and skipped.stdout.splitlines() == [expected[english[0]], ""], skipped.stdout
+    assert translate(german, "--src-lang", "it").returncode == 2
+
+
 def post_file(server, name, data, status=200, **fields):
     """POST /translate_file as a browser sends it: a multipart form with the file and its name."""
     answer = requests.post(server.url + "/translate_file", files={"file": (name, data)},

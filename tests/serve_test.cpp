@@ -80,6 +80,7 @@ TEST_F(ServeCli, SigtermAndSigintAnswerWhatIsInFlightThenExitZero) { check("stop
 TEST_F(ServeCli, BadStartsAreOneLineAndExitTwo) { check("start_errors"); }
 TEST_F(ServeCli, SourceAutoAndDetectFindTheLanguagesServed) { check("detect"); }
 TEST_F(ServeCli, ARepeatedSentenceIsAnsweredFromTheCacheAsDecoded) { check("cache"); }
+TEST_F(ServeCli, TranslateSrcLangAutoGivesEachLineToItsLanguagesCheckpoint) { check("translate_auto"); }
 TEST_F(ServeCli, DocumentsComeBackWholeAsOfflineAndOpenInLibreOffice) {
   TRAFO_REQUIRE_TOOL(run_command("command -v soffice").exit_code == 0, "soffice");
   check("documents");

@@ -23,6 +23,7 @@
 
 #include "trafo/inference_cli/commands.h"
 #include "decode_flags.h"
+#include "translate_engines.h"
 #include "trafo/data/corpus.h"
 #include "trafo/documents/document.h"
 #include "trafo/errors.h"
@@ -46,6 +47,7 @@ struct TranslateOptions {
   std::string format = "auto"; // text: a sentence a line; html: one HTML page; document: by extension; auto: by extension
   int64_t max_file_bytes = documents::Limits{}.max_file_bytes;  // --format html or document: the input's limit
   std::string split_sentences = "on";  // on: a line (an HTML run) of several sentences is translated sentence by sentence
+  std::string src_lang;        // "": the checkpoint's; a code or auto: the checkpoints are directions (TranslateEngines)
 };
 
 // --target-prefix: every line of the file, checked as input is; InputError for a file that is
@@ -189,9 +191,13 @@ PagedInput read_paged(int fd, const std::string& input_name, const std::string& 
 }
 
 // A page's (or each page of a document's) runs of text translated as lines, their inline tags
-// placed by the translations' word alignments, the file written whole.
-void translate_paged(const PagedInput& input, const inference::Translation& engine, bool split, std::ostream& out) {
+// placed by the translations' word alignments, the file written whole; with --src-lang auto, by the
+// engine of the language of its first 2,000 bytes of text.
+void translate_paged(const PagedInput& input, const TranslateEngines& engines, bool split, std::ostream& out) {
   const auto& runs = input.pages.lines();
+  std::string sample;
+  for (size_t i = 0; i < runs.size() && sample.size() < 2000; ++i) sample += runs[i] + " ";
+  const auto& engine = engines[engines.of(sample, "the input")];
   for (size_t i = 0; i < runs.size(); ++i) {
     inference::require_target(engine.loaded(), runs[i], "run " + std::to_string(i + 1) + " of the input");
   }
@@ -240,6 +246,11 @@ void check_options(const TranslateOptions& options) {
     throw InputError("--output " + options.output + ": a document is written in its own format, as " +
                      std::filesystem::path(options.input).extension().string());
   }
+  // Sampling draws by a line's place in the input, and prefixes begin lines in order: one engine.
+  if (!options.src_lang.empty() && (options.decode.sampling() || !options.target_prefix.empty())) {
+    throw InputError("--src-lang translates with one checkpoint per source language: not with --sampling-topk "
+                     "or --target-prefix");
+  }
   if (!options.glossary.empty() && options.decode.sampling()) {
     throw InputError("a glossary needs the best pieces, not sampled ones: --glossary and --sampling-topk exclude each other");
   }
@@ -251,9 +262,11 @@ void check_options(const TranslateOptions& options) {
 }
 
 // A chunk of input lines made ready to translate: each checked as UTF-8 (or emptied, with
-// --skip-invalid) and for its target language. `first`: the 0-based number of its first line.
-void check_chunk(std::vector<std::string>& chunk, int64_t first, const inference::LoadedModel& loaded,
-                 const TranslateOptions& options, const std::string& input_name) {
+// --skip-invalid), given its engine, and checked for its target language. `first`: the 0-based
+// number of its first line. Returns each line's engine.
+std::vector<size_t> check_chunk(std::vector<std::string>& chunk, int64_t first, const TranslateEngines& engines,
+                                const TranslateOptions& options, const std::string& input_name) {
+  std::vector<size_t> engine_of(chunk.size(), 0);
   for (size_t i = 0; i < chunk.size(); ++i) {
     auto& text = chunk[i];
     const int64_t number = first + static_cast<int64_t>(i) + 1;
@@ -265,14 +278,23 @@ void check_chunk(std::vector<std::string>& chunk, int64_t first, const inference
       spdlog::warn("{}; writing an empty line", e.what());
       text.clear();
     }
-    inference::require_target(loaded, text, input_name + " line " + std::to_string(number));
+    const auto where = input_name + " line " + std::to_string(number);
+    try {
+      engine_of[i] = engines.of(text, where);
+    } catch (const InputError& e) {
+      if (!options.skip_invalid) throw;
+      spdlog::warn("{}; writing an empty line", e.what());
+      text.clear();
+    }
+    inference::require_target(engines[engine_of[i]].loaded(), text, where);
   }
+  return engine_of;
 }
 
 // Text: the lines as they arrive, a chunk at a time, each chunk's translations written before the
 // next is read; a line of several sentences is translated sentence by sentence (not with target
 // prefixes, which begin whole lines). Returns the lines translated.
-int64_t translate_lines(LineReader& reader, const inference::Translation& engine, const TranslateOptions& options,
+int64_t translate_lines(LineReader& reader, const TranslateEngines& engines, const TranslateOptions& options,
                         const std::vector<std::string>& prefixes, const std::string& input_name, std::ostream& out) {
   const bool split = options.split_sentences == "on" && options.target_prefix.empty();
   int64_t lines_done = 0, sentences_done = 0;
@@ -282,7 +304,7 @@ int64_t translate_lines(LineReader& reader, const inference::Translation& engine
     while (static_cast<int64_t>(chunk.size()) < options.buffer_lines && reader.read_available(line)) {
       chunk.push_back(line);
     }
-    check_chunk(chunk, lines_done, engine.loaded(), options, input_name);
+    const auto engine_of = check_chunk(chunk, lines_done, engines, options, input_name);
     std::vector<std::string> chunk_prefixes;  // none, or one per line
     if (!options.target_prefix.empty()) {
       const auto needed = static_cast<size_t>(lines_done) + chunk.size();
@@ -292,11 +314,27 @@ int64_t translate_lines(LineReader& reader, const inference::Translation& engine
       }
       chunk_prefixes.assign(prefixes.begin() + lines_done, prefixes.begin() + static_cast<std::ptrdiff_t>(needed));
     }
-    const auto sentences = engine.split(chunk, split);
-    const auto results = inference::Translation::join(
-        sentences, engine.translate(engine.prepare(sentences.sentences, chunk_prefixes), options.alignment, sentences_done),
-        options.decode.n_best);
-    sentences_done += static_cast<int64_t>(sentences.sentences.size());
+    // Each engine's lines (one engine, but for --src-lang), translated and put back in their places.
+    std::vector<inference::Translated> results(chunk.size());
+    for (size_t e = 0; e < engines.size(); ++e) {
+      std::vector<size_t> rows;
+      for (size_t i = 0; i < chunk.size(); ++i) {
+        if (engine_of[i] == e) rows.push_back(i);
+      }
+      if (rows.empty()) continue;
+      std::vector<std::string> lines, line_prefixes;
+      for (const size_t i : rows) {
+        lines.push_back(chunk[i]);
+        if (!chunk_prefixes.empty()) line_prefixes.push_back(chunk_prefixes[i]);
+      }
+      const auto& engine = engines[e];
+      const auto sentences = engine.split(lines, split);
+      auto done = inference::Translation::join(
+          sentences, engine.translate(engine.prepare(sentences.sentences, line_prefixes), options.alignment, sentences_done),
+          options.decode.n_best);
+      sentences_done += static_cast<int64_t>(sentences.sentences.size());
+      for (size_t k = 0; k < rows.size(); ++k) results[rows[k]] = std::move(done[k]);
+    }
     write_chunk(out, results, lines_done, options.decode.n_best > 1, options.alignment);
     if (!out) {
       throw RunError("cannot write the translations to " + (options.output == "-" ? "standard output" : options.output));
@@ -330,9 +368,7 @@ int run_translate(const TranslateOptions& options) {
   const auto format = format_of_input(options);
   const auto paged =
       format == "text" ? std::nullopt : std::optional<PagedInput>(read_paged(fd, input_name, format, options));
-  const inference::Translation engine(
-      std::make_shared<const inference::LoadedModel>(inference::load_for_translation(options.runtime)), options.decode,
-      glossary);
+  const TranslateEngines engines(options.runtime, options.src_lang, options.decode, glossary);
   std::ofstream file;
   std::optional<util::PipeHold> pipe;
   if (options.output != "-") {
@@ -342,14 +378,14 @@ int run_translate(const TranslateOptions& options) {
   }
   std::ostream& out = options.output == "-" ? std::cout : file;
   if (paged) {
-    translate_paged(*paged, engine, options.split_sentences == "on", out);
+    translate_paged(*paged, engines, options.split_sentences == "on", out);
     if (!out) {
       throw RunError("cannot write the translation to " + (options.output == "-" ? "standard output" : options.output));
     }
     return 0;
   }
   LineReader reader(fd, input_name);
-  spdlog::info("translated {} lines", translate_lines(reader, engine, options, prefixes, input_name, out));
+  spdlog::info("translated {} lines", translate_lines(reader, engines, options, prefixes, input_name, out));
   return 0;
 }
 
@@ -401,6 +437,13 @@ CommandRunner add_translate_command(CLI::App& app) {
                    "the largest page or document taken (an archive's entries may unpack to at most 512 MiB, and "
                    "hold 10,000 entries)")
       ->capture_default_str();
+  command->add_option(
+      "--src-lang", options->src_lang,
+      "with several --checkpoint, each a direction from its own source language (not an ensemble): a code "
+      "translates with the checkpoint from that language; auto gives each line (a page or document: its "
+      "first 2,000 bytes of text) to the checkpoint of the language found in it (CLD2, and the checkpoints' "
+      "own language identifiers where CLD2 cannot tell); a line in another language is an error, or with "
+      "--skip-invalid an empty line and a warning");
   command
       ->add_option("--buffer-lines", options->buffer_lines,
                    "most lines read ahead (when already available) and sorted by length together")
