@@ -703,7 +703,7 @@ def case_detect():
     detected = lt.detect(lines[0])
     assert detected[0]["language"] == "en" and detected[0]["confidence"] > 50, detected
     assert lt.translate(lines[0], "auto", "de") == offline(lines[:1])[0]
-    assert [language["code"] for language in lt.languages()] == ["en"]
+    assert lt.languages() == [{"code": "en", "name": "English", "targets": ["de"]}], lt.languages()
     both = post(server, "/translate", {"q": lines, "source": "auto", "target": "de"})
     assert both["translatedText"] == offline(lines), both
     assert [d["language"] for d in both["detectedLanguage"]] == ["en", "en"], both

@@ -39,6 +39,14 @@ TEST(Sentences, AParagraphIsCutIntoItsSentencesAndItsSpacesKept) {
 
 // CLD2's guesses, then the languages served: the best of them first, a short string CLD2 cannot tell
 // taken by the models' own identifier (or by the one language there is), another language named.
+// /languages names each code as LibreTranslate does, in English.
+TEST(Languages, CodesHaveTheirEnglishNames) {
+  EXPECT_EQ(text::language_name("de"), "German");
+  EXPECT_EQ(text::language_name("en"), "English");
+  EXPECT_EQ(text::language_name("zh"), "Chinese");
+  EXPECT_EQ(text::language_name("qq"), "qq");
+}
+
 TEST(Languages, TheLanguagesServedAreFoundAndAnotherIsNamed) {
   const std::string english = "The slow big father thinks that my man will close the book.";
   const std::string german = "Der langsame große Vater denkt, dass mein Mann das Buch schließen wird.";

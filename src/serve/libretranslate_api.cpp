@@ -10,6 +10,7 @@
 #include "trafo/documents/document.h"
 #include "trafo/errors.h"
 #include "trafo/inference/pages.h"
+#include "trafo/text/languages.h"
 
 namespace trafo::serve::detail {
 namespace {
@@ -177,7 +178,9 @@ json libretranslate_frontend_settings(const ApiContext& api) {
           {"suggestions", false},
           {"filesTranslation", true},
           {"supportedFilesFormat", documents::extensions()},
-          {"language", {{"source", {{"code", "auto"}, {"name", "Auto Detect"}}}, {"target", {{"code", target}, {"name", target}}}}}};
+          {"language",
+           {{"source", {{"code", "auto"}, {"name", "Auto Detect"}}},
+            {"target", {{"code", target}, {"name", target.empty() ? target : text::language_name(target)}}}}}};
 }
 
 json libretranslate_detect(const ApiContext& api, const http::Request& request) {
@@ -196,7 +199,9 @@ json libretranslate_languages(const Service& service) {
   std::map<std::string, std::vector<std::string>> targets;
   for (const auto& d : service.directions()) targets[d.source].push_back(d.target);
   json list = json::array();
-  for (const auto& [code, to] : targets) list.push_back({{"code", code}, {"name", code}, {"targets", to}});
+  for (const auto& [code, to] : targets) {
+    list.push_back({{"code", code}, {"name", text::language_name(code)}, {"targets", to}});
+  }
   return list;
 }
 

@@ -1,5 +1,8 @@
 #include "trafo/text/languages.h"
 
+#include <unicode/locid.h>
+#include <unicode/unistr.h>
+
 #include <climits>
 #include <cstdio>  // CLD2's header uses FILE without including it
 
@@ -38,6 +41,16 @@ LanguageGuesses guess_languages(std::string_view text) {
   }
   out.reliable = reliable && !out.guesses.empty();
   return out;
+}
+
+std::string language_name(const std::string& code) {
+  const icu::Locale locale(code.c_str());
+  icu::UnicodeString name;
+  locale.getDisplayLanguage(icu::Locale::getEnglish(), name);
+  std::string utf8;
+  name.toUTF8String(utf8);
+  // ICU gives the code back where it has no name for it.
+  return utf8.empty() ? code : utf8;
 }
 
 }  // namespace trafo::text

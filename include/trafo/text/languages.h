@@ -22,4 +22,8 @@ struct LanguageGuesses {
 // `text`: valid UTF-8, plain text.
 LanguageGuesses guess_languages(std::string_view text);
 
+// The English name of a language code ("de": "German"), as ICU's locale data has it; the code
+// itself where ICU knows no name for it.
+std::string language_name(const std::string& code);
+
 }  // namespace trafo::text
