@@ -37,7 +37,7 @@ while [[ $# -gt 0 ]]; do
     --threads) threads="$2"; shift 2 ;;
     --work) work="$2"; shift 2 ;;
     --gettext) gettext="$2"; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "detection.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done

@@ -79,6 +79,23 @@ TEST(Languages, TheLanguagesServedAreFoundAndAnotherIsNamed) {
   const auto found = known.detect("die Datei");
   ASSERT_FALSE(found.empty());
   EXPECT_EQ(found.front().language, "de");
+
+  // Among the languages served, the identifier decides where CLD2 is sure and wrong; CLD2 alone
+  // still says when the text is in none of them.
+  const std::string ui_string = "désactivation de la correspondance de motif de cone";
+  ASSERT_TRUE(guess_languages(ui_string).reliable);
+  ASSERT_EQ(guess_languages(ui_string).guesses.front().language, "en");
+  std::map<std::string, std::vector<std::string>> ui;
+  for (int i = 0; i < 50; ++i) {
+    ui["fr"].push_back("désactivation de la correspondance du motif " + std::to_string(i));
+    ui["fr"].push_back("le cone de la table " + std::to_string(i));
+    ui["en"].push_back("disable the pattern matching of the cone " + std::to_string(i));
+  }
+  const inference::LanguageDetector english_french({"en", "fr"}, {metrics::LanguageId::learn(ui)});
+  EXPECT_EQ(english_french.detect(ui_string).front().language, "fr");
+  EXPECT_EQ(english_french.detect(english).front().language, "en");
+  EXPECT_TRUE(known.detect(french, nullptr, &other).empty());
+  EXPECT_EQ(other, "fr");
 }
 
 }  // namespace

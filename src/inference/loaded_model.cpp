@@ -146,6 +146,14 @@ std::vector<model::Transformer> LoadedModel::models() const {
   return all;
 }
 
+bool identifier_knows(const std::string& language_id, const std::vector<std::string>& languages) {
+  if (language_id.empty()) return false;
+  const auto known = metrics::LanguageId::from_json(language_id).languages();
+  return std::all_of(languages.begin(), languages.end(), [&](const std::string& language) {
+    return std::find(known.begin(), known.end(), language) != known.end();
+  });
+}
+
 decode::DecodeOptions decoding_for(decode::DecodeOptions options, const LoadedModel& loaded) {
   options.bf16 = loaded.bf16;
   options.source_tag = loaded.tag;
@@ -154,11 +162,15 @@ decode::DecodeOptions decoding_for(decode::DecodeOptions options, const LoadedMo
   for (const auto& [tag, id] : corpus_tag_ids(loaded.inference, loaded.tokenizer)) {
     if (const auto code = util::tag_language(tag); !code.empty()) targets[id] = std::string(code);
   }
-  // An option that would do nothing is refused, as the decoding options are (docs/contracts.md).
-  if (targets.size() < 2 || loaded.inference.language_id.empty()) {
+  // An option that would do nothing is refused, as the decoding options are (docs/contracts.md); so
+  // is an identifier that does not know every target (a run with its tags given by hand learns one
+  // of its two --src-lang and --tgt-lang only).
+  std::vector<std::string> codes;
+  for (const auto& [id, code] : targets) codes.push_back(code);
+  if (targets.size() < 2 || !identifier_knows(loaded.inference.language_id, codes)) {
     throw InputError("--retry-off-target has nothing to check here: the model translates into one language, or "
-                     "its checkpoint has no language identifier (one of several target languages trained by trafo "
-                     "has one)");
+                     "its checkpoint has no language identifier of its targets (one of several target languages "
+                     "trained by trafo has one)");
   }
   options.language_check = std::make_shared<const decode::LanguageCheck>(
       metrics::LanguageId::from_json(loaded.inference.language_id), std::move(targets));

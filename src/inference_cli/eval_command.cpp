@@ -48,7 +48,7 @@ struct EvalOptions {
 nlohmann::json off_target(const inference::LoadedModel& loaded, const eval::EvalSet& set,
                           const std::vector<std::string>& hypotheses) {
   const auto codes = loaded.inference.target_languages();
-  if (codes.size() < 2 || loaded.inference.language_id.empty()) return nullptr;
+  if (codes.size() < 2 || !inference::identifier_knows(loaded.inference.language_id, codes)) return nullptr;
   const auto identifier = metrics::LanguageId::from_json(loaded.inference.language_id);
   std::string chosen;  // the code of the tag put before every source, if any
   for (const auto& [tag, id] : inference::corpus_tag_ids(loaded.inference, loaded.tokenizer)) {

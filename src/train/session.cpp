@@ -129,13 +129,15 @@ Session::Session(const TrainConfig& given, const Again* again)
 
 namespace {
 
-// A model of several target languages: a language identifier learned from up to 20,000 lines of each
-// language its corpora hold (as the token caches hold them, decoded; a source without its tag), for
-// eval's off-target rate. The source languages are among them: a source copied through untranslated
-// is off target too.
+// A language identifier learned from up to kLines lines of each language the corpora hold (as the
+// token caches hold them, decoded; a source without its tag): for eval's off-target rate on a model
+// of several target languages (the source languages are among them: a source copied through
+// untranslated is off target too), and for serve's and translate's source "auto", which tells
+// short strings apart by it where CLD2 cannot. A model of one language (src = tgt) needs none.
 std::string learn_language_id(const Session& s) {
-  if (run_config::target_languages(s.config).size() < 2) return "";
-  constexpr int64_t kLines = 20000;
+  const bool several = run_config::target_languages(s.config).size() >= 2;
+  if (!several && s.config.data.src_lang == s.config.data.tgt_lang) return "";
+  const int64_t kLines = several ? 20000 : 10000;
   std::map<std::string, std::vector<std::string>> lines;
   const auto learn = [&](const std::string& language, const int32_t* ids, int64_t length) {
     auto& into = lines[language];

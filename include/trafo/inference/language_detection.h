@@ -22,11 +22,12 @@ class LanguageDetector {
   LanguageDetector(std::vector<std::string> candidates, std::vector<metrics::LanguageId> identifiers);
 
   const std::vector<std::string>& candidates() const { return candidates_; }
-  // The candidates `text` may be in (those of `among` alone, where given), most likely first: CLD2's,
-  // with its share of the text as the confidence; where CLD2 has no reliable guess among them, the
-  // identifiers' (confidence 50); where nothing names a language and there is one candidate, that
-  // one (confidence 0). None when the text is in another language (`other` then names CLD2's guess)
-  // or nothing can tell.
+  // The candidates `text` may be in (those of `among` alone, where given), most likely first. None
+  // where CLD2 is sure of another language (`other` then names CLD2's guess), unless the text has
+  // fewer than five words and an identifier labels it one of them. Else the identifiers' label
+  // among them first (confidence: CLD2's share of the text for it, at least 50), then CLD2's
+  // guesses among them (confidence: their share); where neither names one, CLD2 is unsure and
+  // there is one candidate, that one (confidence 0). None where nothing can tell.
   std::vector<DetectedLanguage> detect(const std::string& text, const std::vector<std::string>* among = nullptr,
                                        std::string* other = nullptr) const;
 

@@ -54,6 +54,10 @@ void require_targets(const LoadedModel& loaded, const std::vector<std::string>& 
 // the tag; on one without, it must be the model's target language (or the checkpoint names none).
 LoadedModel load_for_translation(const RuntimeOptions& options);
 
+// Whether the language identifier a checkpoint holds (`language_id`, its JSON; "" for none) knows
+// every one of `languages`.
+bool identifier_knows(const std::string& language_id, const std::vector<std::string>& languages);
+
 // `options` with the loaded model's precision and tag and, where they ask for one (retry_off_target),
 // its language check: that of a model of several target languages, made from its identifier
 // (InputError for a model of one, or one without an identifier: the option would do nothing).
