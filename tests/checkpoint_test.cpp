@@ -4,6 +4,7 @@
 // as they did and resume.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -63,7 +64,10 @@ with safe_open(sys.argv[1], framework="numpy") as f:
     assert meta["format"] == "trafo-checkpoint" and meta["format_version"] == "3", meta.keys()
     assert json.loads(meta["model_config"])["d_model"] == 16
     assert json.loads(meta["training"])["step"] == 2
-    assert json.loads(meta["inference"]) == {"src_lang": "en", "tgt_lang": "de", "tags": []}, meta["inference"]
+    inference = json.loads(meta["inference"])
+    assert sorted(inference) == ["language_id", "src_lang", "tags", "tgt_lang"], meta["inference"]
+    assert (inference["src_lang"], inference["tgt_lang"], inference["tags"]) == ("en", "de", []), meta["inference"]
+    assert sorted(inference["language_id"]["languages"]) == ["de", "en"], inference["language_id"].keys()
     others = sorted(n for n in names if n not in expected)
     assert all(n.startswith("training/") for n in others), others
     assert any(n.startswith("training/optimizer/exp_avg/") for n in others), others
@@ -77,13 +81,17 @@ print(len(expected))
 }
 
 // The file is its tensors and one header: the weights, Adam's two moments and the EMA's raw weights,
-// the tokenizer in base64 (a third more than its bytes), the configs, and little else.
+// the tokenizer in base64 (a third more than its bytes), the configs, the language identifier (its
+// JSON, each quote escaped once), and little else.
 TEST_F(CheckpointFile, HoldsItsTensorsAndASmallHeaderOnly) {
   const auto saved = checkpoint::load(last());
+  ASSERT_FALSE(saved.inference.language_id.empty());
   size_t tensor_bytes = 0;
   for (const auto& [name, tensor] : saved.weights) tensor_bytes += tensor.nbytes();
   for (const auto& [name, tensor] : saved.training->tensors) tensor_bytes += tensor.nbytes();
-  const size_t header_ceiling = saved.tokenizer.size() * 4 / 3 + saved.config.size() + 64 * 1024;
+  const auto& id = saved.inference.language_id;
+  const size_t id_bytes = id.size() + static_cast<size_t>(std::count(id.begin(), id.end(), '"'));
+  const size_t header_ceiling = saved.tokenizer.size() * 4 / 3 + saved.config.size() + id_bytes + 64 * 1024;
   EXPECT_LE(std::filesystem::file_size(last()), tensor_bytes + header_ceiling);
 }
 

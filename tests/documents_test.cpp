@@ -19,7 +19,7 @@
 namespace trafo::documents {
 namespace {
 
-const std::filesystem::path kFixtures = std::filesystem::path(TRAFO_SOURCE_DIR) / "tests" / "fixtures" / "documents";
+const std::filesystem::path kDocumentFixtures = std::filesystem::path(TRAFO_SOURCE_DIR) / "tests" / "fixtures" / "documents";
 const std::vector<std::string> kArchives = {"word.docx", "text.docx", "text.odt", "word.odt", "slides.odp", "slides.pptx"};
 
 std::string upper(std::string text) {
@@ -101,7 +101,7 @@ std::string make_zip(const std::vector<std::pair<std::string, std::string>>& ent
 
 TEST(Documents, EveryPartWithTextBecomesPagesAndComesBackAsItWas) {
   for (const auto& name : kArchives) {
-    const Document document(format_of(name), testing::read_text(kFixtures / name));
+    const Document document(format_of(name), testing::read_text(kDocumentFixtures / name));
     const auto texts = segments(document);
     ASSERT_GE(texts.size(), 3u) << name;
     // The text the tests put in, wherever the format keeps it.
@@ -133,7 +133,7 @@ void expect_holds(const std::string& text, const std::vector<std::string>& piece
 }
 
 TEST(Documents, WordRunsKeepTheirFormattingLinksAndPlaces) {
-  const Document document(Format::kDocx, testing::read_text(kFixtures / "word.docx"));
+  const Document document(Format::kDocx, testing::read_text(kDocumentFixtures / "word.docx"));
   const auto written = document.write(translate(document.pages(), upper));
   const auto body = entry(written, "word/document.xml");
   // Each run's formatting around its own words, the link around its words with its target, the
@@ -151,14 +151,14 @@ TEST(Documents, WordRunsKeepTheirFormattingLinksAndPlaces) {
   expect_holds(entry(written, "word/header1.xml"), {"I HOPE THAT THEY FORGET OUR SMALL GIFTS."});
   expect_holds(entry(written, "word/footnotes.xml"), {"DOES OUR DOCTOR WRITE A BOOK?", "<w:separator/>"});
   // What holds no text is copied as it was.
-  const auto original = testing::read_text(kFixtures / "word.docx");
+  const auto original = testing::read_text(kDocumentFixtures / "word.docx");
   for (const char* part : {"[Content_Types].xml", "_rels/.rels", "word/_rels/document.xml.rels", "word/media/dot.png"}) {
     EXPECT_EQ(entry(written, part), entry(original, part)) << part;
   }
 }
 
 TEST(Documents, OpenDocumentSpansLinksNotesAndFramesStay) {
-  const Document document(Format::kOdt, testing::read_text(kFixtures / "text.odt"));
+  const Document document(Format::kOdt, testing::read_text(kDocumentFixtures / "text.odt"));
   const auto written = document.write(translate(document.pages(), upper));
   // The note's citation is not text to translate; the note's own paragraph is.
   expect_holds(entry(written, "content.xml"),
@@ -204,7 +204,7 @@ TEST(Documents, BadFilesAreRefusedNamingTheCause) {
   refused(Format::kText, "more than ten bytes", "at most 10", tiny);
   refused(Format::kText, "bad \xFF byte", "not valid UTF-8");
   // A damaged archive: its central directory cut off.
-  const auto word = testing::read_text(kFixtures / "word.docx");
+  const auto word = testing::read_text(kDocumentFixtures / "word.docx");
   refused(Format::kDocx, word.substr(0, word.size() - 30), "zip archive");
   EXPECT_THROW(format_of("notes.pdf"), InputError);
   EXPECT_THROW(format_of("noextension"), InputError);

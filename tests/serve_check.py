@@ -328,7 +328,7 @@ def case_equal():
         assert served == wanted, "client %d (kind %d): served %r, offline %r" % (i, i % 4, served, wanted)
 
     languages = LibreTranslateAPI(server.url).languages()
-    assert languages == [{"code": "en", "name": "en", "targets": ["de"]}], languages
+    assert languages == [{"code": "en", "name": "English", "targets": ["de"]}], languages
     server.stop()
 
 

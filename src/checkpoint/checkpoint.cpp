@@ -31,7 +31,9 @@ const std::string& metadata_entry(const Safetensors& file, const std::string& ke
 
 std::string inference_json(const InferenceInfo& info) {
   nlohmann::json json = {{"src_lang", info.src_lang}, {"tgt_lang", info.tgt_lang}, {"tags", info.tags}};
-  if (!info.language_id.empty()) json["language_id"] = info.language_id;
+  // An object in the JSON, not a string of JSON: escaped twice over (here and in the file's header),
+  // its quotes would grow the header by a third.
+  if (!info.language_id.empty()) json["language_id"] = nlohmann::json::parse(info.language_id);
   return json.dump();
 }
 
@@ -42,7 +44,8 @@ InferenceInfo inference_from_json(const std::string& text, const std::string& pa
     info.src_lang = json.at("src_lang").get<std::string>();
     info.tgt_lang = json.at("tgt_lang").get<std::string>();
     info.tags = json.at("tags").get<std::vector<std::string>>();
-    info.language_id = json.value("language_id", std::string());
+    if (const auto id = json.find("language_id"); id != json.end())
+      info.language_id = id->is_string() ? id->get<std::string>() : id->dump();  // a string: written before
     return info;
   } catch (const nlohmann::json::exception&) {
     throw InputError("checkpoint " + path + ": its inference info is not {src_lang, tgt_lang, tags} JSON");

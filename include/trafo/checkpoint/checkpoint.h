@@ -35,8 +35,8 @@ struct TrainingState {
 struct InferenceInfo {
   std::string src_lang, tgt_lang;  // the run's languages ("": unknown)
   std::vector<std::string> tags;   // the corpus tags it was trained with, each once, in config order
-  // A model of several target languages: metrics::LanguageId's JSON, learned from its corpora's
-  // sides, source languages included, for eval's off-target rate ("": none).
+  // metrics::LanguageId's JSON, learned from its corpora's sides, source languages included (every
+  // run of two or more languages), for language detection and the off-target rate ("": none).
   std::string language_id;
   bool empty() const { return src_lang.empty() && tgt_lang.empty() && tags.empty() && language_id.empty(); }
   // The codes of its target-language tags (">>fr<<" -> "fr"), in order: the targets of a model that
