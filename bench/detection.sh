@@ -7,9 +7,10 @@
 # of that corpus would see, should the detector ever learn from a model's corpus):
 #   - toy: en->de and de->en on the toy corpus (de->en is `--src-lang de --tgt-lang en` on the same
 #     files); LINES toy dev sentences of each side, expected en and de;
-#   - gettext: en->fr and fr->en on /work/shared/data/gettext-enfr (its first TRAIN_PAIRS training
-#     pairs, copied into WORK); up to LINES of its dev strings of each side, expected en and fr.
-#     Skipped (and said so in the output) where that folder is missing.
+#   - gettext: with --gettext DIR (a corpus of UI strings, DIR/{train,dev}.{en,fr}, such as the
+#     gettext-enfr corpus bench/gettext_corpus.py builds), en->fr and fr->en on it (its first
+#     TRAIN_PAIRS training pairs, copied into WORK); up to LINES of its dev strings of each side,
+#     expected en and fr. Skipped (and said so in the output) without it.
 # One request a line, one at a time on a keep-alive connection; an empty answer ([]: no candidate
 # language) counts as wrong ("none"). Per source and language: lines, share right; and the same for
 # lines of >= 5 words and of < 5 words (words: split at white space). The wrong answers go to
@@ -18,7 +19,7 @@
 # About a minute on 2 cores (most of it the vocabularies of the tiny models).
 #
 #   bench/detection.sh [--lines 1000] [--train-pairs 20000] [--threads 2] [--work DIR]
-#                      [--gettext /work/shared/data/gettext-enfr]
+#                      [--gettext DIR]
 # Smoke test: bench/detection.sh --lines 20 --train-pairs 200
 set -euo pipefail
 
@@ -29,7 +30,7 @@ lines=1000
 train_pairs=20000
 threads=2
 work=""
-gettext=/work/shared/data/gettext-enfr
+gettext=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --lines) lines="$2"; shift 2 ;;
@@ -41,14 +42,9 @@ while [[ $# -gt 0 ]]; do
     *) echo "detection.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[[ -n "$work" ]] || work=$(mktemp -d /tmp/trafo-detection-bench.XXXXXX)
-mkdir -p "$work"
 # shellcheck source=bench/serve_common.sh
-source "$root/bench/serve_common.sh"  # say, processor
-cpu=$(processor | sed 's/^processor: //')
-date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-echo "processor: $cpu"
-echo "date: $date"
+source "$root/bench/serve_common.sh"  # say, processor, bench_start
+bench_start detection
 
 # DATA_DIR SRC TGT RUN: a 32-wide, one-layer model trained for 2 steps; its best checkpoint.
 tiny_model() {
@@ -143,7 +139,7 @@ detect "$url" "$lines" "$work/toy/dev.en" en toy "$work/toy/dev.de" de toy
 serve_down
 
 gettext_note="used: $gettext (dev set; first $train_pairs training pairs for the models)"
-if [[ -f "$gettext/train.en" && -f "$gettext/train.fr" && -f "$gettext/dev.en" && -f "$gettext/dev.fr" ]]; then
+if [[ -n "$gettext" && -f "$gettext/train.en" && -f "$gettext/train.fr" && -f "$gettext/dev.en" && -f "$gettext/dev.fr" ]]; then
   say "gettext-enfr: tiny en-fr, fr-en models"
   mkdir -p "$work/gettext"
   for l in en fr; do
@@ -157,6 +153,7 @@ if [[ -f "$gettext/train.en" && -f "$gettext/train.fr" && -f "$gettext/dev.en" &
   serve_down
 else
   gettext_note="skipped: $gettext/{train,dev}.{en,fr} not found"
+  [[ -n "$gettext" ]] || gettext_note="skipped: no --gettext DIR"
   say "gettext $gettext_note"
 fi
 

@@ -1,6 +1,6 @@
 # shellcheck shell=bash disable=SC2034,SC2154  # the sourcing script sets and reads these variables
-# Sourced by bench/serve.sh and bench/serve_soak.sh. Needs trafo, python, work, threads, steps and
-# checkpoint set (checkpoint may be empty).
+# Sourced by bench/serve.sh, bench/serve_soak.sh and the benchmarks of served or translated text.
+# Needs trafo, python, work, threads, steps and checkpoint set (checkpoint may be empty).
 
 say() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
 field() { "$python" -c "import json,sys; print(json.loads(sys.stdin.read())['$1'])"; }
@@ -9,6 +9,17 @@ processor() {
   echo "processor: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')" \
     "(family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' '), model $(grep -m1 '^model\s' /proc/cpuinfo | cut -d: -f2 | tr -d ' ');" \
     "$(grep -o -m1 -w -E 'amx_bf16|avx512_bf16' /proc/cpuinfo | head -1 || echo 'no bf16 flag'); $(nproc) cores)"
+}
+
+# A benchmark's first lines: WORK made (a fresh temporary folder unless set), then the processor and
+# the date printed and kept in cpu and date.
+bench_start() {
+  [[ -n "$work" ]] || work=$(mktemp -d "/tmp/trafo-$1-bench.XXXXXX")
+  mkdir -p "$work"
+  cpu=$(processor | sed 's/^processor: //')
+  date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  echo "processor: $cpu"
+  echo "date: $date"
 }
 
 # Without a checkpoint, a default-size model trained for STEPS steps on a toy corpus. Unless
