@@ -129,6 +129,33 @@ TEST(Presets, OptionsGivenKeepTheirValuesAndAResumeOnlyTakesTrainingKnobs) {
   EXPECT_TRUE(apply_preset(in_code, PresetChoice{&small, ""}).empty());
 }
 
+// The students' presets give Bergamot's shapes: a deep encoder, a 2-layer decoder, tied embeddings;
+// auto never picks one, and an option given keeps its value.
+TEST(Presets, StudentPresetsAreADeepEncoderAndAShallowDecoder) {
+  for (const auto& [name, width, ff] : {std::tuple<std::string, int64_t, int64_t>{"student-tiny", 256, 1536},
+                                       {"student-base", 512, 2048}}) {
+    const Preset* student = find_preset(name);
+    ASSERT_NE(student, nullptr) << name;
+    auto c = asked({"decoder-layers"});
+    c.model.decoder_layers = 3;
+    apply_preset(c, PresetChoice{student, ""});
+    EXPECT_EQ(c.run.preset, name);
+    EXPECT_EQ(c.model.d_model, width) << name;
+    EXPECT_EQ(c.model.heads, 8) << name;
+    EXPECT_EQ(c.model.encoder_layers, 6) << name;
+    EXPECT_EQ(c.model.decoder_layers, 3) << name << ": given";
+    EXPECT_EQ(c.model.d_ff, ff) << name;
+    EXPECT_TRUE(c.model.tie_embeddings) << name;
+    EXPECT_NE(preset_names().find(name), std::string::npos);
+  }
+  auto c = asked({});
+  c.run.preset = "auto";
+  for (const int64_t pairs : {1000, 100000, 5000000}) {
+    const auto picked = choose_preset(c, CorpusSize{pairs, pairs * 40}).preset->name;
+    EXPECT_EQ(picked.rfind("student", 0), std::string::npos) << pairs;
+  }
+}
+
 // A preset's vocabulary is for a pair of languages: corpora of more languages get as many pieces for
 // each (English into French, Spanish and Italian: four languages, twice the pieces), up to a ceiling.
 TEST(Presets, TheVocabularyGrowsWithTheLanguagesTheCorporaCover) {

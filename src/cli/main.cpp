@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
     commands.emplace_back(app.get_subcommands({}).back(), std::move(runner));
   };
   add(trafo::cli::add_train_command);
+  add(trafo::cli::add_distill_command);
   add(trafo::cli::add_eval_command);
   add(trafo::cli::add_translate_command);
   add(trafo::cli::add_score_command);

@@ -61,15 +61,14 @@ run_config::CorpusSpec parse_corpus(const std::string& text) {
 
 }  // namespace
 
-CommandRunner add_train_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("train", "train a model on parallel text");
-  auto config = std::make_shared<run_config::TrainConfig>();
-  auto config_path = std::make_shared<std::string>();
-  auto print_config = std::make_shared<bool>(false);
-  cmd->add_option("--config", *config_path, "TOML config file; keys are the long option names, the command line wins");
-  cmd->add_flag("--dump-config", *print_config, "print the effective config (TOML) and exit");
-  bind_config_keys(*cmd, *config);
-  cmd->add_option_function<std::vector<std::string>>(
+TrainOptions bind_train_options(CLI::App& cmd) {
+  TrainOptions bound{std::make_shared<run_config::TrainConfig>(), std::make_shared<std::string>(),
+                     std::make_shared<bool>(false)};
+  auto config = bound.config;
+  cmd.add_option("--config", *bound.config_path, "TOML config file; keys are the long option names, the command line wins");
+  cmd.add_flag("--dump-config", *bound.print_config, "print the effective config (TOML) and exit");
+  bind_config_keys(cmd, *config);
+  cmd.add_option_function<std::vector<std::string>>(
          "--corpus",
          [config](const std::vector<std::string>& texts) {
            config->data.corpora.clear();
@@ -82,37 +81,55 @@ CommandRunner add_train_command(CLI::App& app) {
          "begin with its target's >>xx<< tag; replaces --train-src/--train-tgt (--data-dir then gives the dev set)")
       ->group("Data")
       ->type_name("SRC,TGT[,W[,TAG[,ALIGN[,SL,TL]]]]");
-  return [cmd, config, config_path, print_config]() -> int {
-    // Whether an option was given is a fact of the command line and the config file, never of its
-    // value: a given value equal to the default still meets a checkpoint's (run_config::was_given).
-    auto given = given_config_keys(*cmd);
-    if (cmd->count("--corpus") > 0) given.insert("corpus");
-    if (cmd->count("--config") > 0) {  // --config "" is an error too
-      const auto from_file = run_config::read_config_file(*config_path, *config, given);
-      given.insert(from_file.begin(), from_file.end());
-    }
-    config->given = given;
-    if (*print_config) {
-      std::cout << run_config::to_toml(*config);
-      return 0;
-    }
+  return bound;
+}
+
+bool TrainOptions::settle(const CLI::App& cmd) const {
+  // Whether an option was given is a fact of the command line and the config file, never of its
+  // value: a given value equal to the default still meets a checkpoint's (run_config::was_given).
+  auto given = given_config_keys(cmd);
+  if (cmd.count("--corpus") > 0) given.insert("corpus");
+  if (cmd.count("--config") > 0) {  // --config "" is an error too
+    const auto from_file = run_config::read_config_file(*config_path, *config, given);
+    given.insert(from_file.begin(), from_file.end());
+  }
+  config->given = given;
+  if (*print_config) std::cout << run_config::to_toml(*config);
+  return !*print_config;
+}
+
+void stop_on_signals() {
+  std::signal(SIGINT, request_stop);
+  std::signal(SIGTERM, request_stop);
+}
+
+const std::atomic<bool>* stop_flag() { return &stop_requested; }
+
+CommandRunner add_train_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("train", "train a model on parallel text");
+  const auto bound = bind_train_options(*cmd);
+  auto config = bound.config;
+  return [cmd, bound, config]() -> int {
+    if (!bound.settle(*cmd)) return 0;
     if (config->parallel.nproc > 1 && !dist::read_environment().launched) {
       dist::check_local_launch(config->parallel.nproc);
       train::check_before_launch(*config);
       return dist::launch_local(config->parallel.nproc, config->parallel.dist_timeout + 30.0);
     }
-    std::signal(SIGINT, request_stop);
-    std::signal(SIGTERM, request_stop);
+    stop_on_signals();
     train::Trainer trainer(*config, &stop_requested);
-    const auto result = trainer.run();
-    if (result.reason == "signal") {
-      spdlog::info("stopped by signal at step {}; checkpoint saved: {}", result.step, result.last_checkpoint);
-    } else {
-      spdlog::info("done ({}) at step {}; best checkpoint: {}", result.reason, result.step,
-                   result.best_checkpoint.empty() ? result.last_checkpoint : result.best_checkpoint);
-    }
+    log_result(trainer.run());
     return 0;
   };
+}
+
+void log_result(const train::TrainResult& result) {
+  if (result.reason == "signal") {
+    spdlog::info("stopped by signal at step {}; checkpoint saved: {}", result.step, result.last_checkpoint);
+  } else {
+    spdlog::info("done ({}) at step {}; best checkpoint: {}", result.reason, result.step,
+                 result.best_checkpoint.empty() ? result.last_checkpoint : result.best_checkpoint);
+  }
 }
 
 }  // namespace trafo::cli

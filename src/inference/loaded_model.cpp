@@ -132,6 +132,12 @@ LoadedModel load_for_translation(const RuntimeOptions& options) {
       throw InputError("--checkpoint " + options.checkpoint + " and " + path +
                        " have different tokenizers: the models of an ensemble must share one");
     }
+    const auto direction = [](const checkpoint::InferenceInfo& info) { return info.src_lang + "-" + info.tgt_lang; };
+    const bool known = !member.inference.src_lang.empty() && !checkpoint.inference.src_lang.empty();
+    if (known && direction(member.inference) != direction(checkpoint.inference)) {
+      throw InputError("--checkpoint " + options.checkpoint + " translates " + direction(checkpoint.inference) + " and " +
+                       path + " " + direction(member.inference) + ": the models of an ensemble must translate alike");
+    }
     loaded.ensemble.push_back(checkpoint::make_model(member, device));
   }
   if (!options.ensemble.empty()) {

@@ -74,6 +74,10 @@ const std::vector<ConfigKey> kKeys = {
      TRAFO_MEMBER(vocab.normalization)},
     {"vocab-character-coverage", "Vocabulary", "share of characters given own pieces",
      TRAFO_MEMBER(vocab.character_coverage)},
+    {"vocab-from", "Vocabulary",
+     "a new run takes this checkpoint's tokenizer (a teacher's, for a student that reads its translations as they "
+     "are) instead of learning one: vocab-size and the other vocab- options then do nothing",
+     TRAFO_MEMBER(vocab_from), false, false},
     {"vocab-sample", "Vocabulary",
      "sentences the vocabulary is learned from, drawn from the corpora in proportion to their weights (0: all)",
      TRAFO_MEMBER(vocab.max_sentences)},
@@ -155,7 +159,7 @@ const std::vector<ConfigKey> kKeys = {
     {"preset", "Run",
      "defaults for the options left out, fit to the corpus and the budget: auto (chosen from the training pairs "
      "and the epochs the budget buys on this machine; train.log says which and why), standard (the built-in defaults), "
-     "small-short or small-long; "
+     "small-short or small-long; student-tiny or student-base (a distilled student's model, never auto's); "
      "a resume keeps the run's unless given",
      TRAFO_MEMBER(run.preset)},
     {"valid-every", "Run", "steps between validations", TRAFO_MEMBER(run.valid_every)},

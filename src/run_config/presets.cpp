@@ -95,6 +95,18 @@ const std::vector<Preset>& presets() {
        "defaults, --max-epochs over 100, --max-steps) or none: the built-in defaults (every regularisation "
        "measured here slowed them)",
        {}},
+      // Distilled students (trafo distill), as Bergamot's: a deep encoder, which runs once a sentence,
+      // and a shallow decoder, which runs once a piece: the decoder is where the time goes.
+      {"student-tiny",
+       "a student to distill into (trafo distill): width 256, 8 heads, 6 encoder and 2 decoder layers, "
+       "feed-forward 1536, tied embeddings",
+       {{"d-model", "256"}, {"heads", "8"}, {"encoder-layers", "6"}, {"decoder-layers", "2"}, {"d-ff", "1536"},
+        {"tie-embeddings", "true"}}},
+      {"student-base",
+       "a larger student (trafo distill): width 512, 8 heads, 6 encoder and 2 decoder layers, feed-forward 2048, "
+       "tied embeddings",
+       {{"d-model", "512"}, {"heads", "8"}, {"encoder-layers", "6"}, {"decoder-layers", "2"}, {"d-ff", "2048"},
+        {"tie-embeddings", "true"}}},
   };
   return all;
 }

@@ -103,8 +103,9 @@ std::vector<std::string> run_differences(const TrainConfig& a, const TrainConfig
   std::vector<std::string> out;
   for (const auto& key : config_keys()) {
     // guided-alignment is the single corpus's alignment, compared as a file with the corpora below
+    // vocab-from is read at a run's start only; after that the run's checkpoints hold the tokenizer
     if (!defines_run(key) || is_data_file_key(key.name) || leaves_data_alone(key.name) ||
-        std::string(key.name) == "guided-alignment") {
+        std::string(key.name) == "guided-alignment" || std::string(key.name) == "vocab-from") {
       continue;
     }
     const auto value_a = format_value(key, a), value_b = format_value(key, b);

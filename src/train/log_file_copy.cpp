@@ -1,4 +1,4 @@
-#include "log_file_copy.h"
+#include "trafo/train/log_file_copy.h"
 
 #include <algorithm>
 #include <cerrno>

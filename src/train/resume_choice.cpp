@@ -97,6 +97,10 @@ bool continues_run(const TrainConfig& c) {
 }
 
 TrainConfig settle_options(TrainConfig c) {
+  if (!c.init_from.empty() && !c.vocab_from.empty()) {
+    throw InputError("--vocab-from " + c.vocab_from + " and --init-from " + c.init_from +
+                     ": the checkpoint a run starts from brings its own tokenizer; give one of them");
+  }
   if (continues_run(c)) {
     if (const auto run = run_of_folder(c.run.run_dir)) {
       take_run_options(c, *run);

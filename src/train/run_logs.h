@@ -13,7 +13,7 @@
 #include "trafo/train/metrics_log.h"
 #include "trafo/train/run_folder.h"
 #include "trafo/train/tensorboard.h"
-#include "log_file_copy.h"
+#include "trafo/train/log_file_copy.h"
 #include "resume_choice.h"
 
 namespace trafo::train {

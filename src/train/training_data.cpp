@@ -11,6 +11,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "trafo/checkpoint/checkpoint.h"
 #include "trafo/data/piece_links.h"
 #include "trafo/errors.h"
 #include "trafo/util/files.h"
@@ -239,7 +240,11 @@ data::Tokenizer make_tokenizer(const TrainConfig& c, const TrainingFiles& files,
                                Replicas& replicas) {
   std::string bytes = resume.saved ? resume.saved->tokenizer : resume.initial ? resume.initial->tokenizer : "";
   if (!resume.saved && !resume.initial) {
-    if (replicas.is_main()) {
+    if (replicas.is_main() && !c.vocab_from.empty()) {
+      bytes = checkpoint::load(c.vocab_from, /*with_training_state=*/false).tokenizer;
+      spdlog::info("tokenizer: {}'s ({} pieces), as --vocab-from asks", c.vocab_from,
+                   data::Tokenizer::from_bytes(bytes).vocab_size());
+    } else if (replicas.is_main()) {
       bytes = learn_vocabulary(vocabulary_options(c, files.paths, threads), files.paths, files.train_lines, files.cache);
     }
     bytes = replicas.share("tokenizer", bytes);

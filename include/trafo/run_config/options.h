@@ -128,6 +128,7 @@ struct Choice {
 struct TrainConfig {
   DataOptions data;
   data::TokenizerOptions vocab;       // joint SentencePiece model trained on train src+tgt
+  std::string vocab_from;             // a new run's tokenizer: this checkpoint's (a teacher's), not one learned
   model::ModelConfig model;
   std::string init_from;              // a new run starts from this checkpoint's weights, tokenizer and model
   OptimOptions optim;

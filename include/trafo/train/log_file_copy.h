@@ -1,5 +1,5 @@
-// RUN_DIR/train.log: a copy of the log while a run lasts, whose failed writes (a full disk) are a
-// run-time failure instead of silence. Internal to train/.
+// RUN_DIR/train.log: a copy of the log while a run (or a distillation's first stages) lasts, whose
+// failed writes (a full disk) are a run-time failure instead of silence.
 #pragma once
 
 #include <filesystem>
