@@ -217,6 +217,55 @@ TEST_F(DistillCli, BadInputIsOneLineAndExitTwoBeforeAnythingIsWritten) {
   EXPECT_TRUE(fs::exists(*dir_ / "teacher" / "checkpoint-last.pt"));
 }
 
+// A student is a model as any other: exported to CTranslate2 (a 2-layer encoder over a 1-layer
+// decoder), the real runtime translates as trafo does. Teacher and student are trained enough here
+// that their choices are clear (an untrained model's near-ties fall either way in another runtime).
+TEST_F(DistillCli, AStudentExportsToCTranslate2AndTranslatesAsTrafo) {
+  TRAFO_REQUIRE_PYTHON_MODULE("ctranslate2");
+  TRAFO_REQUIRE_PYTHON_MODULE("sentencepiece");
+  const auto toy = *dir_ / "toy-4000";
+  ASSERT_EQ(run_trafo("toy-corpus --out " + quoted(toy) + " --train 4000 --dev 10 --test 50").exit_code, 0);
+  const std::string model = " --data-dir " + quoted(toy) + " --threads 2 --d-model 64 --heads 4 --d-ff 128" +
+                            " --batch-tokens 1500 --lr 0.003 --warmup-steps 50 --max-steps 300 --valid-every 300" +
+                            " --valid-max-sentences 10 --cache-dir " + quoted(*dir_ / "cache");
+  const auto teacher = run_trafo("train --run-dir " + quoted(*dir_ / "teacher-4000") + model +
+                                 " --vocab-size 500 --encoder-layers 2 --decoder-layers 2");
+  ASSERT_EQ(teacher.exit_code, 0) << teacher.errors;
+  const auto run = *dir_ / "exported";
+  const auto distilled = run_trafo("distill --teacher " + quoted(*dir_ / "teacher-4000" / "checkpoint-last.pt") +
+                                   " --run-dir " + quoted(run) + model + " --encoder-layers 2 --decoder-layers 1");
+  ASSERT_EQ(distilled.exit_code, 0) << distilled.errors;
+  const auto student = run / "checkpoint-last.pt";
+  const auto sources = toy / "test.en";
+  const auto ours = *dir_ / "student.trafo.txt", theirs = *dir_ / "student.ct2.txt";
+  const auto translated = run_trafo("translate --checkpoint " + quoted(student) + " --threads 2 --precision fp32 --input " +
+                                    quoted(sources) + " --output " + quoted(ours) + " --max-length-a 0 --max-length-b 20");
+  ASSERT_EQ(translated.exit_code, 0) << translated.errors;
+  const auto folder = *dir_ / "student-ct2";
+  const auto exported = run_trafo("export --checkpoint " + quoted(student) + " --format ctranslate2 --out " +
+                                  quoted(folder) + " --quantization float32");
+  ASSERT_EQ(exported.exit_code, 0) << exported.errors;
+  const auto decoded = run_command("'" + std::string(TRAFO_PYTHON) + "' '" + TRAFO_SOURCE_DIR +
+                                   "/bench/ctranslate2_decode.py' " + quoted(folder) + " " + quoted(sources) +
+                                   " --output " + quoted(theirs) + " --threads 2 --beam 1 --max-decoding-length 20");
+  ASSERT_EQ(decoded.exit_code, 0) << decoded.errors;
+  // As trafo prints a translation: runs of spaces made one, none at either end (a translation cut at
+  // its length limit may end in a word-start piece).
+  auto printed = [](std::string line) {
+    std::string out;
+    for (const char c : line) {
+      if (c != ' ' || (!out.empty() && out.back() != ' ')) out += c;
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out;
+  };
+  const auto a = lines_of(read_text(ours)), b = lines_of(read_text(theirs));
+  ASSERT_EQ(a.size(), b.size());
+  size_t same = 0;
+  for (size_t i = 0; i < a.size(); ++i) same += printed(a[i]) == printed(b[i]);
+  EXPECT_GE(same, a.size() - 1) << "lines translated alike: " << same << " of " << a.size();
+}
+
 // --vocab-from: `trafo train` takes a checkpoint's tokenizer instead of learning one.
 TEST_F(DistillCli, TrainVocabFromTakesTheCheckpointsTokenizer) {
   const auto run = *dir_ / "vocab-from";
