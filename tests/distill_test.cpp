@@ -215,6 +215,22 @@ TEST_F(DistillCli, BadInputIsOneLineAndExitTwoBeforeAnythingIsWritten) {
     EXPECT_FALSE(fs::exists(run / "distill")) << arguments;
   }
   EXPECT_TRUE(fs::exists(*dir_ / "teacher" / "checkpoint-last.pt"));
+
+  // A teacher that answers every line with nothing (a learning rate this high collapses it onto end
+  // of sentence): stage 2 says so, where training would only find a corpus of no text.
+  const auto mute = *dir_ / "mute";
+  ASSERT_EQ(run_trafo("train --data-dir " + quoted(*dir_ / "toy") + " --run-dir " + quoted(mute) + kTiny +
+                      " --vocab-size 400 --max-steps 20 --valid-every 20 --valid-max-sentences 1 --lr 1.0" +
+                      " --warmup-steps 1 --cache-dir " + quoted(*dir_ / "cache"))
+                .exit_code,
+            0);
+  const auto silent = run_trafo("distill --teacher " + quoted(mute / "checkpoint-last.pt") + " --data-dir " +
+                                quoted(*dir_ / "toy") + " --run-dir " + quoted(*dir_ / "from-mute") + kStudent +
+                                " --cache-dir " + quoted(*dir_ / "cache"));
+  EXPECT_EQ(silent.exit_code, 2) << silent.errors;
+  EXPECT_NE(lines_of(silent.errors).back().find("are all empty: it has not learned to translate yet"),
+            std::string::npos)
+      << silent.errors;
 }
 
 // A student is a model as any other: exported to CTranslate2 (a 2-layer encoder over a 1-layer

@@ -117,10 +117,10 @@ inference::LoadedModel load_teacher(const run_config::TrainConfig& c, const Dist
   return loaded;
 }
 
-// Stage 2: the distilled pairs of one corpus, its teacher's least likely `share` dropped, written
-// as DISTILL/corpusC.{src,tgt}. Returns the lines kept.
-int64_t keep_likely(const std::vector<std::string>& sources, const Chunks& chunks, double share,
-                    const std::filesystem::path& src_out, const std::filesystem::path& tgt_out) {
+// Stage 2: the distilled pairs of one corpus, those the teacher left empty and then its least likely
+// `share` dropped, written as DISTILL/corpusC.{src,tgt}. Returns the lines kept and those left empty.
+std::pair<int64_t, int64_t> keep_likely(const std::vector<std::string>& sources, const Chunks& chunks, double share,
+                                        const std::filesystem::path& src_out, const std::filesystem::path& tgt_out) {
   std::vector<Distilled> lines;
   for (int64_t chunk = 0; chunk < chunks.count(); ++chunk) {
     auto read = chunks.read(chunk);
@@ -138,6 +138,17 @@ int64_t keep_likely(const std::vector<std::string>& sources, const Chunks& chunk
   const auto dropped = static_cast<size_t>(std::floor(share * static_cast<double>(lines.size())));
   std::vector<bool> keep(lines.size(), true);
   for (size_t i = 0; i < dropped; ++i) keep[order[i]] = false;
+  int64_t empty = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].text.empty() && !sources[i].empty()) {
+      empty += keep[i] ? 1 : 0;
+      keep[i] = false;
+    }
+  }
+  if (std::none_of(keep.begin(), keep.end(), [](bool k) { return k; })) {
+    throw InputError("the teacher's translations of " + src_out.filename().string() +
+                     "'s sources are all empty: it has not learned to translate yet (train it longer)");
+  }
   std::string src, tgt;
   int64_t kept = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -148,7 +159,7 @@ int64_t keep_likely(const std::vector<std::string>& sources, const Chunks& chunk
   }
   util::write_file_atomically(src_out, src, util::Special::kReplace);
   util::write_file_atomically(tgt_out, tgt, util::Special::kReplace);
-  return kept;
+  return {kept, empty};
 }
 
 void remove_stale_temporaries(const std::filesystem::path& folder) {
@@ -275,13 +286,14 @@ train::TrainResult distill(run_config::TrainConfig c, const DistillOptions& opti
     } else {
       stage2["kept"] = nlohmann::json::array();
       for (size_t i = 0; i < corpora.size(); ++i) {
-        const auto kept_lines =
+        const auto [kept_lines, empty] =
             keep_likely(sources[i], chunks[i], options.filter, folder / fmt::format("corpus{}.{}", i + 1, c.data.src_lang),
                         folder / fmt::format("corpus{}.{}", i + 1, c.data.tgt_lang));
         spdlog::info("distill stage 2, corpus {}: kept {} of {} pairs, dropped the teacher's least likely {} "
-                     "(--distill-filter {})",
-                     i + 1, kept_lines, sources[i].size(), static_cast<int64_t>(sources[i].size()) - kept_lines,
-                     options.filter);
+                     "(--distill-filter {}){}",
+                     i + 1, kept_lines, sources[i].size(),
+                     static_cast<int64_t>(sources[i].size()) - kept_lines - empty, options.filter,
+                     empty > 0 ? fmt::format(" and {} it left empty", empty) : "");
         stage2["kept"].push_back(kept_lines);
       }
       util::write_file_atomically(stage2_path, stage2.dump(2) + "\n", util::Special::kReplace);
