@@ -123,6 +123,17 @@ TEST_F(DistillCli, TheStudentLearnsTheTeachersBeamTranslationsWithItsTokenizer) 
   EXPECT_NE(again.errors.find("the filtered corpora are there from before"), std::string::npos) << again.errors;
   EXPECT_EQ(chunks(run), before);
 
+  // --no-resume alone over a student is refused before any stage; with --overwrite the student
+  // trains again on the teacher's translations kept from before (they would come out the same).
+  const auto refused = run_trafo(distill(run, " --distill-chunk-lines 128 --no-resume"));
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.errors.find("holds a student: drop --no-resume"), std::string::npos) << refused.errors;
+  const auto overwritten = run_trafo(distill(run, " --distill-chunk-lines 128 --no-resume --overwrite"));
+  ASSERT_EQ(overwritten.exit_code, 0) << overwritten.errors;
+  EXPECT_NE(overwritten.errors.find("all 5 chunks translated before"), std::string::npos) << overwritten.errors;
+  EXPECT_NE(overwritten.errors.find("starting " + run.string() + " at step 0"), std::string::npos) << overwritten.errors;
+  EXPECT_EQ(chunks(run), before);
+
   // A changed teacher is refused in one line, and nothing distilled goes.
   const auto other = run_trafo("distill --teacher " + quoted(*dir_ / "other" / "checkpoint-last.pt") + " --data-dir " +
                                quoted(*dir_ / "toy") + " --run-dir " + quoted(run) + kStudent +
@@ -139,6 +150,14 @@ TEST_F(DistillCli, TheStudentLearnsTheTeachersBeamTranslationsWithItsTokenizer) 
   EXPECT_EQ(filter.exit_code, 2);
   EXPECT_NE(filter.errors.find("--distill-filter 0.05 kept"), std::string::npos) << filter.errors;
   EXPECT_EQ(lines_of(read_text(run / "distill" / "corpus1.de")), kept_tgt);
+  // With --no-resume --overwrite, the other teacher translates again.
+  const auto retaught = run_trafo("distill --teacher " + quoted(*dir_ / "other" / "checkpoint-last.pt") + " --data-dir " +
+                                  quoted(*dir_ / "toy") + " --run-dir " + quoted(run) + kStudent +
+                                  " --distill-chunk-lines 128 --no-resume --overwrite --cache-dir " +
+                                  quoted(*dir_ / "cache"));
+  ASSERT_EQ(retaught.exit_code, 0) << retaught.errors;
+  EXPECT_NE(retaught.errors.find("5 of 5 chunks to translate"), std::string::npos) << retaught.errors;
+  EXPECT_EQ(chunks(run).size(), 5u);
 }
 
 // SIGKILL while the teacher translates: the chunks written stay whole, and the rerun translates only
@@ -182,8 +201,8 @@ TEST_F(DistillCli, BadInputIsOneLineAndExitTwoBeforeAnythingIsWritten) {
             0);
   const auto empty = *dir_ / "empty";
   fs::create_directories(empty);
-  write_text(empty / "train.en", "");
-  write_text(empty / "train.de", "");
+  write_text(empty / "train.en", "\n \n");  // lines, but no text
+  write_text(empty / "train.de", "\n\n");
   write_text(empty / "dev.en", "a\n");
   write_text(empty / "dev.de", "b\n");
   const auto run = *dir_ / "refused";
@@ -280,6 +299,25 @@ TEST_F(DistillCli, AStudentExportsToCTranslate2AndTranslatesAsTrafo) {
   size_t same = 0;
   for (size_t i = 0; i < a.size(); ++i) same += printed(a[i]) == printed(b[i]);
   EXPECT_GE(same, a.size() - 1) << "lines translated alike: " << same << " of " << a.size();
+}
+
+// A teacher gone once its translations are made (its run moved on, its file removed) leaves the
+// student free to go on.
+TEST_F(DistillCli, AStudentGoesOnWhenItsTeacherIsGone) {
+  const auto copy = *dir_ / "teacher-copy.pt";
+  fs::copy_file(teacher(), copy, fs::copy_options::overwrite_existing);
+  const auto run = *dir_ / "orphan";
+  const auto command = "distill --teacher " + quoted(copy) + " --data-dir " + quoted(*dir_ / "toy") + " --run-dir " +
+                       quoted(run) + kStudent + " --cache-dir " + quoted(*dir_ / "cache");
+  ASSERT_EQ(run_trafo(command).exit_code, 0);
+  fs::remove(copy);
+  auto longer = command;
+  longer.replace(longer.find("--max-steps 2"), 13, "--max-steps 4");
+  const auto again = run_trafo(longer);
+  ASSERT_EQ(again.exit_code, 0) << again.errors;
+  EXPECT_NE(again.errors.find("is gone, and stages 1 and 2 are done: the student goes on"), std::string::npos)
+      << again.errors;
+  EXPECT_NE(again.errors.find("resuming " + run.string() + " at step 2"), std::string::npos) << again.errors;
 }
 
 // --vocab-from: `trafo train` takes a checkpoint's tokenizer instead of learning one.

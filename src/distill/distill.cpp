@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -117,8 +118,11 @@ inference::LoadedModel load_teacher(const run_config::TrainConfig& c, const Dist
   return loaded;
 }
 
-// Stage 2: the distilled pairs of one corpus, those the teacher left empty and then its least likely
-// `share` dropped, written as DISTILL/corpusC.{src,tgt}. Returns the lines kept and those left empty.
+bool has_text(const std::string& line) { return line.find_first_not_of(" \t\r") != std::string::npos; }
+
+// Stage 2: the distilled pairs of one corpus, those without text on a side (a blank source, a
+// translation the teacher left empty) and then the teacher's least likely `share` of the others
+// dropped, written as DISTILL/corpusC.{src,tgt}. Returns the pairs kept and those without text.
 std::pair<int64_t, int64_t> keep_likely(const std::vector<std::string>& sources, const Chunks& chunks, double share,
                                         const std::filesystem::path& src_out, const std::filesystem::path& tgt_out) {
   std::vector<Distilled> lines;
@@ -127,28 +131,24 @@ std::pair<int64_t, int64_t> keep_likely(const std::vector<std::string>& sources,
     if (read.empty()) throw RunError("distill: chunk " + std::to_string(chunk + 1) + " went missing after stage 1");
     lines.insert(lines.end(), std::make_move_iterator(read.begin()), std::make_move_iterator(read.end()));
   }
-  std::vector<size_t> order(lines.size());
-  std::iota(order.begin(), order.end(), 0);
+  std::vector<bool> keep(lines.size(), true);
+  std::vector<size_t> ranked;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    keep[i] = has_text(sources[i]) && has_text(lines[i].text);
+    if (keep[i]) ranked.push_back(i);
+  }
+  if (ranked.empty()) {
+    throw InputError("the teacher's translations of " + src_out.filename().string() +
+                     "'s sources are all empty: it has not learned to translate yet (train it longer)");
+  }
   auto worse = [&](size_t a, size_t b) {
     const double x = lines[a].log_prob_per_piece, y = lines[b].log_prob_per_piece;
     if (std::isnan(x) != std::isnan(y)) return std::isnan(x);
     return x < y || (x == y && a < b);
   };
-  std::stable_sort(order.begin(), order.end(), worse);
-  const auto dropped = static_cast<size_t>(std::floor(share * static_cast<double>(lines.size())));
-  std::vector<bool> keep(lines.size(), true);
-  for (size_t i = 0; i < dropped; ++i) keep[order[i]] = false;
-  int64_t empty = 0;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].text.empty() && !sources[i].empty()) {
-      empty += keep[i] ? 1 : 0;
-      keep[i] = false;
-    }
-  }
-  if (std::none_of(keep.begin(), keep.end(), [](bool k) { return k; })) {
-    throw InputError("the teacher's translations of " + src_out.filename().string() +
-                     "'s sources are all empty: it has not learned to translate yet (train it longer)");
-  }
+  std::stable_sort(ranked.begin(), ranked.end(), worse);
+  const auto dropped = static_cast<size_t>(std::floor(share * static_cast<double>(ranked.size())));
+  for (size_t i = 0; i < dropped; ++i) keep[ranked[i]] = false;
   std::string src, tgt;
   int64_t kept = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -159,13 +159,15 @@ std::pair<int64_t, int64_t> keep_likely(const std::vector<std::string>& sources,
   }
   util::write_file_atomically(src_out, src, util::Special::kReplace);
   util::write_file_atomically(tgt_out, tgt, util::Special::kReplace);
-  return {kept, empty};
+  return {kept, static_cast<int64_t>(lines.size() - ranked.size())};
 }
 
+// The temporaries (NAME.tmp-PID) a killed run left in `folder`: the run folder's lock is held, so no
+// live process is writing one.
 void remove_stale_temporaries(const std::filesystem::path& folder) {
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
-    if (entry.path().filename().string().find(".tsv.tmp-") != std::string::npos) util::remove_tree(entry.path());
+    if (entry.path().filename().string().find(".tmp-") != std::string::npos) util::remove_tree(entry.path());
   }
 }
 
@@ -186,46 +188,98 @@ void validate(const DistillOptions& o) {
   }
 }
 
-train::TrainResult distill(run_config::TrainConfig c, const DistillOptions& options,
-                           const std::atomic<bool>* stop_requested) {
-  validate(options);
+namespace {
+
+// The student's run: the distilled corpora (and the original ones with --distill-mix original),
+// validated on the run's own dev set, with the teacher's tokenizer and student-tiny unless given.
+run_config::TrainConfig student_config(run_config::TrainConfig c, const DistillOptions& options,
+                                       const std::vector<run_config::CorpusSpec>& corpora,
+                                       const std::filesystem::path& folder) {
+  std::vector<run_config::CorpusSpec> student;
+  for (size_t i = 0; i < corpora.size(); ++i) {
+    auto distilled = corpora[i];  // its weight and tag
+    distilled.src = (folder / fmt::format("corpus{}.{}", i + 1, c.data.src_lang)).string();
+    distilled.tgt = (folder / fmt::format("corpus{}.{}", i + 1, c.data.tgt_lang)).string();
+    distilled.alignment.clear();
+    student.push_back(distilled);
+  }
+  if (options.mix == "original") {
+    for (auto corpus : corpora) {
+      corpus.weight *= options.mix_weight;
+      student.push_back(corpus);
+    }
+  }
+  c.data.corpora = student;
+  c.data.train_src.clear();
+  c.data.train_tgt.clear();
+  if (c.given) c.given->insert("corpus");
+  // Defaults of distill's own, not given: a resume holds to the run's, as for any option left out.
+  if (!run_config::was_given(c, "vocab-size") && !run_config::was_given(c, "vocab-from") && c.init_from.empty()) {
+    c.vocab_from = options.teachers.front();
+  }
+  if (!run_config::was_given(c, "preset")) c.run.preset = "student-tiny";
   run_config::validate(c);
-  if (c.parallel.nproc > 1) {
-    throw InputError("trafo distill runs one process: leave out --nproc (a student may go on with trafo train --nproc)");
-  }
-  const std::filesystem::path run = c.run.run_dir, folder = run / "distill", chunk_folder = folder / "chunks";
-  const auto identity_path = folder / "stage1.json";
-  const bool start_over = c.run.no_resume && c.run.overwrite;
+  return c;
+}
+
+// A stage's record in RUN/distill, or nullopt where there is none; a damaged one is an InputError.
+std::optional<nlohmann::json> read_record(const std::filesystem::path& path) {
   std::error_code error;
-  if (!start_over && !std::filesystem::exists(identity_path, error) &&
-      (!train::RunFolder::checkpoints_in(run).empty() || std::filesystem::exists(run / "config.toml", error))) {
-    throw InputError("run folder " + run.string() +
-                     " holds a run of trafo train, not of trafo distill: use another --run-dir");
-  }
-  const auto corpora = corpora_of(c);
+  if (!std::filesystem::exists(path, error)) return std::nullopt;
+  auto json = parse_json(util::read_file(path), path.string());
+  if (!json.is_object()) throw InputError(path.string() + " is damaged: not a JSON object; remove it to redo its stage");
+  return json;
+}
+
+// Stages 1 and 2: RUN/distill/corpusC.{src,tgt} for each training corpus. The teacher and the corpus
+// lines live only here. False where a signal stopped it.
+bool distil_corpora(const run_config::TrainConfig& c, const DistillOptions& options,
+                    const std::vector<run_config::CorpusSpec>& corpora, const std::atomic<bool>* stop_requested) {
+  const std::filesystem::path run = c.run.run_dir, folder = run / "distill", chunk_folder = folder / "chunks";
+  const auto identity_path = folder / "stage1.json", stage2_path = folder / "stage2.json";
+  const bool start_over = c.run.no_resume && c.run.overwrite;
   std::vector<std::vector<std::string>> sources;
   for (const auto& corpus : corpora) {
     sources.push_back(util::read_lines(corpus.src));
-    if (sources.back().empty()) throw InputError("corpus " + corpus.src + " is empty: nothing to distill");
+    if (std::none_of(sources.back().begin(), sources.back().end(), has_text)) {
+      throw InputError("corpus " + corpus.src + " is empty: nothing to distill");
+    }
   }
-  // Stage 1's identity: the teacher, the sources, the search; a precision left to auto is the one
-  // the first run chose (timed, it might choose otherwise the next time). The teacher is loaded, and
-  // so checked, before anything is written.
+  // Stage 1's identity: the teacher, the sources, the languages, the search; a precision left to
+  // auto is the one the first run chose (timed, it might choose otherwise the next time). The
+  // teacher is loaded, and so checked, before anything is written.
   std::optional<nlohmann::json> kept;
-  if (!start_over && std::filesystem::exists(identity_path, error)) {
-    kept = parse_json(util::read_file(identity_path), identity_path.string());
-  }
-  std::string precision = options.precision;
-  if (precision == "auto" && kept && kept->contains("precision")) precision = kept->at("precision").get<std::string>();
-  spdlog::info("distill: loading the teacher{} ({})", options.teachers.size() > 1 ? "s, an ensemble" : "",
-               fmt::join(options.teachers, ", "));
-  auto loaded = std::make_shared<const inference::LoadedModel>(load_teacher(c, options, precision));
-  {
+  try {
+    kept = read_record(identity_path);
+    // A teacher gone once stages 1 and 2 are done (its run moved on, its file was removed): the
+    // student goes on from what it made.
+    std::error_code error;
+    const bool teachers_here = std::all_of(options.teachers.begin(), options.teachers.end(),
+                                           [&](const std::string& path) { return std::filesystem::exists(path, error); });
+    if (!teachers_here && kept && !start_over) {
+      const auto done = read_record(stage2_path);
+      bool outputs = done && done->value("filter", -1.0) == options.filter &&
+                     done->value("stage1", "") == Identity{same_content(*kept)}.hash();
+      for (size_t i = 0; outputs && i < corpora.size(); ++i) {
+        outputs = std::filesystem::is_regular_file(folder / fmt::format("corpus{}.{}", i + 1, c.data.tgt_lang), error);
+      }
+      if (outputs) {
+        spdlog::info("distill: the teacher ({}) is gone, and stages 1 and 2 are done: the student goes on",
+                     fmt::join(options.teachers, ", "));
+        return stop_requested == nullptr || !stop_requested->load();
+      }
+    }
+    std::string precision = options.precision;
+    if (precision == "auto" && kept && kept->contains("precision")) precision = kept->at("precision").get<std::string>();
+    spdlog::info("distill: loading the teacher{} ({})", options.teachers.size() > 1 ? "s, an ensemble" : "",
+                 fmt::join(options.teachers, ", "));
+    auto loaded = std::make_shared<const inference::LoadedModel>(load_teacher(c, options, precision));
+
     train::RunFolder lock(run, /*lock=*/true);
-    if (start_over) util::remove_tree(folder);
     std::filesystem::create_directories(chunk_folder, error);
     if (error) throw_write_error(chunk_folder.string(), error.value());
     train::LogFileCopy log(run / "train.log");
+    remove_stale_temporaries(folder);
     remove_stale_temporaries(chunk_folder);
     Identity identity;
     identity.json["teachers"] = nlohmann::json::array();
@@ -236,6 +290,7 @@ train::TrainResult distill(run_config::TrainConfig c, const DistillOptions& opti
       file["lines"] = sources[i].size();
       identity.json["corpora"].push_back(file);
     }
+    identity.json["languages"] = {c.data.src_lang, c.data.tgt_lang, loaded->tag};
     inference::SearchOptions search;
     search.beam = options.beam;
     search.batch_tokens = options.batch_tokens;
@@ -245,14 +300,21 @@ train::TrainResult distill(run_config::TrainConfig c, const DistillOptions& opti
     identity.json["chunk_lines"] = options.chunk_lines;
     identity.json["precision"] = loaded->bf16 ? "bf16" : "fp32";
     if (kept && same_content(*kept) != same_content(identity.json)) {
-      throw InputError("run folder " + run.string() + " was distilled with another teacher, corpus or search (" +
-                       differences(*kept, identity.json) +
-                       "): rerun as before, add --no-resume --overwrite to distill again from scratch, or use another "
-                       "--run-dir");
+      if (!start_over) {
+        throw InputError("run folder " + run.string() + " was distilled with another teacher, corpus or search (" +
+                         differences(*kept, identity.json) +
+                         "): rerun as before, add --no-resume --overwrite to distill again, or use another --run-dir");
+      }
+      spdlog::info("distill: --no-resume --overwrite and another teacher, corpus or search ({}): translating again",
+                   differences(*kept, identity.json));
+      util::remove_tree(chunk_folder);
+      std::filesystem::create_directories(chunk_folder, error);
+      kept.reset();
     }
     if (!kept) util::write_file_atomically(identity_path, identity.json.dump(2) + "\n", util::Special::kReplace);
 
-    // Stage 1: the teacher's translations, chunk by chunk.
+    // Stage 1: the teacher's translations, chunk by chunk (kept over --no-resume --overwrite while
+    // they are of the same teacher, corpus and search: they would come out the same).
     const inference::Translation engine(loaded, search);
     std::vector<Chunks> chunks;
     for (size_t i = 0; i < corpora.size(); ++i) {
@@ -260,31 +322,28 @@ train::TrainResult distill(run_config::TrainConfig c, const DistillOptions& opti
                           options.chunk_lines);
       if (!translate_chunks(engine, sources[i], chunks.back(), "corpus " + std::to_string(i + 1), stop_requested)) {
         log.check();
-        return {"signal", 0, "", "", 0.0};
+        return false;
       }
     }
 
-    // Stage 2: the least likely pairs dropped, unless done for this stage 1 and share.
-    const auto stage2_path = folder / "stage2.json";
-    nlohmann::json stage2 = {{"stage1", identity.hash()}, {"filter", options.filter}};
-    bool done = false;
-    if (std::filesystem::exists(stage2_path, error)) {
-      auto before = parse_json(util::read_file(stage2_path), stage2_path.string());
-      if (before.value("filter", -1.0) != options.filter && !lock.checkpoints().empty()) {
-        throw InputError(fmt::format("run folder {} holds a student trained on the pairs --distill-filter {} kept: give "
-                                     "that, or --no-resume --overwrite to distill again from scratch",
-                                     run.string(), before.value("filter", -1.0)));
-      }
-      done = before.value("stage1", "") == stage2["stage1"] && before.value("filter", -1.0) == options.filter;
-      for (size_t i = 0; done && i < corpora.size(); ++i) {
-        done = std::filesystem::is_regular_file(folder / fmt::format("corpus{}.{}", i + 1, c.data.src_lang), error) &&
-               std::filesystem::is_regular_file(folder / fmt::format("corpus{}.{}", i + 1, c.data.tgt_lang), error);
-      }
+    // Stage 2: the least likely pairs dropped, unless done for this stage 1 and share. Its record
+    // goes first and comes back last, so corpora half rewritten are never taken as done.
+    const nlohmann::json stage2 = {{"stage1", Identity{same_content(identity.json)}.hash()}, {"filter", options.filter}};
+    const auto before = read_record(stage2_path);
+    if (before && before->value("filter", -1.0) != options.filter && !lock.checkpoints().empty() && !start_over) {
+      throw InputError(fmt::format("run folder {} holds a student trained on the pairs --distill-filter {} kept: give "
+                                   "that, or --no-resume --overwrite to train the student again",
+                                   run.string(), before->value("filter", -1.0)));
+    }
+    bool done = before && before->value("stage1", "") == stage2["stage1"] && before->value("filter", -1.0) == options.filter;
+    for (size_t i = 0; done && i < corpora.size(); ++i) {
+      done = std::filesystem::is_regular_file(folder / fmt::format("corpus{}.{}", i + 1, c.data.src_lang), error) &&
+             std::filesystem::is_regular_file(folder / fmt::format("corpus{}.{}", i + 1, c.data.tgt_lang), error);
     }
     if (done) {
       spdlog::info("distill stage 2: the filtered corpora are there from before");
     } else {
-      stage2["kept"] = nlohmann::json::array();
+      util::remove_tree(stage2_path);
       for (size_t i = 0; i < corpora.size(); ++i) {
         const auto [kept_lines, empty] =
             keep_likely(sources[i], chunks[i], options.filter, folder / fmt::format("corpus{}.{}", i + 1, c.data.src_lang),
@@ -293,40 +352,47 @@ train::TrainResult distill(run_config::TrainConfig c, const DistillOptions& opti
                      "(--distill-filter {}){}",
                      i + 1, kept_lines, sources[i].size(),
                      static_cast<int64_t>(sources[i].size()) - kept_lines - empty, options.filter,
-                     empty > 0 ? fmt::format(" and {} it left empty", empty) : "");
-        stage2["kept"].push_back(kept_lines);
+                     empty > 0 ? fmt::format(" and {} without text on a side", empty) : "");
       }
       util::write_file_atomically(stage2_path, stage2.dump(2) + "\n", util::Special::kReplace);
     }
     log.check();
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(folder.string() + " holds a damaged record (" + e.what() + "): remove it to redo its stage");
   }
+  return stop_requested == nullptr || !stop_requested->load();
+}
 
-  // Stage 3: the student, on the distilled corpora (and the original ones with --distill-mix
-  // original), validated on the run's own dev set.
-  std::vector<run_config::CorpusSpec> student;
-  for (size_t i = 0; i < corpora.size(); ++i) {
-    run_config::CorpusSpec distilled;
-    distilled.src = (folder / fmt::format("corpus{}.{}", i + 1, c.data.src_lang)).string();
-    distilled.tgt = (folder / fmt::format("corpus{}.{}", i + 1, c.data.tgt_lang)).string();
-    distilled.weight = corpora[i].weight;
-    student.push_back(distilled);
+}  // namespace
+
+train::TrainResult distill(run_config::TrainConfig c, const DistillOptions& options,
+                           const std::atomic<bool>* stop_requested) {
+  validate(options);
+  run_config::validate(c);
+  if (c.parallel.nproc > 1) {
+    throw InputError("trafo distill runs one process: leave out --nproc (a student may go on with trafo train --nproc)");
   }
-  if (options.mix == "original") {
-    for (auto corpus : corpora) {
-      corpus.weight *= options.mix_weight;
-      student.push_back(corpus);
-    }
+  if (!c.data.guided_alignment.empty()) {
+    throw InputError("--guided-alignment: the teacher's translations have no alignments to guide the student by");
   }
-  c.data.corpora = student;
-  if (c.given) c.given->insert("corpus");
-  // Defaults of distill's own, not given: a resume holds to the run's, as for any option left out.
-  if (!run_config::was_given(c, "vocab-size") && !run_config::was_given(c, "vocab-from")) {
-    c.vocab_from = options.teachers.front();
+  const std::filesystem::path run = c.run.run_dir, folder = run / "distill";
+  std::error_code error;
+  const bool student = !train::RunFolder::checkpoints_in(run).empty() || std::filesystem::exists(run / "config.toml", error);
+  if (student && !std::filesystem::exists(folder / "stage1.json", error) && !(c.run.no_resume && c.run.overwrite)) {
+    throw InputError("run folder " + run.string() +
+                     " holds a run of trafo train, not of trafo distill: use another --run-dir");
   }
-  if (!run_config::was_given(c, "preset")) c.run.preset = "student-tiny";
-  spdlog::info("distill stage 3: training the student ({} corpora{}, --preset {})", student.size(),
-               options.mix == "original" ? ", the original ones mixed in" : "", c.run.preset);
-  return train::Trainer(c, stop_requested).run();
+  if (student && c.run.no_resume && !c.run.overwrite) {
+    throw InputError("run folder " + run.string() + " holds a student: drop --no-resume to go on with it, or add "
+                     "--overwrite to train it again (the teacher's translations are kept while they still match)");
+  }
+  const auto corpora = corpora_of(c);
+  const auto student_run = student_config(c, options, corpora, folder);  // checked before any stage
+  if (!distil_corpora(c, options, corpora, stop_requested)) return {"signal", 0, "", "", 0.0};
+  spdlog::info("distill stage 3: training the student ({} corpora{}{})", student_run.data.corpora.size(),
+               options.mix == "original" ? ", the original ones mixed in" : "",
+               run_config::was_given(c, "preset") || !student ? ", --preset " + student_run.run.preset : "");
+  return train::Trainer(student_run, stop_requested).run();
 }
 
 }  // namespace trafo::distill

@@ -169,7 +169,10 @@ void take_initial_options(TrainConfig& c, const TrainConfig& theirs, const model
   std::vector<std::string> conflicts;
   for (const auto& key : config_keys()) {
     const std::string name = key.name;
-    if (!in_group(key, {"Model", "Vocabulary"}) || is_dropout_option(name) || name == "init-from") continue;
+    if (!in_group(key, {"Model", "Vocabulary"}) || is_dropout_option(name) || name == "init-from" ||
+        name == "vocab-from") {
+      continue;  // the checkpoint's tokenizer is the run's, whatever it was made from
+    }
     const auto asked = format_value(key, c), kept = format_value(key, theirs);
     if (asked != kept && was_given(c, name)) conflicts.push_back(name + " " + asked + " vs " + kept);
     copy_value(key, theirs, c);

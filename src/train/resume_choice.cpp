@@ -54,7 +54,7 @@ std::string foreign_reason(const checkpoint::Checkpoint& saved, const TrainConfi
   const auto differences = run_differences(read_run_config(saved.config, path + "'s config"), c);
   if (!differences.empty()) return "it was trained with other options (checkpoint vs run: " +
                                    join_differences(differences) + ")";
-  if (saved.model_config.vocab_size > c.vocab.vocab_size) {
+  if (saved.model_config.vocab_size > c.vocab.vocab_size && c.vocab_from.empty()) {  // --vocab-from: its size
     return "its tokenizer has " + std::to_string(saved.model_config.vocab_size) + " pieces, more than the run's " +
            "--vocab-size " + std::to_string(c.vocab.vocab_size);
   }

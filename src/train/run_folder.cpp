@@ -71,7 +71,7 @@ RunFolder::RunFolder(std::filesystem::path path, bool lock) : path_(std::move(pa
     const ssize_t n = ::pread(lock_fd_, holder, sizeof holder - 1, 0);
     ::close(lock_fd_);
     lock_fd_ = -1;
-    throw InputError("run folder " + path_.string() + " is in use by another trafo train" +
+    throw InputError("run folder " + path_.string() + " is in use by another trafo train or distill" +
                      (n > 0 ? " (process " + std::string(holder, static_cast<size_t>(n)) + ")" : std::string()) +
                      "; wait for it to end or use another --run-dir");
   }

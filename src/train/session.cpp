@@ -173,6 +173,8 @@ std::vector<run_config::Choice> Session::choices() const {
   const auto pieces = data.tokenizer.vocab_size();
   if (resumed() || fine_tuned()) {
     made.push_back({"vocab-size", std::to_string(pieces), "the tokenizer of the checkpoint the run starts from"});
+  } else if (!config.vocab_from.empty()) {
+    made.push_back({"vocab-size", std::to_string(pieces), "the tokenizer of " + config.vocab_from + " (--vocab-from)"});
   } else if (pieces < config.vocab.vocab_size) {
     made.push_back({"vocab-size", std::to_string(pieces),
                     "the training text supports " + std::to_string(pieces) + " pieces, not the " +

@@ -23,7 +23,8 @@ struct DistillOptions {
   int beam = 4;                       // the teacher's beam
   double filter = 0.05;               // share of distilled pairs dropped, the teacher's least likely
   std::string mix = "none";           // none | original: the original pairs as a second corpus
-  double mix_weight = 1.0;            // that corpus's sampling weight (the distilled one's is 1)
+  double mix_weight = 1.0;            // the original corpora's weights are multiplied by it (the distilled
+                                      // ones keep their corpus's weight)
   int64_t chunk_lines = 1000;         // source lines translated per chunk
   std::string device = "auto";        // the teacher's, as translate's --device
   std::string precision = "auto";     // the teacher's, as translate's --precision (auto resolved once a run)
