@@ -252,11 +252,12 @@ TEST_F(DistillCli, BadInputIsOneLineAndExitTwoBeforeAnythingIsWritten) {
       << silent.errors;
 }
 
-// A student is a model as any other: exported to CTranslate2 (a 2-layer encoder over a 1-layer
-// decoder), the real runtime translates as trafo does. Teacher and student are trained enough here
+// A student is a model as any other: exported to CTranslate2 and to transformers (a 2-layer
+// encoder over a 1-layer decoder), the real runtimes translate as trafo does. Teacher and student are trained enough here
 // that their choices are clear (an untrained model's near-ties fall either way in another runtime).
-TEST_F(DistillCli, AStudentExportsToCTranslate2AndTranslatesAsTrafo) {
+TEST_F(DistillCli, AStudentExportsToCTranslate2AndTransformersAndTranslatesAsTrafo) {
   TRAFO_REQUIRE_PYTHON_MODULE("ctranslate2");
+  TRAFO_REQUIRE_PYTHON_MODULE("transformers");
   TRAFO_REQUIRE_PYTHON_MODULE("sentencepiece");
   const auto toy = *dir_ / "toy-4000";
   ASSERT_EQ(run_trafo("toy-corpus --out " + quoted(toy) + " --train 4000 --dev 10 --test 50").exit_code, 0);
@@ -299,6 +300,23 @@ TEST_F(DistillCli, AStudentExportsToCTranslate2AndTranslatesAsTrafo) {
   size_t same = 0;
   for (size_t i = 0; i < a.size(); ++i) same += printed(a[i]) == printed(b[i]);
   EXPECT_GE(same, a.size() - 1) << "lines translated alike: " << same << " of " << a.size();
+  // transformers (a pre-norm student exports as Pegasus): generate() and its scores as trafo's.
+  {
+    const auto hf = *dir_ / "student-hf";
+    const auto exported_hf =
+        run_trafo("export --format huggingface --checkpoint " + quoted(student) + " --out " + quoted(hf));
+    ASSERT_EQ(exported_hf.exit_code, 0) << exported_hf.errors;
+    const std::string fp32 = " --threads 1 --precision fp32";
+    const auto hf_translations = *dir_ / "student.hf-trafo.de", hf_scores = *dir_ / "student.scores";
+    ASSERT_EQ(run_trafo("translate --checkpoint " + quoted(student) + " --input " + quoted(sources) + " --output " +
+                        quoted(hf_translations) + fp32).exit_code, 0);
+    ASSERT_EQ(run_trafo("score-pairs --checkpoint " + quoted(student) + " --src " + quoted(sources) + " --tgt " +
+                        quoted(hf_translations) + fp32 + " > " + quoted(hf_scores)).exit_code, 0);
+    const auto checked = run_command("'" + std::string(TRAFO_PYTHON) + "' '" + TRAFO_SOURCE_DIR +
+                                     "/tests/huggingface_check.py' " + quoted(hf) + " " + quoted(sources) + " " +
+                                     quoted(hf_translations) + " " + quoted(hf_scores));
+    EXPECT_EQ(checked.exit_code, 0) << checked.output << checked.errors;
+  }
 }
 
 // A teacher gone once its translations are made (its run moved on, its file removed) leaves the
