@@ -110,6 +110,10 @@ TEST_F(DistillCli, TheStudentLearnsTheTeachersBeamTranslationsWithItsTokenizer) 
   EXPECT_EQ(student.model_config.encoder_layers, 2);
   EXPECT_EQ(student.model_config.decoder_layers, 1);
   EXPECT_NE(read_text(run / "train.log").find("distill stage 1"), std::string::npos);
+  // train.log says what the student buys: its speed and weights against the teacher's.
+  EXPECT_NE(read_text(run / "train.log").find("distill: the student translates"), std::string::npos) << result.errors;
+  EXPECT_NE(result.errors.find("dev sentences/s (greedy, fp32, 5 sentences) against its teacher's"), std::string::npos)
+      << result.errors;
   const auto translated = run_trafo("translate --checkpoint " + quoted(run / "checkpoint-last.pt") + " --input " +
                                     quoted(*dir_ / "toy" / "test.en") + " --threads 1");
   EXPECT_EQ(translated.exit_code, 0) << translated.errors;

@@ -1,6 +1,7 @@
 #include "trafo/distill/distill.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <numeric>
@@ -363,6 +364,50 @@ bool distil_corpora(const run_config::TrainConfig& c, const DistillOptions& opti
   return stop_requested == nullptr || !stop_requested->load();
 }
 
+// Greedy sentences per second of `loaded` on `lines`, fp32, after one untimed batch.
+double sentences_per_s(const std::shared_ptr<const inference::LoadedModel>& loaded,
+                       const std::vector<std::string>& lines) {
+  const inference::Translation engine(loaded, inference::SearchOptions{});
+  engine.translate_best({lines.front()});
+  const auto start = std::chrono::steady_clock::now();
+  engine.translate_best(lines);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return static_cast<double>(lines.size()) / std::max(seconds, 1e-9);
+}
+
+// What the student buys: its greedy speed on the first dev sentences and its weights against the
+// teacher's, in train.log. A teacher gone, or anything else that fails here, only skips the line.
+void compare_speed(const run_config::TrainConfig& c, const DistillOptions& options, const train::TrainResult& result) {
+  constexpr int64_t kLines = 200;
+  try {
+    const auto student_path = result.best_checkpoint.empty() ? result.last_checkpoint : result.best_checkpoint;
+    auto lines = util::read_lines(run_config::data_files(c).dev_src, kLines);
+    lines.erase(std::remove_if(lines.begin(), lines.end(), [](const std::string& l) { return !has_text(l); }),
+                lines.end());
+    if (lines.empty() || student_path.empty()) return;
+    train::LogFileCopy log(std::filesystem::path(c.run.run_dir) / "train.log");
+    const auto teacher = std::make_shared<const inference::LoadedModel>(load_teacher(c, options, "fp32"));
+    const double teacher_speed = sentences_per_s(teacher, lines);
+    int64_t teacher_weights = 0;
+    for (const auto& model : teacher->models()) teacher_weights += model->parameter_count();
+    inference::RuntimeOptions runtime;
+    runtime.checkpoint = student_path;
+    runtime.device = options.device;
+    runtime.threads = c.machine.threads;
+    runtime.precision = "fp32";
+    const auto student = std::make_shared<const inference::LoadedModel>(inference::load_for_translation(runtime));
+    const double student_speed = sentences_per_s(student, lines);
+    spdlog::info("distill: the student translates {:.1f} dev sentences/s (greedy, fp32, {} sentences) against its "
+                 "teacher's {:.1f} ({:.2f}x), with {} weights against {} ({:.2f}x)",
+                 student_speed, lines.size(), teacher_speed, student_speed / teacher_speed,
+                 student->model->parameter_count(), teacher_weights,
+                 static_cast<double>(student->model->parameter_count()) / static_cast<double>(teacher_weights));
+    log.check();
+  } catch (const std::exception& e) {
+    spdlog::warn("distill: the student's speed against its teacher's was not measured: {}", e.what());
+  }
+}
+
 }  // namespace
 
 train::TrainResult distill(run_config::TrainConfig c, const DistillOptions& options,
@@ -392,7 +437,9 @@ train::TrainResult distill(run_config::TrainConfig c, const DistillOptions& opti
   spdlog::info("distill stage 3: training the student ({} corpora{}{})", student_run.data.corpora.size(),
                options.mix == "original" ? ", the original ones mixed in" : "",
                run_config::was_given(c, "preset") || !student ? ", --preset " + student_run.run.preset : "");
-  return train::Trainer(student_run, stop_requested).run();
+  const auto result = train::Trainer(student_run, stop_requested).run();
+  if (result.reason != "signal") compare_speed(c, options, result);
+  return result;
 }
 
 }  // namespace trafo::distill
