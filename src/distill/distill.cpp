@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
-#include <numeric>
 #include <optional>
 
 #include <fmt/format.h>
@@ -117,50 +116,6 @@ inference::LoadedModel load_teacher(const run_config::TrainConfig& c, const Dist
                      c.data.src_lang);
   }
   return loaded;
-}
-
-bool has_text(const std::string& line) { return line.find_first_not_of(" \t\r") != std::string::npos; }
-
-// Stage 2: the distilled pairs of one corpus, those without text on a side (a blank source, a
-// translation the teacher left empty) and then the teacher's least likely `share` of the others
-// dropped, written as DISTILL/corpusC.{src,tgt}. Returns the pairs kept and those without text.
-std::pair<int64_t, int64_t> keep_likely(const std::vector<std::string>& sources, const Chunks& chunks, double share,
-                                        const std::filesystem::path& src_out, const std::filesystem::path& tgt_out) {
-  std::vector<Distilled> lines;
-  for (int64_t chunk = 0; chunk < chunks.count(); ++chunk) {
-    auto read = chunks.read(chunk);
-    if (read.empty()) throw RunError("distill: chunk " + std::to_string(chunk + 1) + " went missing after stage 1");
-    lines.insert(lines.end(), std::make_move_iterator(read.begin()), std::make_move_iterator(read.end()));
-  }
-  std::vector<bool> keep(lines.size(), true);
-  std::vector<size_t> ranked;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    keep[i] = has_text(sources[i]) && has_text(lines[i].text);
-    if (keep[i]) ranked.push_back(i);
-  }
-  if (ranked.empty()) {
-    throw InputError("the teacher's translations of " + src_out.filename().string() +
-                     "'s sources are all empty: it has not learned to translate yet (train it longer)");
-  }
-  auto worse = [&](size_t a, size_t b) {
-    const double x = lines[a].log_prob_per_piece, y = lines[b].log_prob_per_piece;
-    if (std::isnan(x) != std::isnan(y)) return std::isnan(x);
-    return x < y || (x == y && a < b);
-  };
-  std::stable_sort(ranked.begin(), ranked.end(), worse);
-  const auto dropped = static_cast<size_t>(std::floor(share * static_cast<double>(ranked.size())));
-  for (size_t i = 0; i < dropped; ++i) keep[ranked[i]] = false;
-  std::string src, tgt;
-  int64_t kept = 0;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (!keep[i]) continue;
-    src += sources[i] + "\n";
-    tgt += lines[i].text + "\n";
-    ++kept;
-  }
-  util::write_file_atomically(src_out, src, util::Special::kReplace);
-  util::write_file_atomically(tgt_out, tgt, util::Special::kReplace);
-  return {kept, static_cast<int64_t>(lines.size() - ranked.size())};
 }
 
 // The temporaries (NAME.tmp-PID) a killed run left in `folder`: the run folder's lock is held, so no

@@ -1,11 +1,12 @@
-// Stage 1 of trafo distill: the teacher's translations of every training source, in chunks that
-// survive a kill. Internal to distill/.
+// Stages 1 and 2 of trafo distill: the teacher's translations of every training source, in chunks
+// that survive a kill, and the pairs kept of them. Internal to distill/.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "trafo/inference/translation.h"
@@ -44,5 +45,15 @@ class Chunks {
 // order, logging how far and how fast; returns false where `stop_requested` ended it between chunks.
 bool translate_chunks(const inference::Translation& engine, const std::vector<std::string>& sources,
                       const Chunks& chunks, const std::string& name, const std::atomic<bool>* stop_requested);
+
+// Whether a line holds anything but spaces, tabs and carriage returns.
+bool has_text(const std::string& line);
+
+// Stage 2: the distilled pairs of one corpus, those without text on a side (a blank source, a
+// translation the teacher left empty) and then the teacher's least likely `share` of the others
+// dropped, written as `src_out` and `tgt_out`. Returns the pairs kept and those without text;
+// InputError where no pair has text.
+std::pair<int64_t, int64_t> keep_likely(const std::vector<std::string>& sources, const Chunks& chunks, double share,
+                                        const std::filesystem::path& src_out, const std::filesystem::path& tgt_out);
 
 }  // namespace trafo::distill
