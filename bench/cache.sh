@@ -104,17 +104,8 @@ trap '[[ -z "$server" ]] || kill "$server" 2>/dev/null || true' EXIT
 serve_up() {
   local name=$1
   shift
-  "$trafo" serve -c "$checkpoint" --port 0 --threads "$threads" "$@" >"$work/$name.out" 2>"$work/$name.err" &
-  server=$!
-  for _ in $(seq 300); do
-    grep -q listening "$work/$name.out" 2>/dev/null && break
-    kill -0 "$server" 2>/dev/null || break
-    sleep 0.1
-  done
-  url=$(grep -m1 -o 'http://[0-9.]*:[0-9]*' "$work/$name.out") \
-    || { say "trafo serve ($name) did not start"; cat "$work/$name.err" >&2; exit 1; }
+  serve_named "$name" -c "$checkpoint" "$@"
 }
-serve_down() { kill -TERM "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; server=""; }
 # The cache counters of /metrics, as JSON.
 cache_metrics() {
   "$python" - "$url" <<'PY'

@@ -62,18 +62,9 @@ serve_up() {
   local name=$1 args=() c
   shift
   for c in "$@"; do args+=(-c "$c"); done
-  "$trafo" serve "${args[@]}" --port 0 --threads "$threads" >"$work/$name.out" 2>"$work/$name.err" &
-  server=$!
-  for _ in $(seq 300); do
-    grep -q listening "$work/$name.out" 2>/dev/null && break
-    kill -0 "$server" 2>/dev/null || break
-    sleep 0.1
-  done
-  url=$(grep -m1 -o 'http://[0-9.]*:[0-9]*' "$work/$name.out") \
-    || { say "trafo serve ($name) did not start"; cat "$work/$name.err" >&2; exit 1; }
+  serve_named "$name" "${args[@]}"
   say "$name: $(head -1 "$work/$name.out")"
 }
-serve_down() { kill -TERM "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; server=""; }
 
 # URL LIMIT FILE LANG SOURCE [FILE LANG SOURCE ...]: POST /detect for the first LIMIT non-empty lines
 # of each FILE; one JSON row a file appended to WORK/detection-rows.jsonl, wrong answers to

@@ -37,6 +37,24 @@ toy_model() {
   sentences=${sentences:-$work/toy/test.en}
 }
 
+# NAME ARGS...: `trafo serve ARGS...` on a free port (port 0), with --threads THREADS, its output in
+# WORK/NAME.out and .err; sets server (its PID) and url once it listens, or ends the benchmark.
+serve_named() {
+  local name=$1
+  shift
+  "$trafo" serve "$@" --port 0 --threads "$threads" >"$work/$name.out" 2>"$work/$name.err" &
+  server=$!
+  for _ in $(seq 300); do
+    grep -q listening "$work/$name.out" 2>/dev/null && break
+    kill -0 "$server" 2>/dev/null || break
+    sleep 0.1
+  done
+  url=$(grep -m1 -o 'http://[0-9.]*:[0-9]*' "$work/$name.out") \
+    || { say "trafo serve ($name) did not start"; cat "$work/$name.err" >&2; exit 1; }
+}
+# Stops serve_named's server, answering what is in flight (SIGTERM).
+serve_down() { kill -TERM "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; server=""; }
+
 # `trafo serve` of the checkpoint on a free port of 127.0.0.1, with OPTIONS; sets server (its PID),
 # port and url once it listens.
 start_server() {
